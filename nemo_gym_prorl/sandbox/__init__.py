@@ -1,1 +1,17 @@
-"""sandbox."""
+"""Rootless sandboxes: bubblewrap (default), Apptainer/Singularity (HPC), local_unsafe (debug)."""
+
+from nemo_gym_prorl.sandbox.base import ExecResult, Sandbox, SandboxError, SandboxPathError
+from nemo_gym_prorl.sandbox.factory import BACKENDS, open_sandbox
+from nemo_gym_prorl.sandbox.spec import BackendName, SandboxLimits, SandboxSpec
+
+__all__ = [
+    "BACKENDS",
+    "BackendName",
+    "ExecResult",
+    "Sandbox",
+    "SandboxError",
+    "SandboxLimits",
+    "SandboxPathError",
+    "SandboxSpec",
+    "open_sandbox",
+]

@@ -1,0 +1,316 @@
+"""The one `Sandbox` interface every backend implements, and the process bookkeeping they share.
+
+A sandbox is a workspace directory plus a recipe (`command`) that turns an argv into a host
+command running that argv isolated. Every process started through it lives in its own process
+group and is tracked, so `close()` kills exactly what this sandbox started and nothing else.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shutil
+import signal
+import sys
+import tempfile
+import time
+import uuid
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from pathlib import Path, PurePosixPath
+from typing import Any, Self
+
+import ptyprocess
+from pydantic import BaseModel
+
+from nemo_gym_prorl.sandbox.limits import PidsCgroup, wrap_with_rlimits
+from nemo_gym_prorl.sandbox.output import CappedBuffer
+from nemo_gym_prorl.sandbox.spec import SandboxSpec
+
+
+class SandboxError(RuntimeError):
+    """A sandbox could not be created or used (missing binary, closed, bad path)."""
+
+
+class SandboxPathError(SandboxError, ValueError):
+    """A path that resolves outside the sandbox workspace."""
+
+
+class ExecResult(BaseModel):
+    exit_code: int
+    stdout: str
+    stderr: str
+    timed_out: bool = False
+    truncated: bool = False
+    duration_s: float
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0 and not self.timed_out
+
+
+def default_sandbox_root() -> Path:
+    return Path(os.environ.get("PRORL_SANDBOX_ROOT") or Path(tempfile.gettempdir()) / "prorl-sandboxes")
+
+
+def python_runtime_paths() -> list[Path]:
+    """Host directories that make this project's interpreter (and its venv) run elsewhere."""
+    paths = {Path(sys.base_prefix).resolve(), Path(sys.prefix).resolve()}
+    return sorted(paths)
+
+
+class Sandbox(ABC):
+    """An isolated place to run processes against one workspace directory.
+
+    Use as a (sync or async) context manager; `close()` is idempotent.
+    """
+
+    backend: str = "abstract"
+
+    def __init__(self, spec: SandboxSpec) -> None:
+        self.spec = spec
+        self.id = uuid.uuid4().hex[:12]
+        root = spec.root_dir or default_sandbox_root()
+        self._dir = root / f"{self.backend}-{self.id}"
+        self._owns_workspace = spec.workspace is None
+        self.workspace: Path = (spec.workspace or self._dir / "workspace").resolve()
+        self.workspace.mkdir(parents=True, exist_ok=True)
+        self.tmp_dir = self._dir / "tmp"  # /tmp inside, shared by this sandbox's processes only
+        self.tmp_dir.mkdir(parents=True, exist_ok=True)
+        self.tmp_dir.chmod(0o1777)
+        self._closed = False
+        self._processes: list[asyncio.subprocess.Process | ptyprocess.PtyProcess] = []
+        self._cgroup = PidsCgroup.create(f"{self.backend}-{self.id}", spec.limits.max_processes)
+
+    # -- the one thing a backend must define -------------------------------------------------
+    @abstractmethod
+    def _isolate(self, argv: list[str], *, cwd: str, env: dict[str, str]) -> list[str]:
+        """Host argv that runs `argv` inside the sandbox with exactly `env` and `cwd`."""
+
+    # -- building commands --------------------------------------------------------------------
+    def base_env(self) -> dict[str, str]:
+        path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+        if self.spec.python_runtime:
+            path = f"{Path(sys.prefix).resolve() / 'bin'}:{path}"
+        return {
+            "PATH": path,
+            "HOME": self.spec.workspace_mount,
+            "LANG": "C.UTF-8",
+            "TERM": "dumb",
+            "TMPDIR": "/tmp",
+            "PYTHONUNBUFFERED": "1",
+        }
+
+    def command(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: str | None = None,
+        env: Mapping[str, str] | None = None,
+        apply_limits: bool = True,
+    ) -> list[str]:
+        """The full host command line for running `argv` inside this sandbox."""
+        self._check_open()
+        full_env = {**self.base_env(), **self.spec.env, **(env or {})}
+        inner = wrap_with_rlimits(list(argv), self.spec.limits) if apply_limits else list(argv)
+        outer = self._isolate(inner, cwd=cwd or self.spec.workspace_mount, env=full_env)
+        return self._cgroup.wrap(outer) if self._cgroup else outer
+
+    # -- running processes --------------------------------------------------------------------
+    async def exec(
+        self,
+        argv: Sequence[str] | str,
+        *,
+        timeout: float | None = None,
+        stdin: bytes | None = None,
+        cwd: str | None = None,
+        env: Mapping[str, str] | None = None,
+        max_output_bytes: int | None = None,
+    ) -> ExecResult:
+        """Run to completion with captured, capped output. Never raises for the command's
+        own failures: a timeout gives exit code -1, `timed_out=True` and the partial output."""
+        if isinstance(argv, str):
+            argv = ["/bin/sh", "-c", argv]
+        limit = max_output_bytes or self.spec.limits.max_output_bytes
+        timeout = timeout if timeout is not None else self.spec.limits.wall_time_s
+        started = time.perf_counter()
+        proc = await self.spawn(argv, cwd=cwd, env=env, stdin=stdin is not None)
+        out, err = CappedBuffer(limit), CappedBuffer(limit)
+
+        async def pump(stream: asyncio.StreamReader | None, buf: CappedBuffer) -> None:
+            if stream is None:
+                return
+            while chunk := await stream.read(65536):
+                buf.write(chunk)
+
+        async def feed() -> None:
+            if proc.stdin is None:
+                return
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                proc.stdin.write(stdin or b"")
+                await proc.stdin.drain()
+            proc.stdin.close()
+
+        timed_out = False
+        work = asyncio.gather(pump(proc.stdout, out), pump(proc.stderr, err), feed(), proc.wait())
+        try:
+            await asyncio.wait_for(asyncio.shield(work), timeout)
+        except TimeoutError:
+            timed_out = True
+            self._kill(proc)
+            # Pipes may be held open by a grandchild that escaped the group (not possible in
+            # bubblewrap's pid namespace, but possible for local_unsafe): don't wait forever.
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(work, 2.0)
+            if not work.done():
+                work.cancel()
+        finally:
+            self._forget(proc)
+        return ExecResult(
+            exit_code=-1 if timed_out else (proc.returncode if proc.returncode is not None else -1),
+            stdout=out.text(),
+            stderr=err.text(),
+            timed_out=timed_out,
+            truncated=out.truncated or err.truncated,
+            duration_s=time.perf_counter() - started,
+        )
+
+    async def spawn(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: str | None = None,
+        env: Mapping[str, str] | None = None,
+        stdin: bool = False,
+        stdout: int | None = asyncio.subprocess.PIPE,
+        stderr: int | None = asyncio.subprocess.PIPE,
+    ) -> asyncio.subprocess.Process:
+        """Start a long-lived process (e.g. a kernel). It is killed when the sandbox closes."""
+        cmd = self.command(argv, cwd=cwd, env=env)
+        proc = await asyncio.create_subprocess_exec(
+            *cmd,
+            stdin=asyncio.subprocess.PIPE if stdin else asyncio.subprocess.DEVNULL,
+            stdout=stdout,
+            stderr=stderr,
+            start_new_session=True,  # own process group: the unit close() kills
+            cwd=self._dir,
+            env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")},
+        )
+        self._processes.append(proc)
+        return proc
+
+    def spawn_pty(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: str | None = None,
+        env: Mapping[str, str] | None = None,
+        dimensions: tuple[int, int] = (40, 200),
+    ) -> ptyprocess.PtyProcess:
+        """Start a process on a pseudo-terminal (ptyprocess calls setsid: its own session)."""
+        cmd = self.command(argv, cwd=cwd, env=env)
+        proc = ptyprocess.PtyProcess.spawn(
+            cmd,
+            cwd=str(self._dir),
+            env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")},
+            dimensions=dimensions,
+            echo=False,
+        )
+        self._processes.append(proc)
+        return proc
+
+    def kill_process(self, proc: asyncio.subprocess.Process | ptyprocess.PtyProcess) -> None:
+        """Kill one process this sandbox started, with its whole process group."""
+        self._kill(proc)
+        self._forget(proc)
+
+    @staticmethod
+    def _kill(proc: asyncio.subprocess.Process | ptyprocess.PtyProcess) -> None:
+        # Only signal a group whose leader we have not reaped yet: until then its pid (and so
+        # the group id) cannot have been reused by anyone else's process.
+        alive = proc.isalive() if isinstance(proc, ptyprocess.PtyProcess) else proc.returncode is None
+        if alive:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
+        if isinstance(proc, ptyprocess.PtyProcess):
+            with contextlib.suppress(Exception):
+                proc.close(force=True)
+
+    def _forget(self, proc: Any) -> None:
+        with contextlib.suppress(ValueError):
+            self._processes.remove(proc)
+
+    # -- files --------------------------------------------------------------------------------
+    def host_path(self, path: str | os.PathLike[str]) -> Path:
+        """Map a path as seen inside (absolute under the mount, or relative to it) to the host,
+        refusing anything that escapes the workspace (`..`, symlinks pointing out)."""
+        inside = PurePosixPath(os.fspath(path))
+        mount = PurePosixPath(self.spec.workspace_mount)
+        if inside.is_absolute():
+            try:
+                inside = inside.relative_to(mount)
+            except ValueError:
+                raise SandboxPathError(f"{path} is outside the workspace {mount}") from None
+        resolved = (self.workspace / inside).resolve()
+        if resolved != self.workspace and self.workspace not in resolved.parents:
+            raise SandboxPathError(f"{path} resolves outside the workspace {mount}")
+        return resolved
+
+    def write_file(self, path: str | os.PathLike[str], data: str | bytes) -> Path:
+        target = self.host_path(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(data, str):
+            data = data.encode()
+        target.write_bytes(data)
+        return target
+
+    def read_file(self, path: str | os.PathLike[str]) -> bytes:
+        return self.host_path(path).read_bytes()
+
+    # -- lifecycle ----------------------------------------------------------------------------
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise SandboxError(f"sandbox {self.id} is closed")
+
+    def _teardown_backend(self) -> None:
+        """Backend-specific cleanup after processes are gone (e.g. stopping an instance)."""
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        for proc in list(self._processes):
+            self._kill(proc)
+        self._processes.clear()
+        if self._cgroup:
+            self._cgroup.remove()
+        self._teardown_backend()
+        if self._owns_workspace:
+            shutil.rmtree(self._dir, ignore_errors=True)
+        else:
+            shutil.rmtree(self.tmp_dir, ignore_errors=True)
+            with contextlib.suppress(OSError):
+                self._dir.rmdir()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        # Last line of defence for a forgotten close(); never raise from a finaliser.
+        with contextlib.suppress(Exception):
+            if not self._closed and self._processes:
+                self.close()

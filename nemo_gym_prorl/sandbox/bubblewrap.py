@@ -1,0 +1,92 @@
+"""The default, rootless backend: bubblewrap (`bwrap`).
+
+Filesystem inside: a fresh tmpfs root holding read-only binds of the system directories (the
+host's, or those of a rootfs directory given as `image`), the project's Python runtime
+(read-only), the workspace (read-write) at `workspace_mount`, a per-sandbox /tmp, and fresh
+/proc and /dev. Nothing else of the host is visible: not /home, /root, /work, nor the host's
+/tmp. All namespaces are unshared (loopback-only network unless `network=True`), and the
+sandbox dies with the process that started it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+from nemo_gym_prorl.sandbox.base import Sandbox, SandboxError, python_runtime_paths
+from nemo_gym_prorl.sandbox.spec import SandboxSpec
+
+# Top-level host directories that make up "the system" (programs, libraries, config).
+SYSTEM_DIRS = ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc")
+# Top-level entries of a rootfs that must not be bound from it: the sandbox provides its own.
+_PROVIDED = {"proc", "dev", "tmp", "sys", "run"}
+# Host secrets a sandbox never needs, hidden even though /etc is visible.
+SECRET_FILES = ("/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-", "/etc/sudoers")
+SECRET_DIRS = ("/etc/ssh", "/etc/sudoers.d", "/etc/ssl/private")
+
+
+def find_bwrap() -> str | None:
+    return shutil.which("bwrap")
+
+
+class BubblewrapSandbox(Sandbox):
+    backend = "bubblewrap"
+
+    def __init__(self, spec: SandboxSpec) -> None:
+        bwrap = find_bwrap()
+        if bwrap is None:
+            raise SandboxError(
+                "bubblewrap is not installed: 'apt-get install bubblewrap' (or use backend=apptainer)"
+            )
+        if spec.image is not None and not Path(spec.image).is_dir():
+            raise SandboxError(f"bubblewrap image must be a rootfs directory; {spec.image!r} is not one")
+        self._bwrap = bwrap
+        super().__init__(spec)
+        # The filesystem part never changes for a sandbox: build it once, not per process.
+        self._fs_args = self._filesystem_args()
+
+    def _root_entries(self) -> list[tuple[str, Path]]:
+        """(name, host path) of each top-level directory to show read-only at /name."""
+        if self.spec.image is None:
+            return [(name, Path("/") / name) for name in SYSTEM_DIRS if (Path("/") / name).exists()]
+        root = Path(self.spec.image)
+        return [(e.name, e) for e in sorted(root.iterdir()) if e.name not in _PROVIDED]
+
+    def _filesystem_args(self) -> list[str]:
+        args: list[str] = []
+        for name, host in self._root_entries():
+            if host.is_symlink():  # merged-/usr layouts: /bin -> usr/bin
+                args += ["--symlink", os.readlink(host), f"/{name}"]
+            elif host.is_dir():
+                args += ["--ro-bind", str(host), f"/{name}"]
+        if self.spec.image is None:
+            for secret in SECRET_FILES:
+                if os.path.lexists(secret):
+                    args += ["--ro-bind", "/dev/null", secret]
+            for secret_dir in SECRET_DIRS:
+                if os.path.isdir(secret_dir):
+                    args += ["--tmpfs", secret_dir]
+        extra = list(self.spec.ro_binds)
+        if self.spec.python_runtime:
+            extra += python_runtime_paths()
+        for path in extra:
+            args += ["--ro-bind", str(path), str(path)]
+        args += [
+            "--proc", "/proc",
+            "--dev", "/dev",
+            "--bind", str(self.tmp_dir), "/tmp",
+            "--bind", str(self.workspace), self.spec.workspace_mount,
+        ]  # fmt: skip
+        return args
+
+    def _isolate(self, argv: list[str], *, cwd: str, env: dict[str, str]) -> list[str]:
+        cmd = [self._bwrap, "--unshare-all"]
+        if self.spec.network:
+            cmd.append("--share-net")
+        cmd += ["--die-with-parent", "--hostname", "sandbox", "--clearenv"]
+        for key, value in env.items():
+            cmd += ["--setenv", key, value]
+        cmd += self._fs_args
+        cmd += ["--chdir", cwd, "--", *argv]
+        return cmd

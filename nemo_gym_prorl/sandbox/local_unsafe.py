@@ -1,0 +1,23 @@
+"""`local_unsafe`: runs processes directly on the host, in the workspace directory.
+
+UNSAFE: no isolation of any kind (files, network, processes). It exists to debug tools and
+tasks on machines without bubblewrap or Apptainer; never point a policy under training at it.
+Processes still get their own process group, limits and cleanup.
+"""
+
+from __future__ import annotations
+
+from pathlib import PurePosixPath
+
+from nemo_gym_prorl.sandbox.base import Sandbox
+
+
+class UnsafeLocalSandbox(Sandbox):
+    backend = "local_unsafe"
+
+    def _isolate(self, argv: list[str], *, cwd: str, env: dict[str, str]) -> list[str]:
+        # Paths inside are the workspace mount; here they must be the real host workspace.
+        host_cwd = str(self.host_path(cwd)) if PurePosixPath(cwd).is_absolute() else str(self.workspace / cwd)
+        host_env = {**env, "HOME": str(self.workspace), "TMPDIR": str(self.tmp_dir)}
+        return ["/usr/bin/env", "-i", *[f"{k}={v}" for k, v in host_env.items()], "/bin/sh", "-c",
+                'cd "$0" && exec "$@"', host_cwd, *argv]  # fmt: skip

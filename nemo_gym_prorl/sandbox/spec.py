@@ -1,0 +1,67 @@
+"""What a sandbox is asked to be: backend, filesystem, network and resource limits."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+BackendName = Literal["bubblewrap", "apptainer", "local_unsafe"]
+
+
+class SandboxLimits(BaseModel):
+    """Resource limits applied to every process started inside a sandbox.
+
+    `None` switches a limit off. Defaults are generous enough for test suites and IPython
+    kernels, tight enough that a runaway policy cannot take the host down.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    wall_time_s: float | None = Field(600.0, gt=0, description="Default per-process wall-clock limit.")
+    memory_mb: int | None = Field(8192, gt=0, description="Address-space limit per process (RLIMIT_AS).")
+    max_processes: int | None = Field(
+        256,
+        gt=0,
+        description="Processes and threads alive at once in the sandbox (pids cgroup or RLIMIT_NPROC).",
+    )
+    max_output_bytes: int = Field(
+        256 * 1024, gt=0, description="Captured stdout+stderr per call; the middle is dropped beyond this."
+    )
+    max_file_mb: int | None = Field(
+        1024, gt=0, description="Largest file a process may write (RLIMIT_FSIZE)."
+    )
+
+
+class SandboxSpec(BaseModel):
+    """A request for a sandbox. Every field has a default a real user can run.
+
+    `image` means: a rootfs directory for bubblewrap (None = the host's system directories,
+    read-only), a `.sif` file or sandbox directory for Apptainer (required there).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    backend: BackendName = "bubblewrap"
+    image: str | None = None
+    workspace: Path | None = Field(
+        None, description="Host directory mounted read-write; None = a fresh one, deleted on close."
+    )
+    workspace_mount: str = Field("/workspace", description="Where the workspace appears inside.")
+    env: dict[str, str] = Field(default_factory=dict)
+    network: bool = Field(False, description="Allow network access (loopback only when False).")
+    limits: SandboxLimits = Field(default_factory=SandboxLimits)
+    ro_binds: list[Path] = Field(
+        default_factory=list, description="Extra host paths visible read-only at the same path inside."
+    )
+    python_runtime: bool = Field(
+        True,
+        description="Expose this project's Python interpreter (read-only) and put it first on PATH, "
+        "so tools such as the IPython kernel run inside the sandbox without an image of their own.",
+    )
+    fakeroot: bool = Field(False, description="Apptainer only: run as root inside via --fakeroot.")
+    root_dir: Path | None = Field(
+        None,
+        description="Where fresh sandbox directories are created (default: $PRORL_SANDBOX_ROOT or the temp dir).",
+    )
