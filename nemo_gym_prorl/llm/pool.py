@@ -1,0 +1,299 @@
+"""The LLM backend pool: the generic `Balancer` plus HTTP, retries and health probes.
+
+One pool fronts N OpenAI-compatible servers (vLLM, NeMo RL's policy server) that serve the
+same model. Callers hand it a `Route` (one per trajectory) so that every turn is sticky, and
+so that a move to another backend is written down on the trajectory itself.
+
+Failure handling, in one place:
+- connection refused/dropped: the backend is ejected at once and the request is retried on
+  another backend (the token history lives in the client, so the continuation is exact);
+- 5xx, timeouts, 2xx with garbage bodies: retried with backoff; each counts as a failure of
+  that backend (enough of them eject it; each triggers a health probe);
+- 4xx: the request is wrong, so it is raised at once (`BackendRejectedError`), never retried;
+- every wait is bounded (acquire timeout, request timeout, attempt limit): nothing hangs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import re
+import time
+from collections.abc import Callable
+from typing import Any, Self
+
+import httpx
+from pydantic import BaseModel, Field
+
+from nemo_gym_prorl.llm.balancer import Balancer, BalancerConfig, BalancerStats
+from nemo_gym_prorl.llm.errors import (
+    AllBackendsDownError,
+    BackendError,
+    BackendProtocolError,
+    BackendRejectedError,
+    BackendServerError,
+    BackendTimeoutError,
+    BackendUnavailableError,
+    ContextLengthExceededError,
+    RetriesExhaustedError,
+)
+
+log = logging.getLogger(__name__)
+
+# vLLM's wording for an over-long prompt ("This model's maximum context length is N tokens...",
+# also used for max_tokens that do not fit); NeMo RL's server is vLLM underneath.
+_CONTEXT_RE = re.compile(r"maximum context length|context length|prompt is too long|max_model_len", re.I)
+
+
+def normalize_base_url(url: str) -> str:
+    """`http://h:p/v1/` and `http://h:p` name the same server: keep the root, since vLLM
+    serves /tokenize and /health at the root and the OpenAI routes under /v1."""
+    url = url.strip().rstrip("/")
+    if url.endswith("/v1"):
+        url = url[: -len("/v1")]
+    if not url.startswith(("http://", "https://")):
+        url = "http://" + url
+    return url
+
+
+class PoolConfig(BaseModel):
+    """Configuration of an LLM backend pool (typed; composes from Hydra/OmegaConf dicts)."""
+
+    backends: list[str] = Field(default_factory=list, description="base URLs, with or without /v1")
+    balancer: BalancerConfig = Field(default_factory=BalancerConfig)
+    request_timeout_s: float = Field(600.0, gt=0, description="one HTTP request, generation included")
+    connect_timeout_s: float = Field(5.0, gt=0)
+    max_attempts: int = Field(3, ge=1, description="attempts per logical request (first try included)")
+    retry_backoff_s: float = Field(0.25, ge=0, description="first backoff; doubles per attempt")
+    retry_backoff_max_s: float = Field(4.0, ge=0)
+    health_path: str = Field("/health", description="GET path of the probe; any status < 500 = alive")
+    health_timeout_s: float = Field(2.0, gt=0)
+    api_key: str | None = Field(None, description="sent as a Bearer token when set")
+
+
+class Reroute(BaseModel):
+    """A trajectory left its backend: recorded on the trajectory for the training report."""
+
+    turn: int
+    from_backend: str
+    to_backend: str
+    reason: str
+    at_unix_s: float
+
+
+class Route(BaseModel):
+    """Per-trajectory routing state: the sticky key, where it runs now, and its moves."""
+
+    key: str
+    backend: str | None = None
+    turn: int = 0
+    reroutes: list[Reroute] = Field(default_factory=list)
+    attempts: int = 0  # HTTP attempts made for this trajectory, retries included
+    retried: int = 0
+
+
+class PoolReply(BaseModel):
+    """One successful request: the parsed JSON body and where it was served."""
+
+    data: Any
+    backend: str
+    attempts: int
+    latency_s: float
+
+
+class LLMBackendPool:
+    """Balanced, health-checked, retrying access to replicated OpenAI-compatible servers.
+
+    Use as `async with LLMBackendPool(PoolConfig(backends=[url])) as pool:`. Backends listed in
+    the config are probed on entry; one that is down starts ejected and joins when it answers.
+    """
+
+    def __init__(self, config: PoolConfig | None = None, *, client: httpx.AsyncClient | None = None) -> None:
+        self.config = config or PoolConfig()
+        self._own_client = client is None
+        self._client = client or httpx.AsyncClient(
+            timeout=httpx.Timeout(self.config.request_timeout_s, connect=self.config.connect_timeout_s),
+            # No pool-level connection cap: the balancer's per-backend caps are the limit that
+            # matters, and a second, hidden queue in httpx would make waits unbounded.
+            limits=httpx.Limits(max_connections=None, max_keepalive_connections=256),
+        )
+        self.balancer = Balancer(self.config.balancer, probe=self.probe)
+        self._started = False
+
+    # --- lifecycle ----------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        if self._started:
+            return
+        self._started = True
+        for url in self.config.backends:
+            await self.add_backend(url)
+        self.balancer.start()
+
+    async def aclose(self) -> None:
+        await self.balancer.close()
+        if self._own_client:
+            await self._client.aclose()
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    # --- membership (runtime) -----------------------------------------------------------------
+
+    async def add_backend(self, url: str, *, max_in_flight: int | None = None) -> bool:
+        """Add a backend after one probe; returns whether it is healthy now. A backend that
+        is down is still added (ejected) and the periodic check admits it when it answers."""
+        address = normalize_base_url(url)
+        healthy = await self.probe(address)
+        self.balancer.add(address, max_in_flight=max_in_flight, healthy=healthy)
+        if not healthy:
+            state = self.balancer.state(address)
+            if state is not None:
+                state.last_error = "down when added"
+            log.warning("backend %s is down; it joins when its health check passes", address)
+        return healthy
+
+    def remove_backend(self, url: str) -> None:
+        self.balancer.remove(normalize_base_url(url))
+
+    async def drain_backend(self, url: str, *, timeout_s: float | None = None, remove: bool = True) -> bool:
+        return await self.balancer.drain(normalize_base_url(url), timeout_s=timeout_s, remove=remove)
+
+    def backends(self) -> list[str]:
+        return self.balancer.addresses()
+
+    def stats(self) -> BalancerStats:
+        return self.balancer.stats()
+
+    def end_trajectory(self, route: Route) -> None:
+        """Release the sticky binding of a finished trajectory."""
+        self.balancer.forget(route.key)
+
+    # --- health -------------------------------------------------------------------------------
+
+    async def probe(self, address: str) -> bool:
+        """Alive = the server answers HTTP below 500 on `health_path` (vLLM: /health is 200;
+        NeMo RL's policy server has no /health route, and its 404 still proves it is up)."""
+        try:
+            response = await self._client.get(
+                address + self.config.health_path, timeout=self.config.health_timeout_s
+            )
+        except httpx.HTTPError:
+            return False
+        return response.status_code < 500
+
+    # --- requests -----------------------------------------------------------------------------
+
+    async def post_json[T](
+        self,
+        path: str,
+        body: dict[str, Any],
+        *,
+        route: Route | None = None,
+        parse: Callable[[Any], T] | None = None,
+        timeout_s: float | None = None,
+    ) -> tuple[T, PoolReply]:
+        """POST `body` to `path` on a backend picked for `route`, with bounded retries.
+
+        `parse` validates the JSON body; raising `BackendProtocolError` from it makes the
+        attempt count as a backend failure and be retried (a garbage answer is the backend's
+        fault). Returns the parsed value and the reply metadata.
+        """
+        errors: list[BackendError] = []
+        backoff = self.config.retry_backoff_s
+        failed: set[str] = set()  # backends that failed this request: retries prefer others
+        for attempt in range(1, self.config.max_attempts + 1):
+            try:
+                lease = await self.balancer.acquire(route.key if route else None, avoid=failed)
+            except AllBackendsDownError:
+                # Everything is ejected. A backend may be restarting: wait one backoff for the
+                # health check, then try again, but only within the attempt budget.
+                if attempt == self.config.max_attempts:
+                    raise
+                await asyncio.sleep(backoff)
+                await self.balancer.probe_all()
+                backoff = min(backoff * 2, self.config.retry_backoff_max_s)
+                continue
+            if route is not None:
+                self._record_route(route, lease.address, lease.moved_from, lease.move_reason)
+                route.attempts += 1
+                if attempt > 1:
+                    route.retried += 1
+            started = time.monotonic()
+            try:
+                data = await self._post_once(lease.address, path, body, timeout_s)
+                value: T = parse(data) if parse is not None else data
+            except BackendRejectedError:
+                # The server is fine; the request is not. Not a health signal, not retryable.
+                self.balancer.release(lease, ok=True)
+                raise
+            except BackendError as exc:
+                self.balancer.release(lease, ok=True)  # counted below, with the right severity
+                self.balancer.report_failure(
+                    lease.address, f"{type(exc).__name__}: {exc.message}", fatal=isinstance(exc, BackendUnavailableError)
+                )
+                errors.append(exc)
+                failed.add(lease.address)
+                log.warning("attempt %d/%d on %s failed: %s", attempt, self.config.max_attempts, lease.address, exc)
+                if attempt < self.config.max_attempts:
+                    await asyncio.sleep(backoff)
+                    backoff = min(backoff * 2, self.config.retry_backoff_max_s)
+                continue
+            except BaseException:
+                self.balancer.release(lease, ok=True)  # cancellation etc.: not the backend's fault
+                raise
+            self.balancer.release(lease, ok=True)
+            reply = PoolReply(data=data, backend=lease.address, attempts=attempt, latency_s=time.monotonic() - started)
+            return value, reply
+        summary = "; ".join(f"{e.backend}: {type(e).__name__}: {e.message}" for e in errors) or "no attempt ran"
+        raise RetriesExhaustedError(f"{path} failed after {self.config.max_attempts} attempts: {summary}", errors)
+
+    async def _post_once(self, address: str, path: str, body: dict[str, Any], timeout_s: float | None) -> Any:
+        headers = {"Authorization": f"Bearer {self.config.api_key}"} if self.config.api_key else None
+        kwargs: dict[str, Any] = {"json": body, "headers": headers}
+        if timeout_s is not None:
+            kwargs["timeout"] = httpx.Timeout(timeout_s, connect=self.config.connect_timeout_s)
+        try:
+            response = await self._client.post(address + path, **kwargs)
+        except httpx.TimeoutException as exc:
+            raise BackendTimeoutError(f"timed out: {exc!r}", backend=address) from exc
+        except (httpx.ConnectError, httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as exc:
+            raise BackendUnavailableError(f"connection failed: {exc!r}", backend=address) from exc
+        except httpx.HTTPError as exc:
+            raise BackendUnavailableError(f"HTTP error: {exc!r}", backend=address) from exc
+        text = response.text
+        if response.status_code >= 500:
+            raise BackendServerError(
+                f"HTTP {response.status_code}: {text[:300]}", backend=address, status=response.status_code, body=text
+            )
+        if response.status_code >= 400:
+            cls = ContextLengthExceededError if _CONTEXT_RE.search(text) else BackendRejectedError
+            raise cls(f"HTTP {response.status_code}: {text[:500]}", backend=address, status=response.status_code, body=text)
+        try:
+            return json.loads(text)
+        except ValueError as exc:
+            raise BackendProtocolError(
+                f"HTTP {response.status_code} with a body that is not JSON: {text[:200]!r}",
+                backend=address,
+                status=response.status_code,
+                body=text,
+            ) from exc
+
+    @staticmethod
+    def _record_route(route: Route, address: str, moved_from: str | None, reason: str | None) -> None:
+        if moved_from is not None and moved_from != address:
+            route.reroutes.append(
+                Reroute(
+                    turn=route.turn,
+                    from_backend=moved_from,
+                    to_backend=address,
+                    reason=reason or "moved",
+                    at_unix_s=time.time(),
+                )
+            )
+        route.backend = address

@@ -1,0 +1,281 @@
+"""The bubblewrap sandbox: isolation, limits and hygiene, checked against real `bwrap`."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import psutil
+import pytest
+
+from nemo_gym_prorl.sandbox import SandboxError, SandboxLimits, SandboxPathError, SandboxSpec, open_sandbox
+from nemo_gym_prorl.sandbox.base import Sandbox
+
+pytestmark = pytest.mark.bwrap
+
+
+@pytest.fixture
+async def sandbox(tmp_path: Path) -> AsyncIterator[Sandbox]:
+    sb = open_sandbox(SandboxSpec(root_dir=tmp_path))
+    try:
+        yield sb
+    finally:
+        sb.close()
+
+
+async def test_runs_a_command_and_captures_both_streams(sandbox: Sandbox) -> None:
+    result = await sandbox.exec("echo out; echo err >&2; exit 3")
+    assert result.stdout == "out\n"
+    assert result.stderr == "err\n"
+    assert result.exit_code == 3
+    assert not result.ok
+
+
+async def test_stdin_is_delivered(sandbox: Sandbox) -> None:
+    result = await sandbox.exec(["cat"], stdin=b"piped in")
+    assert result.stdout == "piped in"
+
+
+async def test_workspace_is_writable_and_shared_with_the_host(sandbox: Sandbox) -> None:
+    result = await sandbox.exec("cd /workspace && echo data > made_inside.txt && pwd")
+    assert result.stdout.strip() == "/workspace"
+    assert (sandbox.workspace / "made_inside.txt").read_text() == "data\n"
+    sandbox.write_file("made_outside.txt", "hello")
+    assert (await sandbox.exec("cat made_outside.txt")).stdout == "hello"
+
+
+async def test_host_files_outside_the_workspace_are_invisible(sandbox: Sandbox, tmp_path: Path) -> None:
+    secret = tmp_path / "host-secret.txt"
+    secret.write_text("do not read")
+    project_file = Path(__file__).resolve()
+    result = await sandbox.exec(
+        f"cat {secret}; cat {project_file}; ls /home /root/.ssh; cat /etc/shadow; echo done"
+    )
+    assert "do not read" not in result.stdout
+    assert "pytestmark" not in result.stdout
+    assert result.stdout.strip().endswith("done")
+    shadow = await sandbox.exec("wc -c < /etc/shadow")
+    assert shadow.stdout.strip() in {"0", ""}, "the host's /etc/shadow must be masked"
+
+
+async def test_system_directories_are_read_only(sandbox: Sandbox) -> None:
+    result = await sandbox.exec("touch /usr/evil && echo wrote")
+    assert "wrote" not in result.stdout
+    assert result.exit_code != 0
+
+
+async def test_tmp_is_private_to_the_sandbox_and_shared_by_its_processes(tmp_path: Path) -> None:
+    with open_sandbox(SandboxSpec(root_dir=tmp_path)) as a, open_sandbox(SandboxSpec(root_dir=tmp_path)) as b:
+        await a.exec("echo from-a > /tmp/note && echo from-a > /workspace/note")
+        assert (await a.exec("cat /tmp/note")).stdout == "from-a\n"
+        seen_by_b = await b.exec("cat /tmp/note /workspace/note; ls /tmp")
+        assert "from-a" not in seen_by_b.stdout
+    host_tmp_files = set(os.listdir("/tmp"))
+    assert "note" not in host_tmp_files
+
+
+async def test_no_network_not_even_to_the_hosts_loopback(sandbox: Sandbox) -> None:
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    port = server.getsockname()[1]
+    try:
+        probe = textwrap.dedent(f"""
+            import socket
+            for addr in [("127.0.0.1", {port}), ("1.1.1.1", 80)]:
+                try:
+                    socket.create_connection(addr, timeout=2)
+                    print("CONNECTED", addr)
+                except OSError as exc:
+                    print("blocked", addr, type(exc).__name__)
+        """)
+        result = await sandbox.exec(["python", "-c", probe])
+        assert "CONNECTED" not in result.stdout
+        assert result.stdout.count("blocked") == 2
+    finally:
+        server.close()
+
+
+async def test_loopback_inside_the_sandbox_works(sandbox: Sandbox) -> None:
+    probe = textwrap.dedent("""
+        import socket, threading
+        srv = socket.socket(); srv.bind(("127.0.0.1", 0)); srv.listen()
+        threading.Thread(target=lambda: srv.accept()[0].sendall(b"pong"), daemon=True).start()
+        print(socket.create_connection(srv.getsockname()).recv(4).decode())
+    """)
+    assert (await sandbox.exec(["python", "-c", probe])).stdout.strip() == "pong"
+
+
+async def test_a_command_that_never_ends_times_out_with_partial_output(sandbox: Sandbox) -> None:
+    started = time.monotonic()
+    result = await sandbox.exec("echo started; sleep 1000", timeout=0.5)
+    assert time.monotonic() - started < 5
+    assert result.timed_out
+    assert result.exit_code == -1
+    assert result.stdout == "started\n"
+
+
+async def test_output_flood_is_capped_and_memory_stays_bounded(tmp_path: Path) -> None:
+    spec = SandboxSpec(root_dir=tmp_path, limits=SandboxLimits(max_output_bytes=4096))
+    with open_sandbox(spec) as sb:
+        rss_before = psutil.Process().memory_info().rss
+        result = await sb.exec(["yes"], timeout=2.0)
+        rss_after = psutil.Process().memory_info().rss
+    assert result.timed_out and result.truncated
+    assert result.stdout.startswith("y\ny\n")
+    assert "bytes of output truncated" in result.stdout
+    assert len(result.stdout) < 4096 + 200
+    assert rss_after - rss_before < 50 * 1024 * 1024
+
+
+async def test_binary_output_and_very_long_lines_do_not_break_capture(sandbox: Sandbox) -> None:
+    result = await sandbox.exec("head -c 3000 /dev/urandom; python -c 'print(\"x\" * 400000)'")
+    assert result.exit_code == 0
+    assert result.truncated
+    assert result.stdout.rstrip().endswith("x" * 100)
+
+
+async def test_fork_bomb_is_contained_and_cleaned_up(tmp_path: Path) -> None:
+    spec = SandboxSpec(root_dir=tmp_path, limits=SandboxLimits(max_processes=40))
+    sb = open_sandbox(spec)
+    bomb = "bomb() { bomb | bomb & }; bomb; sleep 3; echo survived"
+    started = time.monotonic()
+    running = asyncio.create_task(sb.exec(["bash", "-c", bomb], timeout=8))
+    await asyncio.sleep(1.5)
+    if sb._cgroup is not None:  # root: only the pids cgroup can hold it
+        assert len(sb._cgroup.members()) <= 40
+    # The host stays responsive: a trivial command on the host still runs promptly.
+    host_probe_started = time.monotonic()
+    subprocess.run(["true"], check=True)
+    assert time.monotonic() - host_probe_started < 2
+    result = await running
+    assert time.monotonic() - started < 20
+    assert "Resource temporarily unavailable" in result.stderr
+    sb.close()
+    if sb._cgroup is not None:
+        assert not sb._cgroup.path.exists(), "close removes the cgroup, so none of the bomb survived"
+
+
+async def test_memory_limit_is_enforced(tmp_path: Path) -> None:
+    spec = SandboxSpec(root_dir=tmp_path, limits=SandboxLimits(memory_mb=256))
+    with open_sandbox(spec) as sb:
+        result = await sb.exec(["python", "-c", "b = bytearray(1024 * 1024 * 1024); print('allocated')"])
+    assert "allocated" not in result.stdout
+    assert "MemoryError" in result.stderr
+
+
+async def test_file_size_limit_is_enforced(tmp_path: Path) -> None:
+    spec = SandboxSpec(root_dir=tmp_path, limits=SandboxLimits(max_file_mb=1))
+    with open_sandbox(spec) as sb:
+        await sb.exec("head -c 5000000 /dev/zero > big.bin")
+        assert (sb.workspace / "big.bin").stat().st_size <= 1024 * 1024
+
+
+async def test_close_kills_what_the_sandbox_started_and_is_idempotent(tmp_path: Path) -> None:
+    sb = open_sandbox(SandboxSpec(root_dir=tmp_path))
+    proc = await sb.spawn(["sleep", "1000"])
+    tree = [proc.pid, *(c.pid for c in psutil.Process(proc.pid).children(recursive=True))]
+    sb.close()
+    sb.close()
+    await asyncio.wait_for(proc.wait(), 5)
+    assert not any(psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE for p in tree)
+    with pytest.raises(SandboxError, match="closed"):
+        await sb.exec("true")
+
+
+async def test_close_never_touches_processes_it_did_not_start(tmp_path: Path) -> None:
+    bystander = subprocess.Popen(["sleep", "1000"], start_new_session=True)
+    try:
+        with open_sandbox(SandboxSpec(root_dir=tmp_path)) as sb:
+            await sb.spawn(["sleep", "1000"])
+        assert bystander.poll() is None
+    finally:
+        bystander.kill()
+        bystander.wait()
+
+
+def test_the_sandbox_dies_with_its_parent(tmp_path: Path) -> None:
+    """kill -9 of the process that opened a sandbox leaves nothing of the sandbox running."""
+    parent_code = textwrap.dedent(f"""
+        import asyncio, sys
+        from pathlib import Path
+        from nemo_gym_prorl.sandbox import SandboxSpec, open_sandbox
+        async def main():
+            sb = open_sandbox(SandboxSpec(root_dir=Path({str(tmp_path)!r})))
+            await sb.spawn(["sh", "-c", "sleep 1000 & sleep 1000"])
+            await asyncio.sleep(0.5)
+            print("ready", flush=True)
+            await asyncio.sleep(1000)
+        asyncio.run(main())
+    """)
+    parent = subprocess.Popen([sys.executable, "-c", parent_code], stdout=subprocess.PIPE, text=True)
+    try:
+        assert parent.stdout is not None and parent.stdout.readline().strip() == "ready"
+        descendants = [p.pid for p in psutil.Process(parent.pid).children(recursive=True)]
+        assert len(descendants) >= 3, "bwrap, the sandbox's shell and its two sleeps"
+        parent.kill()
+        parent.wait()
+        deadline = time.monotonic() + 10
+        alive = descendants
+        while alive and time.monotonic() < deadline:
+            alive = [p for p in alive if psutil.pid_exists(p) and psutil.Process(p).status() != "zombie"]
+            time.sleep(0.05)
+        assert alive == [], f"sandbox processes outlived their parent: {alive}"
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+
+
+def test_paths_are_confined_to_the_workspace(tmp_path: Path) -> None:
+    with open_sandbox(SandboxSpec(root_dir=tmp_path)) as sb:
+        assert sb.host_path("/workspace/a/b.txt") == sb.workspace / "a" / "b.txt"
+        assert sb.host_path("a/b.txt") == sb.workspace / "a" / "b.txt"
+        (sb.workspace / "link-out").symlink_to("/etc")
+        for escape in ["/etc/passwd", "../outside", "/workspace/../etc", "link-out/passwd"]:
+            with pytest.raises(SandboxPathError):
+                sb.host_path(escape)
+
+
+def test_a_given_workspace_survives_close_a_fresh_one_does_not(tmp_path: Path) -> None:
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    with open_sandbox(SandboxSpec(root_dir=tmp_path, workspace=mine)) as sb:
+        sb.write_file("keep.txt", "x")
+    assert (mine / "keep.txt").exists()
+    with open_sandbox(SandboxSpec(root_dir=tmp_path)) as fresh:
+        fresh_dir = fresh.workspace
+    assert not fresh_dir.exists()
+
+
+def test_rootfs_image_binds_its_top_level_entries_not_the_hosts(tmp_path: Path) -> None:
+    rootfs = tmp_path / "rootfs"
+    for name in ["usr", "etc", "opt", "proc", "tmp"]:
+        (rootfs / name).mkdir(parents=True)
+    (rootfs / "bin").symlink_to("usr/bin")
+    with open_sandbox(SandboxSpec(root_dir=tmp_path, image=str(rootfs), python_runtime=False)) as sb:
+        cmd = sb.command(["true"])
+    joined = " ".join(cmd)
+    assert f"--ro-bind {rootfs}/usr /usr" in joined
+    assert f"--ro-bind {rootfs}/opt /opt" in joined
+    assert "--symlink usr/bin /bin" in joined
+    assert f"{rootfs}/proc" not in joined and f"{rootfs}/tmp" not in joined
+    assert "/etc/shadow" not in joined, "secrets are masked only on the host root"
+
+
+def test_an_image_that_is_not_a_directory_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(SandboxError, match="rootfs directory"):
+        open_sandbox(SandboxSpec(root_dir=tmp_path, image=str(tmp_path / "nope.sif")))
+
+
+async def test_network_can_be_enabled_explicitly(tmp_path: Path) -> None:
+    with open_sandbox(SandboxSpec(root_dir=tmp_path, network=True)) as sb:
+        assert "--share-net" in sb.command(["true"])
+    with open_sandbox(SandboxSpec(root_dir=tmp_path)) as sb:
+        assert "--share-net" not in sb.command(["true"])

@@ -1,0 +1,21 @@
+"""`local_unsafe`: no isolation, but the same interface, limits and cleanup."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from nemo_gym_prorl.sandbox import SandboxSpec, open_sandbox
+
+
+async def test_runs_in_the_host_workspace_with_a_clean_environment(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("LEAKY_SECRET", "x")
+    with open_sandbox(SandboxSpec(backend="local_unsafe", root_dir=tmp_path, env={"TASK": "t1"})) as sb:
+        result = await sb.exec("pwd; echo $TASK; echo ${LEAKY_SECRET:-unset}; echo hi > f")
+        assert result.stdout.splitlines() == [str(sb.workspace), "t1", "unset"]
+        assert (sb.workspace / "f").exists()
+
+
+async def test_timeout_kills_the_process_group(tmp_path: Path) -> None:
+    with open_sandbox(SandboxSpec(backend="local_unsafe", root_dir=tmp_path)) as sb:
+        result = await sb.exec("sleep 100 & sleep 100; echo never", timeout=0.3)
+    assert result.timed_out and "never" not in result.stdout
