@@ -58,11 +58,11 @@ def build_parser() -> argparse.ArgumentParser:
     bench = sub.add_parser("bench", help="run a benchmark side by side with its baseline")
     bench.add_argument("name", choices=BENCHMARK_NAMES)
     bench.add_argument("--json", action="store_true", help="print one JSON object")
-    bench.set_defaults(handler=_bench)
+    bench.set_defaults(func=_bench)
 
     demo = sub.add_parser("demo", help="the main job on the embedded defaults")
     demo.add_argument("--quick", action="store_true", help="a smaller run")
-    demo.set_defaults(handler=_demo)
+    demo.set_defaults(func=_demo)
 
     _optional_parser("nemo_gym_prorl.cli_model", "add_model_parser", sub)
     _optional_parser("nemo_gym_prorl.cli_serve", "add_serve_parser", sub)
@@ -72,7 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        return int(args.handler(args) or 0)
+        return int(args.func(args) or 0)
     except KeyboardInterrupt:
         return 130
 

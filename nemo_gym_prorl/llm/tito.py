@@ -1,0 +1,201 @@
+"""Token-in/token-out sessions: one trajectory's exact token history.
+
+    async with LLMBackendPool(PoolConfig(backends=[url])) as pool:
+        session = TokenSession(pool, VLLMCompletionsDialect(), model="policy", tools=tools)
+        turn = await session.generate([system_msg, user_msg])
+        while turn.tool_calls and not session.finished:
+            results = [run(call) for call in turn.tool_calls]           # tool messages
+            turn = await session.generate(results)
+        record = session.record()                                      # TrajectoryTokens
+        session.close()
+
+Invariants the session enforces (NeMo RL asserts the first one and crashes otherwise):
+- every turn's `prompt_token_ids` starts with the previous turn's prompt + generated ids;
+- log-probs are finite and aligned with the generated ids;
+- a full context window ends the trajectory with finish reason `length`, not an error;
+- an error the pool could not recover from is recorded as `failure` (infrastructure or not)
+  and re-raised; the session refuses further turns, so nothing hangs on a dead trajectory.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from nemo_gym_prorl.llm.dialects.base import Dialect, Generation, TurnContext
+from nemo_gym_prorl.llm.errors import InferenceError, NonContiguousError
+from nemo_gym_prorl.llm.pool import LLMBackendPool, Route
+from nemo_gym_prorl.llm.records import (
+    ChatMessage,
+    FinishReason,
+    SamplingParams,
+    TrajectoryFailure,
+    TrajectoryTokens,
+    TurnRecord,
+)
+from nemo_gym_prorl.llm.toolcalls import ParsedCalls, parse_hermes, parse_server_tool_calls
+
+
+class SessionClosedError(InferenceError):
+    """A turn was requested after the trajectory ended (failure, full context, or close())."""
+
+    infrastructure = False
+
+
+def _wire(message: ChatMessage | Mapping[str, Any]) -> dict[str, Any]:
+    if isinstance(message, ChatMessage):
+        return message.to_wire()
+    return ChatMessage.model_validate(dict(message)).to_wire()
+
+
+class TokenSession:
+    """Owns one trajectory's messages, token history, per-turn records and route."""
+
+    def __init__(
+        self,
+        pool: LLMBackendPool,
+        dialect: Dialect,
+        *,
+        model: str,
+        sampling: SamplingParams | None = None,
+        tools: list[dict[str, Any]] | None = None,
+        trajectory_id: str | None = None,
+        max_model_len: int | None = None,
+        parse_tool_calls: bool = True,
+    ) -> None:
+        self.pool = pool
+        self.dialect = dialect
+        self.model = model
+        self.sampling = sampling or SamplingParams()
+        self.tools = tools or None
+        self.trajectory_id = trajectory_id or uuid.uuid4().hex
+        self.max_model_len = max_model_len
+        self.parse_tool_calls = parse_tool_calls
+        self.route = Route(key=self.trajectory_id)
+        self.turns: list[TurnRecord] = []
+        self.messages: list[dict[str, Any]] = []
+        self.failure: TrajectoryFailure | None = None
+        self.context_exhausted = False
+        self._closed = False
+
+    # --- state --------------------------------------------------------------------------------
+
+    @property
+    def token_ids(self) -> list[int]:
+        """The whole trajectory so far: last prompt + last generation."""
+        return self.turns[-1].full_token_ids if self.turns else []
+
+    @property
+    def finished(self) -> bool:
+        """No further turn is possible (failure, full context window, or closed)."""
+        return self._closed or self.failure is not None or self.context_exhausted
+
+    @property
+    def finish_reason(self) -> FinishReason | None:
+        return self.turns[-1].finish_reason if self.turns else None
+
+    # --- turns --------------------------------------------------------------------------------
+
+    async def generate(self, new_messages: Sequence[ChatMessage | Mapping[str, Any]]) -> TurnRecord:
+        """Append `new_messages` (the first call: system + user; later: tool results, user
+        turns) and sample the next assistant turn."""
+        if self.finished:
+            reason = (
+                self.failure.message
+                if self.failure
+                else "context window full"
+                if self.context_exhausted
+                else "closed"
+            )
+            raise SessionClosedError(f"trajectory {self.trajectory_id} has ended ({reason})")
+        wire = [_wire(m) for m in new_messages]
+        if not wire and not self.turns:
+            raise ValueError("the first turn needs at least one message")
+        turn_index = len(self.turns)
+        self.route.turn = turn_index
+        history = self.token_ids
+        ctx = TurnContext(
+            pool=self.pool,
+            route=self.route,
+            model=self.model,
+            sampling=self.sampling,
+            tools=self.tools,
+            messages=self.messages,
+            new_messages=wire,
+            history_ids=history,
+            last_generation_ids=self.turns[-1].generation_token_ids if self.turns else [],
+            turn=turn_index,
+            max_model_len=self.max_model_len,
+        )
+        started = time.monotonic()
+        try:
+            generation = await self.dialect.generate(ctx)
+            if generation.prompt_token_ids[: len(history)] != history:
+                raise NonContiguousError(
+                    f"turn {turn_index}: the prompt does not start with the trajectory's "
+                    f"{len(history)} history tokens (dialect {self.dialect.name}, backend {generation.backend})"
+                )
+        except InferenceError as exc:
+            self.failure = TrajectoryFailure(
+                kind=type(exc).__name__,
+                message=exc.message,
+                infrastructure=exc.infrastructure,
+                turn=turn_index,
+            )
+            raise
+        if generation.max_model_len and self.max_model_len is None:
+            self.max_model_len = generation.max_model_len
+        record = self._record(turn_index, generation, time.monotonic() - started)
+        self.turns.append(record)
+        self.messages.extend(wire)
+        self.messages.append(record.assistant_message().to_wire())
+        self.context_exhausted = generation.context_exhausted
+        return record
+
+    def _record(self, turn: int, generation: Generation, latency_s: float) -> TurnRecord:
+        if not self.parse_tool_calls:
+            parsed = ParsedCalls(content=generation.text)
+        elif generation.server_tool_calls:
+            parsed = parse_server_tool_calls(generation.server_tool_calls, turn=turn)
+            parsed.content = generation.text.strip()
+        else:
+            parsed = parse_hermes(generation.text, turn=turn)
+        return TurnRecord(
+            turn=turn,
+            prompt_token_ids=generation.prompt_token_ids,
+            generation_token_ids=generation.generation_token_ids,
+            generation_log_probs=generation.generation_log_probs,
+            finish_reason=generation.finish_reason,
+            context_exhausted=generation.context_exhausted,
+            text=generation.text,
+            content=parsed.content,
+            tool_calls=parsed.calls,
+            tool_call_errors=parsed.errors,
+            server_tool_calls=generation.server_tool_calls,
+            backend=generation.backend,
+            dialect=self.dialect.name,
+            latency_s=latency_s,
+        )
+
+    # --- end ----------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """End the trajectory: release its sticky binding in the pool. Idempotent."""
+        if not self._closed:
+            self._closed = True
+            self.pool.end_trajectory(self.route)
+
+    def record(self) -> TrajectoryTokens:
+        return TrajectoryTokens(
+            trajectory_id=self.trajectory_id,
+            dialect=self.dialect.name,
+            turns=list(self.turns),
+            reroutes=list(self.route.reroutes),
+            finish_reason=self.finish_reason,
+            context_exhausted=self.context_exhausted,
+            failure=self.failure,
+            http_attempts=self.route.attempts,
+            http_retries=self.route.retried,
+        )

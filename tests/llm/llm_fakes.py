@@ -1,0 +1,283 @@
+"""Scripted, in-process stand-ins for vLLM and NeMo RL's policy server (tests only).
+
+`FakeLLM` is a real HTTP server (uvicorn on a loopback socket, in the test's event loop) with a
+character-level tokenizer and SmolLM2's ChatML template, so token arithmetic in tests is
+exact and readable. Faults are injected per request: 500s, garbage bodies, hangs, NaN
+log-probs; `kill()` closes the listening socket like a crashed process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import socket
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import uvicorn
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse, PlainTextResponse, Response
+
+IM_START, IM_END = 1, 2
+SPECIAL = {"<|im_start|>": IM_START, "<|im_end|>": IM_END}
+SPECIAL_TEXT = {v: k for k, v in SPECIAL.items()}
+DEFAULT_SYSTEM = "You are a helpful AI assistant named SmolLM, trained by Hugging Face"
+CHAR_BASE = 1000
+
+
+def tokenize_text(text: str) -> list[int]:
+    ids: list[int] = []
+    i = 0
+    while i < len(text):
+        for literal, tid in SPECIAL.items():
+            if text.startswith(literal, i):
+                ids.append(tid)
+                i += len(literal)
+                break
+        else:
+            ids.append(CHAR_BASE + ord(text[i]))
+            i += 1
+    return ids
+
+
+def detokenize(ids: list[int], *, skip_special: bool = False) -> str:
+    out = []
+    for tid in ids:
+        if tid in SPECIAL_TEXT:
+            if not skip_special:
+                out.append(SPECIAL_TEXT[tid])
+        else:
+            out.append(chr(tid - CHAR_BASE))
+    return "".join(out)
+
+
+def render_chat(messages: list[dict[str, Any]], *, add_generation_prompt: bool, tools: Any = None) -> str:
+    """SmolLM2-135M-Instruct's chat template (tools appended to the system block)."""
+    text = ""
+    for i, message in enumerate(messages):
+        if i == 0 and message["role"] != "system":
+            system = DEFAULT_SYSTEM + (f"\nTools: {json.dumps(tools)}" if tools else "")
+            text += f"<|im_start|>system\n{system}<|im_end|>\n"
+        content = message["content"]
+        if message["role"] == "system" and tools:
+            content += f"\nTools: {json.dumps(tools)}"
+        text += f"<|im_start|>{message['role']}\n{content}<|im_end|>\n"
+    if add_generation_prompt:
+        text += "<|im_start|>assistant\n"
+    return text
+
+
+Responder = Callable[[list[int]], str]
+
+
+def echo_turn_responder(prompt: list[int]) -> str:
+    """Answers with a short text that names how many prompt tokens it saw."""
+    return f"ok {len(prompt)}"
+
+
+@dataclass
+class FakeLLM:
+    """One fake backend. Set `faults` (consumed one per generation request) to misbehave:
+    "500", "garbage", "hang", "nan", "400"; `always` applies one fault to every request."""
+
+    responder: Responder = echo_turn_responder
+    max_model_len: int = 4096
+    nemo_rl_shape: bool = False  # answer chat in NeMo RL's message-token shape
+    splice: bool = False  # NeMo RL's prefix splicing of assistant token ids
+    faults: list[str] = field(default_factory=list)
+    always: str | None = None
+    health_ok: bool = True
+    hang_s: float = 30.0
+    requests: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    port: int = 0
+
+    def __post_init__(self) -> None:
+        self.app = self._build_app()
+        self._server: uvicorn.Server | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._sock: socket.socket | None = None
+
+    # --- lifecycle ----------------------------------------------------------------------------
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    async def start(self) -> FakeLLM:
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(("127.0.0.1", self.port))
+        self.port = sock.getsockname()[1]
+        self._sock = sock
+        config = uvicorn.Config(self.app, log_level="critical", lifespan="off", timeout_graceful_shutdown=0)
+        self._server = uvicorn.Server(config)
+        self._task = asyncio.create_task(self._server.serve(sockets=[sock]))
+        while not self._server.started:  # noqa: ASYNC110 (uvicorn exposes a flag, not an event)
+            await asyncio.sleep(0.005)
+        return self
+
+    async def kill(self) -> None:
+        """Stop answering at once, like a crashed process: new connections are refused."""
+        if self._server is None:
+            return
+        self._server.should_exit = True
+        self._server.force_exit = True
+        if self._task is not None:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await asyncio.wait_for(self._task, 5)
+        if self._sock is not None:
+            self._sock.close()
+        self._server = self._task = self._sock = None
+
+    def generation_requests(self) -> list[dict[str, Any]]:
+        return [b for p, b in self.requests if p in ("/v1/completions", "/v1/chat/completions")]
+
+    # --- behaviour ----------------------------------------------------------------------------
+
+    def _next_fault(self) -> str | None:
+        if self.always:
+            return self.always
+        return self.faults.pop(0) if self.faults else None
+
+    async def _fault_response(self, fault: str | None) -> Response | None:
+        if fault == "500":
+            return JSONResponse({"error": {"message": "engine dead", "code": 500}}, status_code=500)
+        if fault == "garbage":
+            return PlainTextResponse("<html>502 Bad Gateway</html>", status_code=200)
+        if fault == "400":
+            return JSONResponse({"error": {"message": "bad request", "code": 400}}, status_code=400)
+        if fault == "hang":
+            await asyncio.sleep(self.hang_s)
+        return None
+
+    def _generate(self, prompt: list[int], max_tokens: int | None) -> tuple[list[int], str]:
+        ids = [*tokenize_text(self.responder(prompt)), IM_END]
+        room = self.max_model_len - len(prompt)
+        limit = min(max_tokens or room, room)
+        if len(ids) > limit:
+            return ids[:limit], "length"
+        return ids, "stop"
+
+    def _context_error(self, n: int) -> JSONResponse:
+        return JSONResponse(
+            {
+                "error": {
+                    "message": f"This model's maximum context length is {self.max_model_len} tokens. However, "
+                    f"your prompt contains {n} input tokens, which exceeds this limit.",
+                    "code": 400,
+                }
+            },
+            status_code=400,
+        )
+
+    def _splice_prompt(self, messages: list[dict[str, Any]], tools: Any) -> list[int]:
+        """NeMo RL: the last assistant message's prompt+generation ids replace everything up
+        to it; only what follows is rendered by the template."""
+        last = max((i for i, m in enumerate(messages) if m["role"] == "assistant"), default=None)
+        if last is None or "generation_token_ids" not in messages[last]:
+            return tokenize_text(render_chat(messages, add_generation_prompt=True, tools=tools))
+        prefix = [*messages[last]["prompt_token_ids"], *messages[last]["generation_token_ids"]]
+        if prefix[-1:] != [IM_END]:
+            prefix.append(IM_END)
+        tail_text = render_chat(
+            [{"role": "system", "content": ""}, *messages[last + 1 :]], add_generation_prompt=True
+        )
+        tail = tail_text[len("<|im_start|>system\n<|im_end|>\n") :]
+        return [*prefix, *tokenize_text("\n" + tail)]
+
+    def _build_app(self) -> FastAPI:
+        app = FastAPI()
+
+        @app.get("/health")
+        async def health() -> Response:
+            return Response(status_code=200 if self.health_ok else 503)
+
+        @app.get("/v1/models")
+        async def models() -> dict[str, Any]:
+            return {"data": [{"id": "fake", "max_model_len": self.max_model_len}]}
+
+        @app.post("/tokenize")
+        async def tokenize(request: Request) -> Response:
+            body = await request.json()
+            self.requests.append(("/tokenize", body))
+            if "messages" in body:
+                text = render_chat(
+                    body["messages"],
+                    add_generation_prompt=body.get("add_generation_prompt", True),
+                    tools=body.get("tools"),
+                )
+            else:
+                text = body["prompt"]
+            ids = tokenize_text(text)
+            return JSONResponse({"count": len(ids), "max_model_len": self.max_model_len, "tokens": ids})
+
+        @app.post("/detokenize")
+        async def detok(request: Request) -> dict[str, Any]:
+            body = await request.json()
+            return {"prompt": detokenize(body["tokens"])}
+
+        @app.post("/v1/completions")
+        async def completions(request: Request) -> Response:
+            body = await request.json()
+            self.requests.append(("/v1/completions", body))
+            fault = self._next_fault()
+            bad = await self._fault_response(fault)
+            if bad is not None:
+                return bad
+            prompt = body["prompt"]
+            if len(prompt) >= self.max_model_len:
+                return self._context_error(len(prompt))
+            ids, finish = self._generate(prompt, body.get("max_tokens"))
+            log_probs: list[Any] = [-0.5] * len(ids)
+            if fault == "nan":
+                log_probs[0] = "NaN"
+            choice = {
+                "index": 0,
+                "text": detokenize(ids, skip_special=True),
+                "logprobs": {"token_logprobs": log_probs},
+                "finish_reason": finish,
+                "token_ids": ids,
+                "prompt_token_ids": prompt,
+            }
+            # NaN is not JSON, but Python servers emit it; the client must reject it.
+            return Response(
+                json.dumps({"choices": [choice]}).replace('"NaN"', "NaN"), media_type="application/json"
+            )
+
+        @app.post("/v1/chat/completions")
+        async def chat(request: Request) -> Response:
+            body = await request.json()
+            self.requests.append(("/v1/chat/completions", body))
+            bad = await self._fault_response(self._next_fault())
+            if bad is not None:
+                return bad
+            messages, tools = body["messages"], body.get("tools")
+            if self.splice:
+                prompt = self._splice_prompt(messages, tools)
+            else:
+                prompt = tokenize_text(render_chat(messages, add_generation_prompt=True, tools=tools))
+            if len(prompt) >= self.max_model_len:
+                return self._context_error(len(prompt))
+            ids, finish = self._generate(prompt, body.get("max_tokens"))
+            text = detokenize(ids, skip_special=True)
+            if self.nemo_rl_shape:
+                message = {
+                    "role": "assistant",
+                    "content": text,
+                    "prompt_token_ids": prompt,
+                    "generation_token_ids": ids,
+                    "generation_log_probs": [-0.25] * len(ids),
+                }
+                return JSONResponse({"choices": [{"index": 0, "message": message, "finish_reason": finish}]})
+            choice = {
+                "index": 0,
+                "message": {"role": "assistant", "content": text},
+                "logprobs": {"content": [{"token": detokenize([t]), "logprob": -0.25} for t in ids]},
+                "finish_reason": finish,
+                "token_ids": ids,
+            }
+            return JSONResponse({"choices": [choice], "prompt_token_ids": prompt})
+
+        return app
