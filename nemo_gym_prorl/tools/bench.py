@@ -1,0 +1,151 @@
+"""Round-trip measurements of shell tool designs, side by side, for `prorl bench tools`.
+
+Every method runs the same command (`echo hi`) and counts a round trip as done only when it
+has seen the command's completion marker and checked the output, so the figures compare the
+designs rather than shortcuts. Each function returns per-call latencies in milliseconds.
+
+- `pty_roundtrips`: our PtyShell (prompt marker) in a bubblewrap sandbox.
+- `ipython_roundtrips`: `1+1` on our IPython kernel in a bubblewrap sandbox.
+- `tmux_roundtrips`: bash in tmux driven by `send-keys` and `capture-pane`, the way tmux-based
+  agent runtimes drive it, with a numbered prompt as the marker; checked at once in a loop, or
+  after sleeping `poll_interval_s` before each check (as polling runtimes do).
+- `subprocess_roundtrips`: a fresh `bash -c 'echo hi'` per command (completion = exit).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+import subprocess
+import time
+from collections.abc import Callable
+
+from nemo_gym_prorl.sandbox import SandboxSpec, open_sandbox
+from nemo_gym_prorl.tools.ipython_kernel import IPythonKernel
+from nemo_gym_prorl.tools.pty_shell import PtyShell
+
+_WARMUP = 5
+
+
+class BenchError(RuntimeError):
+    """A measurement could not run or saw wrong output."""
+
+
+def _timed(n: int, once: Callable[[], None]) -> list[float]:
+    for _ in range(_WARMUP):
+        once()
+    out = []
+    for _ in range(n):
+        start = time.perf_counter()
+        once()
+        out.append((time.perf_counter() - start) * 1000.0)
+    return out
+
+
+async def pty_roundtrips(n: int, spec: SandboxSpec | None = None) -> list[float]:
+    """`echo hi` through a PtyShell inside a (bubblewrap by default) sandbox."""
+    times: list[float] = []
+    with open_sandbox(spec or SandboxSpec(backend="bubblewrap")) as sandbox:
+        async with PtyShell(sandbox, timeout=30.0) as shell:
+            for i in range(_WARMUP + n):
+                start = time.perf_counter()
+                result = await shell.run("echo hi")
+                elapsed = (time.perf_counter() - start) * 1000.0
+                if result.output != "hi\n" or result.exit_code != 0:
+                    raise BenchError(f"pty shell returned {result!r}")
+                if i >= _WARMUP:
+                    times.append(elapsed)
+    return times
+
+
+async def ipython_roundtrips(n: int, spec: SandboxSpec | None = None) -> list[float]:
+    """`1+1` on an IPython kernel inside a (bubblewrap by default) sandbox."""
+    times: list[float] = []
+    with open_sandbox(spec or SandboxSpec(backend="bubblewrap")) as sandbox:
+        async with IPythonKernel(sandbox, timeout=30.0) as kernel:
+            for i in range(_WARMUP + n):
+                start = time.perf_counter()
+                result = await kernel.execute("1+1")
+                elapsed = (time.perf_counter() - start) * 1000.0
+                if result.result != "2":
+                    raise BenchError(f"ipython returned {result!r}")
+                if i >= _WARMUP:
+                    times.append(elapsed)
+    return times
+
+
+def tmux_roundtrips(n: int, poll_interval_s: float | None) -> list[float]:
+    """`echo hi` in bash under tmux: send-keys, then capture-pane until the next numbered prompt
+    (and the output line) appear. `poll_interval_s=None` checks again at once, in a loop.
+
+    Runs on a private tmux server (`-L prorl-bench-<pid>`) and kills only that server."""
+    tmux = shutil.which("tmux")
+    if tmux is None:
+        raise BenchError("tmux is not installed ('apt-get install tmux')")
+    socket = f"prorl-bench-{os.getpid()}"
+    base = [tmux, "-L", socket, "-f", "/dev/null"]
+
+    def tmux_cmd(*args: str) -> str:
+        done = subprocess.run([*base, *args], capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            raise BenchError(f"tmux {args[0]} failed: {done.stderr.strip()}")
+        return done.stdout
+
+    # `\#` is bash's command number: each completed command shows a new, distinct prompt.
+    shell = "PS1='__P\\#__ ' HISTFILE= exec bash --noprofile --norc"
+    subprocess.run(
+        [*base, "new-session", "-d", "-s", "bench", "-x", "200", "-y", "50", shell],
+        check=True,
+        capture_output=True,
+    )
+    try:
+        state = {"prompt": _wait_prompt(tmux_cmd, None, 0.0, timeout=10.0)}
+
+        def once() -> None:
+            tmux_cmd("send-keys", "-t", "bench", "echo hi", "Enter")
+            state["prompt"] = _wait_prompt(tmux_cmd, state["prompt"], poll_interval_s, timeout=30.0)
+
+        return _timed(n, once)
+    finally:
+        subprocess.run([*base, "kill-server"], capture_output=True, check=False)
+        # kill-server leaves the socket file behind; it is ours (named after our pid).
+        tmp = os.environ.get("TMUX_TMPDIR") or "/tmp"
+        with contextlib.suppress(OSError):
+            os.unlink(os.path.join(tmp, f"tmux-{os.getuid()}", socket))
+
+
+_PROMPT = re.compile(r"^__P(\d+)__ ?(.*)$")
+
+
+def _wait_prompt(
+    tmux_cmd: Callable[..., str], after: int | None, poll_interval_s: float | None, *, timeout: float
+) -> int:
+    """Poll the pane until its last prompt is numbered above `after`, right after the line `hi`
+    (the command's output) — the same completion rule as the PTY shell's prompt marker."""
+    deadline = time.monotonic() + timeout
+    pane = ""
+    while time.monotonic() < deadline:
+        if poll_interval_s:  # polling runtimes wait before they look, every time
+            time.sleep(poll_interval_s)
+        pane = tmux_cmd("capture-pane", "-p", "-t", "bench")
+        lines = pane.rstrip("\n").split("\n")
+        last = _PROMPT.match(lines[-1])
+        if last and last.group(2) == "":
+            number = int(last.group(1))
+            if after is None or (number > after and len(lines) > 1 and lines[-2] == "hi"):
+                return number
+    raise BenchError(f"tmux pane never showed the next prompt; last capture: {pane[-300:]!r}")
+
+
+def subprocess_roundtrips(n: int) -> list[float]:
+    """A fresh `bash -c 'echo hi'` per command."""
+    bash = shutil.which("bash") or "/bin/bash"
+
+    def once() -> None:
+        done = subprocess.run([bash, "-c", "echo hi"], capture_output=True, check=False)
+        if done.stdout != b"hi\n":
+            raise BenchError(f"subprocess returned {done!r}")
+
+    return _timed(n, once)

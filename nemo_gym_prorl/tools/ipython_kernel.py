@@ -1,0 +1,441 @@
+"""An IPython kernel inside a sandbox, driven from outside with jupyter_client: the `ipython` tool.
+
+Transport: `ipc` (Unix sockets). With bubblewrap's private network namespace a TCP port inside
+is unreachable from the host, while a socket file in the shared workspace is reachable from both
+sides. The connection file and sockets live in `<workspace>/.prorl/`, a directory that ignores
+itself for git (a `.gitignore` of `*`), so they never show up in a task's diff. The kernel is
+given them as paths relative to its working directory (the workspace root), which is the same
+place inside every backend, including local_unsafe where the workspace is not remapped.
+
+Interrupts: the kernel runs under bwrap (and its pid namespace), so the host cannot signal the
+kernel process itself, and signalling the sandbox's process group would hit bwrap too. The
+kernel's own `interrupt_request` on the control channel makes it send SIGINT to itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import queue
+import secrets
+import time
+from pathlib import Path
+from typing import Any, Self
+
+from jupyter_client.asynchronous import AsyncKernelClient
+from pydantic import BaseModel
+
+from nemo_gym_prorl.sandbox.base import Sandbox
+from nemo_gym_prorl.sandbox.output import CappedBuffer, strip_ansi
+
+PRIVATE_DIR = ".prorl"  # our files in the workspace (git-ignored by its own .gitignore)
+_SOCKET_PATH_MAX = 100  # sun_path is 108 bytes; keep room for the "-N" port suffix
+_CHANNEL_PORTS = {"shell_port": 1, "iopub_port": 2, "stdin_port": 3, "control_port": 4, "hb_port": 5}
+_RESULT_MAX_CHARS = 20_000
+
+
+class KernelError(RuntimeError):
+    """The kernel could not be started or used (closed, failed start-up)."""
+
+
+class KernelBusyError(KernelError):
+    """A second execution was requested while one is still running on the same kernel."""
+
+
+class ExecutionError(BaseModel):
+    ename: str
+    evalue: str
+    traceback: str  # ANSI-stripped, one string
+
+
+class ExecutionResult(BaseModel):
+    stdout: str = ""
+    stderr: str = ""
+    result: str | None = None  # text/plain of the cell's value (`Out[n]`)
+    error: ExecutionError | None = None
+    images: list[str] = []  # base64-encoded PNGs (display_data / execute_result)
+    execution_count: int | None = None
+    timed_out: bool = False
+    restarted: bool = False  # the kernel was replaced: variables and imports are gone
+    truncated: bool = False
+    hint: str | None = None
+    duration_s: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and not self.timed_out
+
+
+def private_dir(sandbox: Sandbox) -> Path:
+    """`<workspace>/.prorl` on the host, created with a `.gitignore` that ignores everything."""
+    path = sandbox.workspace / PRIVATE_DIR
+    path.mkdir(exist_ok=True)
+    ignore = path / ".gitignore"
+    if not ignore.exists():
+        ignore.write_text("*\n")
+    return path
+
+
+class _Collector:
+    """Accumulates one execution's IOPub messages into an `ExecutionResult`."""
+
+    def __init__(self, max_output_bytes: int) -> None:
+        self.stdout = CappedBuffer(max_output_bytes)
+        self.stderr = CappedBuffer(max_output_bytes)
+        self.result: str | None = None
+        self.error: ExecutionError | None = None
+        self.images: list[str] = []
+        self.execution_count: int | None = None
+        self.idle = False
+
+    def add(self, msg: dict[str, Any]) -> None:
+        kind, content = msg["msg_type"], msg["content"]
+        if kind == "stream":
+            target = self.stderr if content.get("name") == "stderr" else self.stdout
+            target.write(content.get("text", "").encode())
+        elif kind in ("execute_result", "display_data"):
+            data = content.get("data", {})
+            if "image/png" in data:
+                self.images.append("".join(str(data["image/png"]).split()))
+            elif kind == "execute_result":
+                self.result = _cap(str(data.get("text/plain", "")))
+            elif "text/plain" in data:  # display(obj) of something without an image
+                self.stdout.write((str(data["text/plain"]) + "\n").encode())
+            if kind == "execute_result":
+                self.execution_count = content.get("execution_count")
+        elif kind == "error":
+            self.error = ExecutionError(
+                ename=content.get("ename", ""),
+                evalue=content.get("evalue", ""),
+                traceback=strip_ansi("\n".join(content.get("traceback", []))),
+            )
+        elif kind == "clear_output":  # progress bars redraw by clearing: keep the last frame
+            self.stdout = CappedBuffer(self.stdout.limit)
+            self.stderr = CappedBuffer(self.stderr.limit)
+        elif kind == "execute_input":
+            self.execution_count = content.get("execution_count")
+        elif kind == "status" and content.get("execution_state") == "idle":
+            self.idle = True
+
+    def build(self, started: float, **extra: Any) -> ExecutionResult:
+        return ExecutionResult(
+            stdout=strip_ansi(self.stdout.text()),
+            stderr=strip_ansi(self.stderr.text()),
+            result=self.result,
+            error=self.error,
+            images=self.images,
+            execution_count=self.execution_count,
+            truncated=self.stdout.truncated or self.stderr.truncated,
+            duration_s=time.monotonic() - started,
+            **extra,
+        )
+
+
+async def _cancel(task: asyncio.Future[Any]) -> None:
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError, Exception):
+        await task
+
+
+def _cap(text: str) -> str:
+    if len(text) <= _RESULT_MAX_CHARS:
+        return text
+    half = _RESULT_MAX_CHARS // 2
+    return f"{text[:half]}\n[... {len(text) - 2 * half} characters truncated ...]\n{text[-half:]}"
+
+
+class IPythonKernel:
+    """One IPython kernel in `sandbox`; `execute()` runs code in it, one cell at a time.
+
+    `execute()` never raises for what the code does (exceptions, timeouts, killing the kernel):
+    that comes back in the `ExecutionResult`. It raises `KernelBusyError` for a concurrent
+    call and `KernelError` when the kernel is closed or cannot start.
+    """
+
+    def __init__(
+        self,
+        sandbox: Sandbox,
+        *,
+        timeout: float = 120.0,
+        max_output_bytes: int | None = None,
+        start_timeout: float = 60.0,
+        interrupt_grace_s: float = 3.0,
+        python: str = "python",
+    ) -> None:
+        self.sandbox = sandbox
+        self.default_timeout = timeout
+        self.max_output_bytes = max_output_bytes or sandbox.spec.limits.max_output_bytes
+        self.start_timeout = start_timeout
+        self.interrupt_grace_s = interrupt_grace_s
+        self.python = python
+        self._proc: asyncio.subprocess.Process | None = None
+        self._exited: asyncio.Task[int] | None = None
+        self._client: AsyncKernelClient | None = None
+        self._files: list[Path] = []
+        self._stderr = CappedBuffer(16 * 1024)  # the kernel process's own stderr, for diagnostics
+        self._stderr_task: asyncio.Task[None] | None = None
+        self._busy = False
+        self._closed = False
+        self._restarts = 0
+        self._ever_started = False
+
+    @property
+    def alive(self) -> bool:
+        return self._proc is not None and self._proc.returncode is None
+
+    @property
+    def restarts(self) -> int:
+        return self._restarts
+
+    # -- lifecycle ------------------------------------------------------------------------------
+    async def start(self) -> None:
+        """Start the kernel and wait until it answers (idempotent)."""
+        if self._closed:
+            raise KernelError("the kernel is closed")
+        if self.alive and self._client is not None:
+            return
+        await self._launch()
+
+    async def _launch(self) -> None:
+        await self._shutdown_process()
+        base = private_dir(self.sandbox)
+        name = f"kernel-{secrets.token_hex(4)}"
+        host_ip = base / name
+        if len(str(host_ip)) > _SOCKET_PATH_MAX:
+            raise KernelError(
+                f"workspace path too long for Unix sockets ({len(str(host_ip))} > {_SOCKET_PATH_MAX} "
+                f"characters): {host_ip}; use a shorter workspace or PRORL_SANDBOX_ROOT"
+            )
+        key = secrets.token_hex(32)
+        info: dict[str, Any] = {
+            "transport": "ipc",
+            "ip": f"{PRIVATE_DIR}/{name}",  # relative to the kernel's cwd: the workspace root
+            "key": key,
+            "signature_scheme": "hmac-sha256",
+            "kernel_name": "python3",
+            **_CHANNEL_PORTS,
+        }
+        conn_file = base / f"{name}.json"
+        conn_file.write_text(json.dumps(info))
+        conn_file.chmod(0o600)
+        self._files = [conn_file, *(Path(f"{host_ip}-{port}") for port in _CHANNEL_PORTS.values())]
+
+        self._stderr = CappedBuffer(16 * 1024)
+        env = {
+            # IPython's profile and matplotlib's cache default to $HOME, which is the workspace.
+            "IPYTHONDIR": f"{PRIVATE_DIR}/ipython",
+            "MPLCONFIGDIR": f"{PRIVATE_DIR}/matplotlib",
+            "JUPYTER_PLATFORM_DIRS": "1",
+        }
+        self._proc = await self.sandbox.spawn(
+            [
+                self.python, "-m", "ipykernel_launcher",
+                "-f", f"{PRIVATE_DIR}/{conn_file.name}",
+                "--HistoryManager.enabled=False",  # no sqlite history file
+            ],
+            env=env,
+            stdout=asyncio.subprocess.DEVNULL,
+        )  # fmt: skip
+        self._exited = asyncio.ensure_future(self._proc.wait())
+        self._stderr_task = asyncio.ensure_future(self._drain_stderr(self._proc))
+
+        client = AsyncKernelClient()
+        client.load_connection_info({**info, "ip": str(host_ip), "key": key.encode()})
+        # No heartbeat channel: we own the process and watch it directly, which is both more
+        # reliable than heartbeats and free.
+        client.start_channels(hb=False)
+        self._client = client
+        try:
+            await self._wait_ready(client)
+        except BaseException:
+            await self._shutdown_process()
+            raise
+        # The kernel_info traffic of the start-up is not part of any cell.
+        await self._drain(client)
+        self._ever_started = True
+
+    async def _wait_ready(self, client: AsyncKernelClient) -> None:
+        """Ask for kernel_info until one is answered. A request sent before the kernel bound its
+        sockets is queued by zmq, but asking again every half second costs nothing."""
+        assert self._exited is not None
+        deadline = time.monotonic() + self.start_timeout
+        asked: set[str] = set()  # an answer to any of our requests will do
+        while (remaining := deadline - time.monotonic()) > 0:
+            asked.add(client.kernel_info())
+            wait_until = time.monotonic() + min(0.5, remaining)
+            while (left := wait_until - time.monotonic()) > 0:
+                getter = asyncio.ensure_future(client.get_shell_msg())
+                done, _ = await asyncio.wait(
+                    {getter, self._exited}, timeout=left, return_when=asyncio.FIRST_COMPLETED
+                )
+                if getter not in done:
+                    await _cancel(getter)
+                    if self._exited.done():
+                        raise KernelError(
+                            f"the IPython kernel exited during start-up (status {self._exited.result()}): "
+                            f"{self._stderr.text()[-2000:]}"
+                        )
+                    continue
+                if getter.result().get("parent_header", {}).get("msg_id") in asked:
+                    return
+        raise KernelError(
+            f"the IPython kernel did not answer within {self.start_timeout:g}s: {self._stderr.text()[-2000:]}"
+        )
+
+    async def _drain_stderr(self, proc: asyncio.subprocess.Process) -> None:
+        if proc.stderr is None:
+            return
+        with contextlib.suppress(Exception):
+            while chunk := await proc.stderr.read(65536):
+                self._stderr.write(chunk)
+
+    @staticmethod
+    async def _drain(client: AsyncKernelClient) -> None:
+        for get in (client.get_iopub_msg, client.get_shell_msg):
+            with contextlib.suppress(queue.Empty):
+                while True:
+                    await get(timeout=0)
+
+    async def _shutdown_process(self) -> None:
+        if self._client is not None:
+            with contextlib.suppress(Exception):
+                self._client.stop_channels()
+            self._client = None
+        if self._proc is not None:
+            self.sandbox.kill_process(self._proc)  # the kernel's whole process group
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._proc.wait(), 5.0)
+            self._proc = None
+        for task in (self._stderr_task, self._exited):
+            if task is not None and not task.done():
+                task.cancel()
+        self._stderr_task = self._exited = None
+        for path in self._files:
+            with contextlib.suppress(OSError):
+                path.unlink()
+        self._files = []
+
+    async def close(self) -> None:
+        """Stop the kernel and remove its files. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        await self._shutdown_process()
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    # -- executing -------------------------------------------------------------------------------
+    async def execute(self, code: str, *, timeout: float | None = None) -> ExecutionResult:
+        """Run `code` as one cell. On timeout the kernel is interrupted (state kept); if it does
+        not respond, or if it dies, it is restarted and the result says so."""
+        if self._closed:
+            raise KernelError("the kernel is closed")
+        if self._busy:
+            raise KernelBusyError(
+                "code is already running on this kernel; wait for it to finish (one cell at a time)"
+            )
+        self._busy = True
+        try:
+            return await self._execute(code, self.default_timeout if timeout is None else timeout)
+        except asyncio.CancelledError:
+            # The caller gave up on this cell; the kernel must not go on running it.
+            if self._client is not None and self.alive:
+                self._client.control_channel.send(self._client.session.msg("interrupt_request", {}))
+            raise
+        finally:
+            self._busy = False
+
+    async def _execute(self, code: str, timeout: float) -> ExecutionResult:
+        started = time.monotonic()
+        notes: list[str] = []
+        restarted = False
+        if self._client is None or not self.alive:
+            if self._ever_started:
+                notes.append(self._death_note("The kernel had died"))
+                restarted = True
+                self._restarts += 1
+            await self._launch()
+        client = self._client
+        assert client is not None and self._exited is not None
+
+        msg_id = client.execute(code, store_history=True, allow_stdin=False, stop_on_error=False)
+        collector = _Collector(self.max_output_bytes)
+        outcome = await self._collect(client, msg_id, collector, started + timeout)
+        if outcome == "done":
+            await self._read_reply(client, msg_id, collector)
+            return collector.build(started, restarted=restarted, hint=" ".join(notes) or None)
+        if outcome == "died":
+            notes.append(self._death_note("The kernel died while running this code"))
+            await self._restart()
+            return collector.build(started, restarted=True, hint=" ".join(notes))
+
+        # Timed out: interrupt and give the kernel a moment to unwind to idle.
+        notes.append(f"Execution timed out after {timeout:g}s.")
+        client.control_channel.send(client.session.msg("interrupt_request", {}))
+        outcome = await self._collect(client, msg_id, collector, time.monotonic() + self.interrupt_grace_s)
+        if outcome == "done":
+            await self._read_reply(client, msg_id, collector)
+            notes.append("It was interrupted (KeyboardInterrupt); the kernel's variables are kept.")
+            return collector.build(started, timed_out=True, restarted=restarted, hint=" ".join(notes))
+        notes.append(
+            "The kernel did not respond to the interrupt, so it was restarted: "
+            "all variables and imports are gone."
+        )
+        await self._restart()
+        return collector.build(started, timed_out=True, restarted=True, hint=" ".join(notes))
+
+    async def _collect(
+        self, client: AsyncKernelClient, msg_id: str, collector: _Collector, deadline: float
+    ) -> str:
+        """Feed IOPub messages of `msg_id` to `collector` until idle ("done"), kernel exit
+        ("died") or `deadline` ("timeout")."""
+        assert self._exited is not None
+        while not collector.idle:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return "timeout"
+            if self._exited.done():
+                return "died"
+            getter = asyncio.ensure_future(client.get_iopub_msg())
+            done, _ = await asyncio.wait(
+                {getter, self._exited}, timeout=remaining, return_when=asyncio.FIRST_COMPLETED
+            )
+            if getter not in done:
+                await _cancel(getter)
+                continue
+            msg = getter.result()
+            if msg.get("parent_header", {}).get("msg_id") == msg_id:
+                collector.add(msg)  # anything else is a leftover of an earlier, abandoned cell
+        return "done"
+
+    async def _read_reply(self, client: AsyncKernelClient, msg_id: str, collector: _Collector) -> None:
+        """Consume the shell reply (it carries the execution count), skipping stale replies."""
+        deadline = time.monotonic() + 5.0
+        while (remaining := deadline - time.monotonic()) > 0:
+            try:
+                reply = await client.get_shell_msg(timeout=remaining)
+            except queue.Empty:
+                return
+            if reply.get("parent_header", {}).get("msg_id") == msg_id:
+                count = reply["content"].get("execution_count")
+                if count is not None:
+                    collector.execution_count = count
+                return
+
+    async def _restart(self) -> None:
+        self._restarts += 1
+        await self._launch()
+
+    def _death_note(self, what: str) -> str:
+        code = self._proc.returncode if self._proc is not None else None
+        status = f" (exit status {code})" if code is not None else ""
+        return (
+            f"{what}{status}; it was restarted: all variables and imports are gone, "
+            "so re-run any set-up code you need."
+        )
