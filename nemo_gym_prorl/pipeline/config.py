@@ -1,0 +1,45 @@
+"""Pool sizes, queue bounds, budgets and retention of the pipeline."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+
+class PipelineConfig(BaseModel):
+    """Defaults follow ProRL Agent's (64 INIT and RUN workers, EVAL = RUN, 300 s active budget)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    init_workers: int = Field(64, ge=1, le=100_000)
+    run_workers: int = Field(64, ge=1, le=100_000)
+    eval_workers: int = Field(64, ge=1, le=100_000)
+    max_queued: int = Field(
+        10_000, ge=1, description="Jobs waiting for INIT; submissions beyond it are refused (429)."
+    )
+    run_queue_size: int | None = Field(
+        None,
+        ge=1,
+        description="Initialised jobs waiting for RUN (each holds a live sandbox). Default: run_workers. "
+        "When full, INIT workers wait: backpressure instead of piling up sandboxes.",
+    )
+    eval_queue_size: int | None = Field(
+        None, ge=1, description="Jobs waiting for EVAL. Default: eval_workers."
+    )
+    active_time_s: float = Field(300.0, gt=0, description="Default active-time budget per job.")
+    wall_time_s: float | None = Field(
+        None, gt=0, description="Default per-request deadline including queue waits (None: none)."
+    )
+    max_retained_results: int = Field(10_000, ge=1, description="Finished results kept for fetching.")
+    max_evicted_ids: int = Field(100_000, ge=0, description="Evicted ids remembered to answer 410.")
+    cancel_wait_s: float = Field(
+        10.0, gt=0, description="How long a cancel waits for the job's resources to be released."
+    )
+    deadline_check_s: float = Field(0.5, gt=0, description="How often queued jobs are checked for deadlines.")
+
+    @model_validator(mode="after")
+    def _fill_queue_sizes(self) -> PipelineConfig:
+        if self.run_queue_size is None:
+            self.run_queue_size = self.run_workers
+        if self.eval_queue_size is None:
+            self.eval_queue_size = self.eval_workers
+        return self

@@ -1,0 +1,90 @@
+"""The contract between the pipeline and a task kind, and the registry that picks one per job.
+
+A handler owns the resources of a rollout between `init` and `release`; the pipeline owns the
+schedule (which stage runs when, budgets, cancellation) and guarantees `release` is called
+exactly once for every state `init` returned, whatever happens afterwards.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any, Protocol, runtime_checkable
+
+from nemo_gym_prorl.pipeline.job import Evaluation, Job, Trajectory
+
+
+@runtime_checkable
+class RolloutHandler(Protocol):
+    """One task kind (math, code, swe, ...): three async stages plus release.
+
+    - `init(job)`: start the sandbox, set up the workspace and tools; return an opaque state.
+      If it raises or is cancelled, it must clean up what it started itself (no state exists
+      yet for the pipeline to release).
+    - `run(job, state)`: the agent loop; returns the trajectory (a `Trajectory` or a dict).
+    - `evaluate(job, state, trajectory)`: score it; returns an `Evaluation` (or a dict). `state`
+      is None when `eval_needs_run_state` is False: the RUN sandbox was already released, and
+      an evaluator that wants a clean one opens a fresh sandbox itself (closing it in `finally`).
+    - `release(state)`: close everything `init` opened. Idempotent; must not raise for
+      resources that are already gone.
+
+    Stage calls may be cancelled at any await (job cancelled, budget spent, shutdown).
+    """
+
+    eval_needs_run_state: bool
+
+    async def init(self, job: Job) -> Any: ...
+
+    async def run(self, job: Job, state: Any) -> Trajectory | Mapping[str, Any]: ...
+
+    async def evaluate(
+        self, job: Job, state: Any | None, trajectory: Trajectory
+    ) -> Evaluation | Mapping[str, Any]: ...
+
+    async def release(self, state: Any) -> None: ...
+
+
+class UnknownTaskError(LookupError):
+    def __init__(self, task: str | None, known: Iterable[str]) -> None:
+        self.task = task
+        self.known = sorted(known)
+        if task is None:
+            reason = "job names no task: set `task` or `instance.data_source`"
+        else:
+            reason = f"unknown task {task!r}"
+        super().__init__(f"{reason}; known tasks: {', '.join(self.known) or '(none configured)'}")
+
+
+class HandlerRegistry:
+    """Handlers by task name, plus aliases (e.g. several `data_source` values of one domain)."""
+
+    def __init__(self) -> None:
+        self._handlers: dict[str, RolloutHandler] = {}
+        self._aliases: dict[str, str] = {}
+
+    def register(self, name: str, handler: RolloutHandler, aliases: Iterable[str] = ()) -> None:
+        if not isinstance(handler, RolloutHandler):
+            raise TypeError(f"handler for {name!r} does not implement RolloutHandler: {handler!r}")
+        for key in (name, *aliases):
+            if key in self._handlers or key in self._aliases:
+                raise ValueError(f"task name {key!r} is registered twice")
+        self._handlers[name] = handler
+        for alias in aliases:
+            self._aliases[alias] = name
+
+    def names(self) -> list[str]:
+        return sorted([*self._handlers, *self._aliases])
+
+    def canonical(self, task: str | None) -> str:
+        """The registered name for a task or alias; raises UnknownTaskError."""
+        if task is not None:
+            if task in self._handlers:
+                return task
+            if task in self._aliases:
+                return self._aliases[task]
+        raise UnknownTaskError(task, self.names())
+
+    def get(self, task: str) -> RolloutHandler:
+        return self._handlers[self.canonical(task)]
+
+    def handlers(self) -> dict[str, RolloutHandler]:
+        return dict(self._handlers)

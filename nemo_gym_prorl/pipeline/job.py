@@ -1,0 +1,157 @@
+"""What a rollout job is, as submitted, as seen by handlers, and as reported when it ends."""
+
+from __future__ import annotations
+
+import uuid
+from enum import StrEnum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Stage(StrEnum):
+    INIT = "init"
+    RUN = "run"
+    EVAL = "eval"
+
+
+class JobState(StrEnum):
+    QUEUED = "queued"  # accepted, waiting for an INIT worker
+    INIT = "init"
+    RUN = "run"
+    EVAL = "eval"
+    DONE = "done"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+    @property
+    def terminal(self) -> bool:
+        return self in (JobState.DONE, JobState.FAILED, JobState.CANCELLED)
+
+
+TERMINAL_STATES = frozenset({JobState.DONE, JobState.FAILED, JobState.CANCELLED})
+
+CriticalError = Literal["init", "run", "eval", "timeout"]
+
+
+class Budget(BaseModel):
+    """Time limits of one job. `None` means: the pipeline's configured default."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    active_time_s: float | None = Field(
+        None, gt=0, description="Limit on time spent inside stages (queue waiting excluded)."
+    )
+    wall_time_s: float | None = Field(
+        None, gt=0, description="Per-request deadline from submission, queue waiting included."
+    )
+
+
+class JobSpec(BaseModel):
+    """A job as a client submits it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str | None = Field(
+        None,
+        min_length=1,
+        max_length=128,
+        pattern=r"^[A-Za-z0-9_.:\-]+$",
+        description="Client-chosen id (unique among retained jobs); a fresh one if omitted.",
+    )
+    task: str | None = Field(
+        None,
+        min_length=1,
+        max_length=128,
+        description="Task handler name; defaults to `instance['data_source']` (ProRL's convention).",
+    )
+    instance: dict[str, Any] = Field(default_factory=dict, description="The task instance (dataset row).")
+    sampling_params: dict[str, Any] = Field(default_factory=dict)
+    priority: int = Field(0, ge=-1000, le=1000, description="Higher runs first (e.g. carried-over jobs).")
+    budget: Budget = Field(default_factory=Budget)
+    group_id: str | None = Field(None, max_length=256, description="Prompt group (DAPO/GRPO grouping).")
+    metadata: dict[str, Any] = Field(default_factory=dict, description="Opaque; echoed in the result.")
+
+
+class Job(BaseModel):
+    """The job as stage handlers see it: id and task resolved, budget filled in."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    task: str
+    instance: dict[str, Any]
+    sampling_params: dict[str, Any]
+    priority: int
+    active_time_s: float
+    wall_time_s: float | None
+    group_id: str | None
+    metadata: dict[str, Any]
+
+
+def new_job_id() -> str:
+    return uuid.uuid4().hex
+
+
+class Trajectory(BaseModel):
+    """What RUN produces. The agent loop fills `messages` with token fields per turn; task
+    specifics (e.g. SWE's `git_patch`) go in as extra fields, which are kept."""
+
+    model_config = ConfigDict(extra="allow")
+
+    messages: list[dict[str, Any]] = Field(default_factory=list)
+    tools: list[dict[str, Any]] = Field(default_factory=list)
+    finish: bool = Field(False, description="The agent ended with its finish action / final answer.")
+    end_properly: bool = Field(False, description="Stopped for a normal reason (not a budget or error).")
+    stop_reason: str | None = None
+
+
+class Evaluation(BaseModel):
+    """What EVAL produces: the scalar reward ProRL drops, its parts, and a free-form report."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    reward: float
+    reward_components: dict[str, float] = Field(default_factory=dict)
+    resolved: bool | None = None
+    report: dict[str, Any] = Field(default_factory=dict)
+
+
+class Timing(BaseModel):
+    """Seconds. Stage times are active time; `*_wait` are queue waits before each stage."""
+
+    init_time: float = 0.0
+    run_time: float = 0.0
+    eval_time: float = 0.0
+    init_wait: float = 0.0
+    run_wait: float = 0.0
+    eval_wait: float = 0.0
+    others_time: float = Field(0.0, description="Resource release and bookkeeping after the stages.")
+    counted_elapsed: float = Field(0.0, description="Active time only: what the active-time budget counts.")
+    total_elapsed: float = Field(0.0, description="Wall time from submission to the end.")
+    timeout_triggered: bool = False
+
+
+class JobResult(BaseModel):
+    """State of a job at any time; complete once `state` is terminal."""
+
+    id: str
+    task: str
+    state: JobState
+    waiting: bool = Field(False, description="Queued for `state`'s stage rather than executing it.")
+    group_id: str | None = None
+    priority: int = 0
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    instance_id: str | None = None
+    submitted_at: float = Field(description="Unix time of submission.")
+    finished_at: float | None = None
+    reward: float | None = None
+    reward_components: dict[str, float] = Field(default_factory=dict)
+    resolved: bool | None = None
+    trajectory: Trajectory | None = None
+    report: dict[str, Any] = Field(default_factory=dict)
+    critical_error: CriticalError | None = None
+    error: str | None = None
+    traceback: str | None = None
+    cancel_reason: str | None = None
+    timing: Timing = Field(default_factory=Timing)

@@ -1,0 +1,156 @@
+"""The pipeline's mutable bookkeeping for one live job: where it is and where its time went."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from nemo_gym_prorl.pipeline.handler import RolloutHandler
+from nemo_gym_prorl.pipeline.job import (
+    CriticalError,
+    Evaluation,
+    Job,
+    JobResult,
+    JobState,
+    Stage,
+    Timing,
+    Trajectory,
+)
+
+_STAGE_STATE = {Stage.INIT: JobState.INIT, Stage.RUN: JobState.RUN, Stage.EVAL: JobState.EVAL}
+
+
+class JobRecord:
+    """Time is split into segments: waiting for a stage, active in it, or releasing ("others").
+
+    Plain attributes, not a pydantic model: thousands of these are updated on every step.
+    """
+
+    def __init__(self, job: Job, handler: RolloutHandler) -> None:
+        now = time.monotonic()
+        self.job = job
+        self.handler = handler
+        self.submitted_at = time.time()
+        self.t_submit = now
+        self.deadline = now + job.wall_time_s if job.wall_time_s is not None else None
+        self.stage = Stage.INIT
+        self.waiting = True
+        self.mark = now  # start of the current segment
+        self.active = dict.fromkeys(Stage, 0.0)
+        self.waits = dict.fromkeys(Stage, 0.0)
+        self.others = 0.0
+        # Stage products.
+        self.state: Any = None
+        self.has_state = False
+        self.release_task: asyncio.Task[None] | None = None
+        self.trajectory: Trajectory | None = None
+        self.evaluation: Evaluation | None = None
+        self.report: dict[str, Any] = {}
+        # Control.
+        self.task: asyncio.Task[None] | None = None  # the stage task, or the cancel cleanup
+        self.cancel_reason: str | None = None
+        self.cancel_is_timeout = False
+        self.watchers: list[asyncio.Queue[JobResult]] = []
+
+    @property
+    def id(self) -> str:
+        return self.job.id
+
+    # -- segments ---------------------------------------------------------------------------
+    def _close_segment(self, now: float) -> None:
+        spent = max(0.0, now - self.mark)
+        (self.waits if self.waiting else self.active)[self.stage] += spent
+        self.mark = now
+
+    def begin_wait(self, stage: Stage) -> None:
+        self._close_segment(time.monotonic())
+        self.stage, self.waiting = stage, True
+
+    def begin_active(self, stage: Stage) -> None:
+        self._close_segment(time.monotonic())
+        self.stage, self.waiting = stage, False
+
+    def end_active(self) -> None:
+        """Close the active segment; what follows (release) is counted as `others`."""
+        now = time.monotonic()
+        self._close_segment(now)
+        self.waiting = True  # parked: not counted as active any more
+
+    def add_others(self, seconds: float) -> None:
+        self.others += seconds
+        self.mark += seconds  # the release interval is not also a wait
+
+    def counted_elapsed(self) -> float:
+        now = time.monotonic()
+        running = 0.0 if self.waiting else max(0.0, now - self.mark)
+        return sum(self.active.values()) + running
+
+    def time_left(self) -> float:
+        """Seconds this job may still spend in stages: active budget and wall deadline."""
+        left = self.job.active_time_s - self.counted_elapsed()
+        if self.deadline is not None:
+            left = min(left, self.deadline - time.monotonic())
+        return left
+
+    # -- views ------------------------------------------------------------------------------
+    def timing(self, *, timeout_triggered: bool = False) -> Timing:
+        now = time.monotonic()
+        waits = dict(self.waits)
+        active = dict(self.active)
+        open_spent = max(0.0, now - self.mark)
+        (waits if self.waiting else active)[self.stage] += open_spent
+        return Timing(
+            init_time=active[Stage.INIT],
+            run_time=active[Stage.RUN],
+            eval_time=active[Stage.EVAL],
+            init_wait=waits[Stage.INIT],
+            run_wait=waits[Stage.RUN],
+            eval_wait=waits[Stage.EVAL],
+            others_time=self.others,
+            counted_elapsed=sum(active.values()),
+            total_elapsed=now - self.t_submit,
+            timeout_triggered=timeout_triggered,
+        )
+
+    def live_state(self) -> JobState:
+        if self.stage is Stage.INIT and self.waiting:
+            return JobState.QUEUED
+        return _STAGE_STATE[self.stage]
+
+    def result(
+        self,
+        state: JobState,
+        *,
+        critical_error: CriticalError | None = None,
+        error: str | None = None,
+        traceback: str | None = None,
+    ) -> JobResult:
+        job = self.job
+        evaluation = self.evaluation
+        instance_id = job.instance.get("instance_id")
+        return JobResult(
+            id=job.id,
+            task=job.task,
+            state=state,
+            waiting=self.waiting and not state.terminal,
+            group_id=job.group_id,
+            priority=job.priority,
+            metadata=job.metadata,
+            instance_id=str(instance_id) if instance_id is not None else None,
+            submitted_at=self.submitted_at,
+            finished_at=time.time() if state.terminal else None,
+            reward=evaluation.reward if evaluation else None,
+            reward_components=evaluation.reward_components if evaluation else {},
+            resolved=evaluation.resolved if evaluation else None,
+            trajectory=self.trajectory,
+            report={**(evaluation.report if evaluation else {}), **self.report},
+            critical_error=critical_error,
+            error=error,
+            traceback=traceback,
+            cancel_reason=self.cancel_reason if state is JobState.CANCELLED else None,
+            timing=self.timing(timeout_triggered=critical_error == "timeout"),
+        )
+
+    def snapshot(self) -> JobResult:
+        return self.result(self.live_state())

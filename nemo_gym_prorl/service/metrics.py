@@ -1,0 +1,157 @@
+"""`GET /metrics`: Prometheus text exposition, computed from the pipeline at scrape time.
+
+Values are read when scraped (no global registry, so several apps can live in one process).
+prometheus_client renders them when installed; otherwise a small writer of the same format.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from nemo_gym_prorl.pipeline import Pipeline, Stage
+from nemo_gym_prorl.service.backends import BackendInfo
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+
+@dataclass
+class Metric:
+    name: str  # counters without the `_total` suffix (added when rendered)
+    kind: Literal["counter", "gauge"]
+    help: str
+    label: str | None = None
+    samples: list[tuple[str | None, float]] = field(default_factory=list)
+
+
+def collect(pipeline: Pipeline, backends: list[BackendInfo], accepting: bool) -> list[Metric]:
+    status = pipeline.status()
+    totals = pipeline.stage_totals
+    stages = list(Stage)
+
+    def per_stage(
+        name: str, kind: Literal["counter", "gauge"], help_: str, values: dict[Stage, float]
+    ) -> Metric:
+        return Metric(name, kind, help_, "stage", [(s.value, float(values[s])) for s in stages])
+
+    backend_states = {"healthy": 0, "unhealthy": 0, "unknown": 0, "draining": 0}
+    for b in backends:
+        key = "draining" if b.draining else {True: "healthy", False: "unhealthy", None: "unknown"}[b.healthy]
+        backend_states[key] += 1
+    return [
+        Metric(
+            "prorl_accepting",
+            "gauge",
+            "1 when the service accepts new jobs.",
+            None,
+            [(None, float(accepting))],
+        ),
+        Metric(
+            "prorl_jobs_submitted", "counter", "Jobs accepted.", None, [(None, float(status.submitted_total))]
+        ),
+        Metric(
+            "prorl_jobs_finished",
+            "counter",
+            "Jobs that reached a terminal state.",
+            "state",
+            [(s.value, float(n)) for s, n in status.finished_total.items()],
+        ),
+        Metric(
+            "prorl_jobs_critical_errors",
+            "counter",
+            "Failed jobs by the stage that failed (or timeout).",
+            "kind",
+            [(k, float(status.critical_errors_total.get(k, 0))) for k in ("init", "run", "eval", "timeout")],
+        ),
+        Metric("prorl_jobs_live", "gauge", "Jobs not yet finished.", None, [(None, float(status.live_jobs))]),
+        Metric(
+            "prorl_results_retained",
+            "gauge",
+            "Finished results held.",
+            None,
+            [(None, float(status.retained_results))],
+        ),
+        Metric(
+            "prorl_results_evicted",
+            "counter",
+            "Results evicted by the cap.",
+            None,
+            [(None, float(status.evicted_total))],
+        ),
+        per_stage(
+            "prorl_stage_queued",
+            "gauge",
+            "Jobs waiting for the stage.",
+            {s: status.stages[s].queued for s in stages},
+        ),
+        per_stage(
+            "prorl_stage_queue_capacity",
+            "gauge",
+            "Queue bound.",
+            {s: status.stages[s].queue_capacity for s in stages},
+        ),
+        per_stage(
+            "prorl_stage_in_flight",
+            "gauge",
+            "Jobs executing the stage.",
+            {s: status.stages[s].in_flight for s in stages},
+        ),
+        per_stage(
+            "prorl_stage_workers", "gauge", "Pool size.", {s: status.stages[s].workers for s in stages}
+        ),
+        per_stage(
+            "prorl_stage_active_seconds", "counter", "Time spent executing the stage.", totals.active_s
+        ),
+        per_stage("prorl_stage_wait_seconds", "counter", "Time spent queued for the stage.", totals.wait_s),
+        per_stage("prorl_stage_completions", "counter", "Stage executions ended.", totals.count),
+        Metric(
+            "prorl_backends",
+            "gauge",
+            "LLM backends by health.",
+            "state",
+            [(k, float(v)) for k, v in backend_states.items()],
+        ),
+    ]
+
+
+def render(metrics: list[Metric]) -> bytes:
+    try:
+        return _render_prometheus_client(metrics)
+    except ImportError:
+        return render_text(metrics)
+
+
+def _render_prometheus_client(metrics: list[Metric]) -> bytes:
+    from prometheus_client import CollectorRegistry, generate_latest
+    from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
+    class _Snapshot:
+        def collect(self):  # type: ignore[no-untyped-def]
+            for m in metrics:
+                family_cls = CounterMetricFamily if m.kind == "counter" else GaugeMetricFamily
+                labels = [m.label] if m.label else []
+                family = family_cls(m.name, m.help, labels=labels)
+                for label_value, value in m.samples:
+                    family.add_metric([label_value] if m.label and label_value is not None else [], value)
+                yield family
+
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(_Snapshot())
+    return generate_latest(registry)
+
+
+def _escape(value: str) -> str:
+    return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+
+
+def render_text(metrics: list[Metric]) -> bytes:
+    """The text exposition format, written by hand (used when prometheus_client is absent)."""
+    lines: list[str] = []
+    for m in metrics:
+        name = f"{m.name}_total" if m.kind == "counter" else m.name
+        lines.append(f"# HELP {name} {m.help}")
+        lines.append(f"# TYPE {name} {m.kind}")
+        for label_value, value in m.samples:
+            labels = f'{{{m.label}="{_escape(label_value)}"}}' if m.label and label_value is not None else ""
+            lines.append(f"{name}{labels} {value!r}")
+    return ("\n".join(lines) + "\n").encode()

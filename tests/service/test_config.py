@@ -1,0 +1,58 @@
+"""`prorl serve` configuration: Hydra composition, pydantic validation, clear errors."""
+
+from __future__ import annotations
+
+import pytest
+
+from nemo_gym_prorl.service.config import ConfigError, load_config
+from nemo_gym_prorl.service.wiring import build_handlers, build_service
+
+
+def test_defaults_and_overrides_compose() -> None:
+    config = load_config(
+        ["sandbox=local_unsafe", "pipeline.run_workers=16", "tasks=scripted", "server.port=9000"]
+    )
+    assert config.sandbox.backend == "local_unsafe" and config.pipeline.run_workers == 16
+    assert config.pipeline.run_queue_size == 16 and config.server.host == "127.0.0.1"
+    assert set(config.tasks) == {"scripted", "scripted_sandbox"} and config.server.port == 9000
+    default = load_config([])
+    assert default.sandbox.backend == "bubblewrap" and set(default.tasks) == {"math", "stem", "code", "swe"}
+    assert default.pipeline.init_workers == 64 and default.pipeline.active_time_s == 300
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        (["pipeline.run_workers=0"], "pipeline.run_workers: Input should be greater than or equal to 1"),
+        (["sandbox=apptainer"], "sandbox=apptainer needs sandbox.image"),
+        (["sandbox=docker"], "Could not find 'sandbox/docker'"),
+        (["nonsense=1"], "Could not override 'nonsense'"),
+        (["+pipeline.typo=1"], "pipeline.typo: Extra inputs are not permitted"),
+        (["server.port=70000"], "server.port"),
+        (["tasks=none", "+tasks.x.handler=not a target"], "tasks.x.handler: String should match pattern"),
+        (["auth.token=short"], "auth.token"),
+    ],
+)
+def test_invalid_configs_say_what_is_wrong(overrides: list[str], message: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        load_config(overrides)
+    assert message in str(info.value)
+
+
+def test_missing_task_modules_are_reported_together() -> None:
+    config = load_config(
+        ["tasks=none", "+tasks.a.handler=no_such_module:build", "+tasks.b.handler=json:nope"]
+    )
+    with pytest.raises(ConfigError) as info:
+        build_handlers(config, backends=None)  # type: ignore[arg-type]
+    text = str(info.value)
+    assert "tasks.a.handler: cannot import module 'no_such_module'" in text
+    assert "tasks.b.handler: 'json:nope' is not a callable" in text
+
+
+async def test_service_is_built_from_config() -> None:
+    config = load_config(["tasks=scripted", "backends.urls=[gpu01:8000]", "pipeline.init_workers=2"])
+    service = await build_service(config)
+    assert service.pipeline.handlers.names() == ["scripted", "scripted_sandbox"]
+    assert [b.url for b in await service.backends.list()] == ["http://gpu01:8000"]
+    assert service.pipeline.config.init_workers == 2

@@ -1,0 +1,116 @@
+"""`kill -9` of a running service leaves no sandbox process alive.
+
+The service runs as `prorl serve` would (the same entry point, in a subprocess) with a handler
+that opens real bubblewrap sandboxes and starts a long-lived process in each. Survivors are
+looked for by what was recorded per sandbox (its pids cgroup and process ids), never by name.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from nemo_gym_prorl.cli_serve import READY_PREFIX
+
+pytestmark = [
+    pytest.mark.bwrap,
+    pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap (bwrap) is not installed"),
+]
+
+
+def alive(pid: int) -> bool:
+    """True unless the process is gone or a zombie (a zombie runs nothing)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return state != "Z"
+
+
+def cgroup_members(path: str) -> list[int]:
+    try:
+        return [int(p) for p in Path(path, "cgroup.procs").read_text().split()]
+    except OSError:
+        return []
+
+
+def start_service(tmp_path: Path, record: Path) -> tuple[subprocess.Popen[str], str]:
+    overrides = [
+        "tasks=none",
+        "+tasks.box.handler=nemo_gym_prorl.pipeline.scripted:build_sandbox_scripted",
+        f"+tasks.box.options.record_file={record}",
+        "server.port=0",
+        "server.log_level=warning",
+        "service.require_backend=false",
+        "backends.probe_interval_s=null",
+    ]
+    env = {**os.environ, "PRORL_SANDBOX_ROOT": str(tmp_path / "sandboxes")}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "nemo_gym_prorl.cli_serve", *overrides],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=Path(__file__).resolve().parents[2],
+    )
+    assert proc.stdout is not None
+    deadline = time.monotonic() + 60
+    for line in proc.stdout:
+        if line.startswith(READY_PREFIX):
+            return proc, line[len(READY_PREFIX) :].split()[0]
+        assert time.monotonic() < deadline
+    proc.kill()
+    raise AssertionError(f"service did not start (exit {proc.wait()})")
+
+
+def test_kill_minus_9_leaves_no_sandbox_process(tmp_path: Path) -> None:
+    record = tmp_path / "sandboxes.jsonl"
+    proc, url = start_service(tmp_path, record)
+    entries: list[dict[str, object]] = []
+    try:
+        jobs = [{"task": "box", "instance": {"script": {"keepalive": True, "run_s": 120}}} for _ in range(3)]
+        ids = httpx.post(f"{url}/v1/rollouts", json={"jobs": jobs}, timeout=30).json()["ids"]
+        deadline = time.monotonic() + 60
+        while True:  # all three in RUN, each with a live sandbox and its keepalive process
+            states = [httpx.get(f"{url}/v1/rollouts/{i}", timeout=30).json()["state"] for i in ids]
+            if states == ["run"] * 3 and record.exists() and len(record.read_text().splitlines()) == 3:
+                break
+            assert time.monotonic() < deadline, states
+            time.sleep(0.1)
+        entries = [json.loads(line) for line in record.read_text().splitlines()]
+        pids = [pid for e in entries for pid in e["pids"]]  # type: ignore[attr-defined]
+        cgroups = [str(e["cgroup"]) for e in entries if e["cgroup"]]
+        assert len(pids) == 3 and all(alive(p) for p in pids)
+        members_before = {cg: cgroup_members(cg) for cg in cgroups}
+        assert all(members_before.values()), "the sandboxes' cgroups should hold their processes"
+
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+
+        deadline = time.monotonic() + 10
+        while any(alive(p) for p in pids) or any(cgroup_members(cg) for cg in cgroups):
+            assert time.monotonic() < deadline, (
+                [p for p in pids if alive(p)],
+                {cg: cgroup_members(cg) for cg in cgroups},
+            )
+            time.sleep(0.05)
+        # Every process that was ever in a sandbox cgroup is gone too (not only the recorded ones).
+        assert not any(alive(p) for members in members_before.values() for p in members)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        for entry in entries:  # the dead service could not remove its (now empty) cgroups
+            if entry.get("cgroup"):
+                try:
+                    Path(str(entry["cgroup"])).rmdir()
+                except OSError:
+                    pass
