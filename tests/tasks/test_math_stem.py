@@ -1,0 +1,59 @@
+"""Math and STEM graders: equivalents pass, near misses fail, garbage and hangs are bounded."""
+
+import pytest
+
+from nemo_gym_prorl.tasks.math import MathConfig, MathTask, extract_boxed
+from nemo_gym_prorl.tasks.stem import StemTask, extract_choice, parse_quantity
+
+
+@pytest.mark.parametrize(("text", "want"), [
+    ("so \\boxed{42}.", "42"), ("\\boxed{1} then \\boxed{\\frac{1}{2}}", "\\frac{1}{2}"), ("\\boxed{}", None),
+    ("\\boxed{42", None), ("42", None), ("<think>\\boxed{1}</think> \\boxed{2}", "2"), (None, None),
+])  # fmt: skip
+def test_extract_boxed(text, want):
+    assert extract_boxed(text) == want
+
+
+@pytest.mark.bwrap
+async def test_math_equivalents_near_misses_and_timeouts():
+    task = MathTask(MathConfig(check_timeout_s=3.0))
+    cases = [("0.5", "\\frac{1}{2}", 1.0), ("\\frac{23}{131}", "23/131", 1.0), ("(x+1)^2", "x^2+2x+1", 1.0),
+             ("\\{1,2\\}", "\\{2,1\\}", 1.0), ("1330", "1,330", 1.0), ("3", "3.01", 0.0), ("\\sqrt{2}", "1.414", 0.0),
+             ("(1,2)", "(2,1)", 0.0), ("7", "9^{9^{9^{9^{9}}}}", 0.0)]  # fmt: skip
+    try:
+        for gold, pred, want in cases:
+            out = await task.evaluate({"expected_answer": gold}, f"\\boxed{{{pred}}}")
+            assert out.reward == want, (gold, pred, out)
+            assert not out.mask_sample
+        out = await task.evaluate({"expected_answer": "3"}, "no box here")
+        assert out.reward == 0.0 and out.reason == "no_answer"
+        # after a killed (timed-out) check the next one still works
+        assert (await task.evaluate({"expected_answer": "0.25"}, "\\boxed{\\frac14}")).reward == 1.0
+    finally:
+        await task.aclose()
+
+
+@pytest.mark.parametrize(("text", "want"), [
+    ("Answer: (C)", "C"), ("the answer is c", "C"), ("\\boxed{B}", "B"), ("**Final Answer: D**", "D"),
+    ("The answer is a bit unclear. Answer: B", "B"), ("I pick\n\n(A)", "A"), ("answer is E", None),
+    ("Correct option: **C**", "C"), ("no idea", None), ("", None),
+])  # fmt: skip
+def test_extract_choice(text, want):
+    assert extract_choice(text, "ABCD")[0] == want
+
+
+@pytest.mark.parametrize(("text", "value", "unit"), [
+    ("10^-4 eV", 1e-4, "eV"), ("3.2 \\times 10^{-4} eV", 3.2e-4, "eV"), ("3.2\u00d710\u207b\u2074 eV", 3.2e-4, "eV"),
+    ("1,200 m/s", 1200.0, "m/s"), ("-0.7", -0.7, None),
+])  # fmt: skip
+def test_parse_quantity(text, value, unit):
+    got = parse_quantity(text)
+    assert got is not None and got[0] == pytest.approx(value) and got[1] == unit
+
+
+async def test_stem_numeric_units_and_tolerance():
+    task, row = StemTask(), {"expected_answer": "10^-4 eV", "answer_type": "numeric", "rel_tol": 0.02}
+    for text, want in [("\\boxed{0.1 meV}", 1.0), ("\\boxed{1.01e-4 eV}", 1.0), ("\\boxed{1e-4}", 1.0),
+                       ("\\boxed{1e-4 J}", 0.0), ("\\boxed{1e-4 m}", 0.0), ("\\boxed{2e-4 eV}", 0.0),
+                       ("\\boxed{lots}", 0.0), ("", 0.0)]:  # fmt: skip
+        assert (await task.evaluate(row, text)).reward == want, text
