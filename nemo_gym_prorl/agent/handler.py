@@ -16,9 +16,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import httpx
+
 from nemo_gym_prorl.agent.loop import FINISH_TOOL, AgentLimits, AgentTrajectory, run_agent
 from nemo_gym_prorl.agent.prompts import ToolPromptStyle, initial_messages
 from nemo_gym_prorl.llm.dialects.base import Dialect
+from nemo_gym_prorl.llm.errors import InferenceError
 from nemo_gym_prorl.llm.pool import LLMBackendPool
 from nemo_gym_prorl.llm.records import SamplingParams
 from nemo_gym_prorl.llm.tito import TokenSession
@@ -31,15 +34,27 @@ from nemo_gym_prorl.tools.dispatch import ToolBox, ToolBoxConfig
 PROPER_ENDS = frozenset({"submitted", "answered"})
 
 
+class ModelDiscoveryError(InferenceError):
+    """No served model name was configured and no backend would say which it serves."""
+
+
 @dataclass
 class LLMAccess:
-    """How rollouts reach the policy: a shared pool, its dialect and the served model name."""
+    """How rollouts reach the policy: a shared pool, its dialect, the served model name, and
+    whether tools are described in the system prompt or through the server's chat template."""
 
     pool: LLMBackendPool
     dialect: Dialect
-    model: str
+    model: str | None = None
     default_sampling: SamplingParams = field(default_factory=SamplingParams)
     max_model_len: int | None = None
+    tool_prompt: ToolPromptStyle = "system"
+
+    async def model_name(self) -> str:
+        """The configured name, or the one the first healthy backend lists at /v1/models."""
+        if self.model is None:
+            self.model = await discover_model(self.pool)
+        return self.model
 
     def sampling_for(self, job: Job) -> SamplingParams:
         """The trainer's per-job sampling fields override the defaults; unknown ones are ignored
@@ -69,14 +84,17 @@ class AgentRolloutHandler:
         sandbox: SandboxSpec | None = None,
         limits: AgentLimits | None = None,
         tools: ToolBoxConfig | None = None,
-        tool_prompt: ToolPromptStyle = "system",
     ) -> None:
         self.domain = domain
         self.llm = llm
         self.sandbox_base = sandbox or SandboxSpec()
         self.limits = limits or AgentLimits()
         self.tool_config = tools or ToolBoxConfig()
-        self.tool_prompt = tool_prompt
+
+    @property
+    def aliases(self) -> tuple[str, ...]:
+        """The `data_source` values this handler serves (ProRL routes jobs by them)."""
+        return self.domain.data_sources
 
     # -- INIT -------------------------------------------------------------------------------------
     async def init(self, job: Job) -> RolloutState:
@@ -96,13 +114,14 @@ class AgentRolloutHandler:
     # -- RUN --------------------------------------------------------------------------------------
     async def run(self, job: Job, state: RolloutState) -> Trajectory:
         specs = state.tools.specs()
-        messages = initial_messages(job.instance, specs, style=self.tool_prompt)
+        style = self.llm.tool_prompt
+        messages = initial_messages(job.instance, specs, style=style)
         session = TokenSession(
             self.llm.pool,
             self.llm.dialect,
-            model=self.llm.model,
+            model=await self.llm.model_name(),
             sampling=self.llm.sampling_for(job),
-            tools=specs if self.tool_prompt == "template" else None,
+            tools=specs if style == "template" else None,
             trajectory_id=job.id,
             max_model_len=self.llm.max_model_len,
         )
@@ -171,10 +190,28 @@ def to_trajectory(
         stop_reason=agent.stop_reason,
         final_answer=agent.final_answer,
         artifacts=dict(artifacts),
+        # ProRL's result carries the SWE patch at the top level; so does ours.
+        git_patch=artifacts.get("git_patch"),
         steps=[s.model_dump() for s in agent.steps],
         num_turns=agent.num_turns,
         generated_tokens=agent.generated_tokens,
         reroutes=[r.model_dump() for r in agent.tokens.reroutes],
         infrastructure_failed=agent.infrastructure_failed,
         failure=failure.model_dump() if failure else None,
+    )
+
+
+async def discover_model(pool: LLMBackendPool) -> str:
+    for endpoint in pool.stats().endpoints:
+        if not endpoint.healthy:
+            continue
+        try:
+            response = await pool.client.get(f"{endpoint.address}/v1/models", timeout=10)
+            models = response.json().get("data") or []
+            if response.status_code == 200 and models and isinstance(models[0].get("id"), str):
+                return str(models[0]["id"])
+        except (httpx.HTTPError, ValueError, AttributeError):
+            continue
+    raise ModelDiscoveryError(
+        "no model name configured (llm.model) and no healthy backend lists one at /v1/models"
     )

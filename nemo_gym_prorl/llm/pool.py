@@ -67,7 +67,9 @@ class PoolConfig(BaseModel):
     max_attempts: int = Field(3, ge=1, description="attempts per logical request (first try included)")
     retry_backoff_s: float = Field(0.25, ge=0, description="first backoff; doubles per attempt")
     retry_backoff_max_s: float = Field(4.0, ge=0)
-    health_path: str = Field("/health", description="GET path of the probe; any status < 500 = alive")
+    health_path: str | None = Field(
+        "/health", description="GET path of the probe; any status < 500 = alive; None: trust backends"
+    )
     health_timeout_s: float = Field(2.0, gt=0)
     api_key: str | None = Field(None, description="sent as a Bearer token when set")
 
@@ -120,6 +122,11 @@ class LLMBackendPool:
         )
         self.balancer = Balancer(self.config.balancer, probe=self.probe)
         self._started = False
+
+    @property
+    def client(self) -> httpx.AsyncClient:
+        """The pool's HTTP client, for one-off requests to a known backend (e.g. /v1/models)."""
+        return self._client
 
     # --- lifecycle ----------------------------------------------------------------------------
 
@@ -179,6 +186,8 @@ class LLMBackendPool:
     async def probe(self, address: str) -> bool:
         """Alive = the server answers HTTP below 500 on `health_path` (vLLM: /health is 200;
         NeMo RL's policy server has no /health route, and its 404 still proves it is up)."""
+        if self.config.health_path is None:
+            return True
         try:
             response = await self._client.get(
                 address + self.config.health_path, timeout=self.config.health_timeout_s

@@ -1,7 +1,7 @@
 """The rollout HTTP service (native `/v1` API and ProRL-compatible API) and its Python client."""
 
 from nemo_gym_prorl.service.app import create_app
-from nemo_gym_prorl.service.backends import BackendInfo, BackendRegistry, UrlBackendRegistry
+from nemo_gym_prorl.service.backends import BackendInfo, BackendRegistry, PoolBackendRegistry
 from nemo_gym_prorl.service.client import AsyncRolloutClient, RolloutAPIError, RolloutClient
 from nemo_gym_prorl.service.core import RolloutService, ServiceOptions
 
@@ -9,10 +9,10 @@ __all__ = [
     "AsyncRolloutClient",
     "BackendInfo",
     "BackendRegistry",
+    "PoolBackendRegistry",
     "RolloutAPIError",
     "RolloutClient",
     "RolloutService",
     "ServiceOptions",
-    "UrlBackendRegistry",
     "create_app",
 ]

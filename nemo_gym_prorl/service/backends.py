@@ -1,21 +1,22 @@
-"""The narrow interface the service uses to manage LLM backends at runtime.
+"""The narrow interface the service uses to manage LLM backends at runtime, and its one
+implementation: `PoolBackendRegistry`, a face over the LLM backend pool that rollouts use.
 
-The service never routes generations itself: the agent loop picks backends from the LLM pool
-(nemo_gym_prorl/llm). The pool implements this protocol so the HTTP API can add, remove and
-drain backends and report their health. `UrlBackendRegistry` is a plain, working registry for
-running the service before (or without) that pool: it tracks URLs, drain flags and an HTTP
-health probe, and picks nothing.
+The service never routes generations itself: the agent loop picks backends from the pool
+(least in flight, sticky per trajectory). Through this face the HTTP API adds, removes and
+drains the very backends those rollouts are balanced over, and reports their health.
 """
 
 from __future__ import annotations
 
 import asyncio
-import time
+import contextlib
 from typing import Any, Protocol, runtime_checkable
 from urllib.parse import urlsplit
 
-import httpx
 from pydantic import BaseModel, Field
+
+from nemo_gym_prorl.llm.balancer import EndpointInfo
+from nemo_gym_prorl.llm.pool import LLMBackendPool, normalize_base_url
 
 
 class BackendInfo(BaseModel):
@@ -24,7 +25,6 @@ class BackendInfo(BaseModel):
     draining: bool = False
     in_flight: int = Field(0, description="Requests (or sticky trajectories) currently on it.")
     last_error: str | None = None
-    checked_at: float | None = Field(None, description="Unix time of the last health probe.")
     options: dict[str, Any] = Field(default_factory=dict)
 
 
@@ -54,6 +54,10 @@ class BackendRegistry(Protocol):
         """All backends with their health, newest information first available."""
         ...
 
+    async def aclose(self) -> None:
+        """Release connections and background checks (the service is shutting down)."""
+        ...
+
 
 def normalize_url(url: str) -> str:
     """`host:port` or `http(s)://host:port[/path]` -> `scheme://host:port[/path]` (no trailing /)."""
@@ -74,61 +78,67 @@ def normalize_url(url: str) -> str:
     return url.rstrip("/")
 
 
-class UrlBackendRegistry:
-    """Backends as URLs with drain flags and an optional health probe (GET `health_path`)."""
+class PoolBackendRegistry:
+    """The LLM pool as the service sees it. Options per backend: `max_in_flight`."""
 
-    def __init__(self, *, health_path: str | None = "/health", probe_timeout_s: float = 2.0) -> None:
-        self.health_path = health_path
-        self.probe_timeout_s = probe_timeout_s
-        self._backends: dict[str, BackendInfo] = {}
-        self._lock = asyncio.Lock()
+    OPTIONS = frozenset({"max_in_flight"})
+
+    def __init__(self, pool: LLMBackendPool) -> None:
+        self.pool = pool
+        self._drains: set[asyncio.Task[bool]] = set()
 
     async def add(self, url: str, **opts: Any) -> BackendInfo:
-        key = normalize_url(url)
-        async with self._lock:
-            info = self._backends.get(key) or BackendInfo(url=key)
-            info.draining = False
-            info.options.update(opts)
-            self._backends[key] = info
-        return info.model_copy()
+        unknown = set(opts) - self.OPTIONS
+        if unknown:
+            raise BackendError(f"unknown backend options {sorted(unknown)}; known: {sorted(self.OPTIONS)}")
+        max_in_flight = opts.get("max_in_flight")
+        if max_in_flight is not None and (not isinstance(max_in_flight, int) or max_in_flight < 1):
+            raise BackendError("max_in_flight must be a positive integer")
+        address = normalize_base_url(normalize_url(url))
+        await self.pool.add_backend(address, max_in_flight=max_in_flight)
+        return self._info(address)
 
     async def remove(self, url: str) -> bool:
-        key = normalize_url(url)
-        async with self._lock:
-            return self._backends.pop(key, None) is not None
+        address = normalize_base_url(normalize_url(url))
+        if address not in self.pool.backends():
+            return False
+        self.pool.remove_backend(address)
+        return True
 
     async def drain(self, url: str) -> BackendInfo:
-        key = normalize_url(url)
-        async with self._lock:
-            info = self._backends.get(key)
-            if info is None:
-                raise BackendNotFoundError(f"no backend {key!r}")
-            info.draining = True
-            if info.in_flight == 0:  # nothing to wait for: gone now
-                del self._backends[key]
-            return info.model_copy()
+        """Stop new trajectories at once; the backend is removed when its requests finish."""
+        address = normalize_base_url(normalize_url(url))
+        if address not in self.pool.backends():
+            raise BackendNotFoundError(f"no backend {address!r}")
+        task = asyncio.create_task(self.pool.drain_backend(address, remove=True))
+        self._drains.add(task)
+        task.add_done_callback(self._drains.discard)
+        await asyncio.sleep(0)  # let the drain mark it before we report
+        return self._info(address)
 
     async def list(self) -> list[BackendInfo]:
-        async with self._lock:
-            return [b.model_copy() for b in self._backends.values()]
+        return [_to_info(e) for e in self.pool.stats().endpoints]
 
-    def urls(self) -> list[str]:
-        """Backends that may take new work."""
-        return [b.url for b in self._backends.values() if not b.draining and b.healthy is not False]
+    async def aclose(self) -> None:
+        for task in list(self._drains):
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        await self.pool.aclose()
 
-    async def probe(self) -> None:
-        """Refresh health of every backend concurrently (a failed probe marks it unhealthy)."""
-        if self.health_path is None:
-            return
-        async with httpx.AsyncClient(timeout=self.probe_timeout_s) as client:
-            infos = list(self._backends.values())
-            await asyncio.gather(*(self._probe_one(client, info) for info in infos))
+    def _info(self, address: str) -> BackendInfo:
+        for endpoint in self.pool.stats().endpoints:
+            if endpoint.address == address:
+                return _to_info(endpoint)
+        return BackendInfo(url=address, healthy=None, draining=True)  # drained and removed already
 
-    async def _probe_one(self, client: httpx.AsyncClient, info: BackendInfo) -> None:
-        try:
-            response = await client.get(f"{info.url}{self.health_path}")
-            info.healthy = response.status_code < 500
-            info.last_error = None if info.healthy else f"HTTP {response.status_code}"
-        except httpx.HTTPError as exc:
-            info.healthy, info.last_error = False, f"{type(exc).__name__}: {exc}"
-        info.checked_at = time.time()
+
+def _to_info(endpoint: EndpointInfo) -> BackendInfo:
+    return BackendInfo(
+        url=endpoint.address,
+        healthy=endpoint.healthy,
+        draining=endpoint.draining,
+        in_flight=endpoint.in_flight,
+        last_error=endpoint.last_error,
+        options={"max_in_flight": endpoint.max_in_flight},
+    )

@@ -13,6 +13,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from nemo_gym_prorl.llm.pool import PoolConfig
+from nemo_gym_prorl.llm.records import SamplingParams
 from nemo_gym_prorl.pipeline import PipelineConfig
 from nemo_gym_prorl.sandbox import SandboxSpec
 from nemo_gym_prorl.service.core import ServiceOptions
@@ -47,17 +49,22 @@ class AuthConfig(BaseModel):
         return value or None
 
 
-class BackendsConfig(BaseModel):
+class LLMConfig(PoolConfig):
+    """The policy the rollouts talk to: backend URLs and pool knobs (`PoolConfig`), plus how to
+    talk to them. `backends` may start empty and be filled at runtime (/v1/backends,
+    /add_llm_server), as a trainer does once its vLLM ranks are up."""
+
     model_config = ConfigDict(extra="forbid")
 
-    urls: list[str] = Field(default_factory=list, description="LLM backends registered at start-up.")
-    registry: str | None = Field(
-        None,
-        pattern=TARGET_PATTERN,
-        description="`module:factory(config) -> BackendRegistry` (the LLM pool); None: a URL registry.",
+    dialect: Literal["vllm", "nemo_rl"] = Field(
+        "vllm", description="vllm: token-id prompts on /v1/completions; nemo_rl: NeMo RL's policy server."
     )
-    health_path: str | None = Field("/health", description="Probed on each backend; None: no probing.")
-    probe_interval_s: float | None = Field(10.0, gt=0, description="Health probe period (None: never).")
+    model: str | None = Field(None, description="Served model name; None: asked from the first backend.")
+    max_model_len: int | None = Field(None, gt=0, description="None: learned from the server.")
+    sampling: SamplingParams = Field(default_factory=SamplingParams)
+    tool_prompt: Literal["system", "template"] = Field(
+        "system", description="Describe tools in the system prompt (any model) or via the chat template."
+    )
 
 
 class TaskConfig(BaseModel):
@@ -75,7 +82,7 @@ class ServeConfig(BaseModel):
     pipeline: PipelineConfig = Field(default_factory=PipelineConfig)
     service: ServiceOptions = Field(default_factory=ServiceOptions)
     sandbox: SandboxSpec = Field(default_factory=SandboxSpec)
-    backends: BackendsConfig = Field(default_factory=BackendsConfig)
+    llm: LLMConfig = Field(default_factory=LLMConfig)
     tasks: dict[str, TaskConfig] = Field(default_factory=dict)
     auth: AuthConfig = Field(default_factory=AuthConfig)
 

@@ -52,7 +52,10 @@ class RolloutService:
             return
         self._closed = True
         self.accepting = False
-        await self.pipeline.stop()
+        try:
+            await self.pipeline.stop()
+        finally:
+            await self.backends.aclose()
 
     # -- admission --------------------------------------------------------------------------
     async def usable_backends(self) -> list[BackendInfo]:

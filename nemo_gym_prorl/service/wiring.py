@@ -1,25 +1,25 @@
 """From a validated `ServeConfig` to a running service: handlers, backends, pipeline, app.
 
-Task handlers and the backend registry are named by import targets (`module:factory`), so the
-real task modules and the LLM pool plug in through configuration, not code changes here.
+Task handlers are named by import targets (`module:factory`), so task kinds plug in through
+configuration, not code changes here; they all share the service's one LLM backend pool.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import importlib
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from fastapi import FastAPI
 
+from nemo_gym_prorl.agent.handler import LLMAccess
+from nemo_gym_prorl.llm import LLMBackendPool, make_dialect
 from nemo_gym_prorl.pipeline import HandlerRegistry, Pipeline
 from nemo_gym_prorl.sandbox import SandboxSpec
 from nemo_gym_prorl.service.app import create_app
-from nemo_gym_prorl.service.backends import BackendRegistry, UrlBackendRegistry
+from nemo_gym_prorl.service.backends import BackendRegistry, PoolBackendRegistry
 from nemo_gym_prorl.service.config import ConfigError, ServeConfig
 from nemo_gym_prorl.service.core import RolloutService
 
@@ -31,6 +31,7 @@ class HandlerDeps:
     """What a task handler factory gets: `factory(deps, **options) -> RolloutHandler`."""
 
     sandbox: SandboxSpec
+    llm: LLMAccess
     backends: BackendRegistry
     config: ServeConfig
 
@@ -47,24 +48,33 @@ def import_target(target: str, what: str) -> Callable[..., Any]:
     return factory
 
 
-def build_backends(config: ServeConfig) -> BackendRegistry:
-    cfg = config.backends
-    if cfg.registry is None:
-        return UrlBackendRegistry(health_path=cfg.health_path)
-    registry = import_target(cfg.registry, "backends.registry")(cfg)
-    if not isinstance(registry, BackendRegistry):
-        raise ConfigError(f"backends.registry {cfg.registry!r} did not return a BackendRegistry")
-    return registry
+async def build_llm(config: ServeConfig) -> tuple[LLMAccess, PoolBackendRegistry]:
+    """The one LLM pool of the service: rollouts are balanced over it, the API manages it."""
+    settings = config.llm
+    pool = LLMBackendPool(settings)
+    await pool.start()  # probes the configured backends; starts the periodic health check
+    llm = LLMAccess(
+        pool=pool,
+        dialect=make_dialect(settings.dialect),
+        model=settings.model,
+        default_sampling=settings.sampling,
+        max_model_len=settings.max_model_len,
+        tool_prompt=settings.tool_prompt,
+    )
+    return llm, PoolBackendRegistry(pool)
 
 
-def build_handlers(config: ServeConfig, backends: BackendRegistry) -> HandlerRegistry:
-    deps = HandlerDeps(sandbox=config.sandbox, backends=backends, config=config)
+def build_handlers(config: ServeConfig, llm: LLMAccess, backends: BackendRegistry) -> HandlerRegistry:
+    deps = HandlerDeps(sandbox=config.sandbox, llm=llm, backends=backends, config=config)
     registry = HandlerRegistry()
     problems: list[str] = []
     for name, task in config.tasks.items():
         try:
             handler = import_target(task.handler, f"tasks.{name}.handler")(deps, **task.options)
-            registry.register(name, handler, task.aliases)
+            # A handler may know the data_source values it serves (a domain's `data_sources`).
+            own = getattr(handler, "aliases", ())
+            aliases = [a for a in dict.fromkeys([*task.aliases, *own]) if a != name]
+            registry.register(name, handler, aliases)
         except ConfigError as exc:
             problems.append(str(exc))
         except (TypeError, ValueError) as exc:
@@ -79,37 +89,14 @@ def build_handlers(config: ServeConfig, backends: BackendRegistry) -> HandlerReg
 
 
 async def build_service(config: ServeConfig) -> RolloutService:
-    backends = build_backends(config)
-    for url in config.backends.urls:
-        await backends.add(url)
-    pipeline = Pipeline(build_handlers(config, backends), config.pipeline)
+    llm, backends = await build_llm(config)
+    try:
+        pipeline = Pipeline(build_handlers(config, llm, backends), config.pipeline)
+    except BaseException:
+        await backends.aclose()
+        raise
     return RolloutService(pipeline, backends, config.service)
 
 
-async def _probe_forever(backends: BackendRegistry, interval: float) -> None:
-    probe = getattr(backends, "probe", None)
-    if probe is None:
-        return
-    while True:
-        with contextlib.suppress(Exception):
-            await probe()
-        await asyncio.sleep(interval)
-
-
 def build_app(config: ServeConfig, service: RolloutService) -> FastAPI:
-    app = create_app(service, token=config.auth.resolved_token())
-    interval = config.backends.probe_interval_s
-    if interval is not None and config.backends.health_path is not None:
-        inner = app.router.lifespan_context
-
-        @contextlib.asynccontextmanager
-        async def lifespan(a: FastAPI) -> AsyncIterator[None]:
-            async with inner(a):
-                task = asyncio.create_task(_probe_forever(service.backends, interval))
-                try:
-                    yield
-                finally:
-                    task.cancel()
-
-        app.router.lifespan_context = lifespan
-    return app
+    return create_app(service, token=config.auth.resolved_token())

@@ -13,9 +13,10 @@ from typing import Any
 import httpx
 import uvicorn
 
+from nemo_gym_prorl.llm import LLMBackendPool, PoolConfig
 from nemo_gym_prorl.pipeline import HandlerRegistry, Pipeline, PipelineConfig
 from nemo_gym_prorl.pipeline.scripted import ScriptedHandler
-from nemo_gym_prorl.service import RolloutService, ServiceOptions, UrlBackendRegistry, create_app
+from nemo_gym_prorl.service import PoolBackendRegistry, RolloutService, ServiceOptions, create_app
 
 TOKEN = "s3cret-token-for-tests"
 
@@ -29,7 +30,9 @@ def make_service(
     pipeline.setdefault("deadline_check_s", 0.05)
     options = ServiceOptions(**{"require_backend": False, **(service or {})})
     svc = RolloutService(
-        Pipeline(registry, PipelineConfig(**pipeline)), UrlBackendRegistry(health_path=None), options
+        Pipeline(registry, PipelineConfig(**pipeline)),
+        PoolBackendRegistry(LLMBackendPool(PoolConfig(health_path=None))),
+        options,
     )
     return svc, handler
 

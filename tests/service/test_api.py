@@ -109,8 +109,11 @@ async def test_evicted_results_answer_410(make_api: MakeApi) -> None:
 
 
 async def test_backends_add_drain_remove_and_status(api: Api) -> None:
-    added = await api.http.post("/v1/backends", json={"url": "gpu01:8000", "options": {"weight": 2}})
+    unknown = await api.http.post("/v1/backends", json={"url": "gpu01:8000", "options": {"weight": 2}})
+    assert unknown.status_code == 400 and "weight" in unknown.json()["reason"]
+    added = await api.http.post("/v1/backends", json={"url": "gpu01:8000", "options": {"max_in_flight": 2}})
     assert added.json()["backends"][0]["url"] == "http://gpu01:8000"
+    assert added.json()["backends"][0]["options"] == {"max_in_flight": 2}
     await api.http.post("/v1/backends", json={"url": "http://gpu02:8000/"})
     await api.http.post("/v1/backends/drain", json={"url": "http://gpu01:8000"})  # idle: leaves at once
     listed = (await api.http.get("/v1/backends")).json()["backends"]

@@ -16,7 +16,13 @@ def test_defaults_and_overrides_compose() -> None:
     assert config.pipeline.run_queue_size == 16 and config.server.host == "127.0.0.1"
     assert set(config.tasks) == {"scripted", "scripted_sandbox"} and config.server.port == 9000
     default = load_config([])
-    assert default.sandbox.backend == "bubblewrap" and set(default.tasks) == {"math", "stem", "code", "swe"}
+    assert default.sandbox.backend == "bubblewrap" and set(default.tasks) == {
+        "math",
+        "stem",
+        "code",
+        "swe",
+        "command_output",
+    }
     assert default.pipeline.init_workers == 64 and default.pipeline.active_time_s == 300
 
 
@@ -44,15 +50,27 @@ def test_missing_task_modules_are_reported_together() -> None:
         ["tasks=none", "+tasks.a.handler=no_such_module:build", "+tasks.b.handler=json:nope"]
     )
     with pytest.raises(ConfigError) as info:
-        build_handlers(config, backends=None)  # type: ignore[arg-type]
+        build_handlers(config, llm=None, backends=None)  # type: ignore[arg-type]
     text = str(info.value)
     assert "tasks.a.handler: cannot import module 'no_such_module'" in text
     assert "tasks.b.handler: 'json:nope' is not a callable" in text
 
 
 async def test_service_is_built_from_config() -> None:
-    config = load_config(["tasks=scripted", "backends.urls=[gpu01:8000]", "pipeline.init_workers=2"])
+    config = load_config(["tasks=scripted", "llm.backends=[gpu01:8000]", "pipeline.init_workers=2"])
     service = await build_service(config)
     assert service.pipeline.handlers.names() == ["scripted", "scripted_sandbox"]
     assert [b.url for b in await service.backends.list()] == ["http://gpu01:8000"]
     assert service.pipeline.config.init_workers == 2
+
+
+async def test_the_default_tasks_build_real_agent_handlers_that_answer_to_their_data_sources() -> None:
+    config = load_config(["llm.health_path=null"])
+    service = await build_service(config)
+    try:
+        handlers = service.pipeline.handlers
+        assert handlers.canonical("gsm8k") == "math" and handlers.canonical("humaneval") == "code"
+        assert handlers.canonical("swe-bench") == "swe" and handlers.canonical("gpqa") == "stem"
+        assert type(handlers.get("math")).__name__ == "AgentRolloutHandler"
+    finally:
+        await service.close()

@@ -51,7 +51,7 @@ def start_service(tmp_path: Path, record: Path) -> tuple[subprocess.Popen[str], 
         "server.port=0",
         "server.log_level=warning",
         "service.require_backend=false",
-        "backends.probe_interval_s=null",
+        "llm.health_path=null",
     ]
     env = {**os.environ, "PRORL_SANDBOX_ROOT": str(tmp_path / "sandboxes")}
     proc = subprocess.Popen(

@@ -1,0 +1,40 @@
+"""Handler factories for the service configuration (`tasks.<name>.handler`).
+
+tasks:
+  math:
+    handler: nemo_gym_prorl.agent.factory:domain_handler
+    options: {domain: math, agent: {max_turns: 8}, tools: {ipython_timeout_s: 30}, config: {...}}
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from nemo_gym_prorl.agent.handler import AgentRolloutHandler
+from nemo_gym_prorl.agent.loop import AgentLimits
+from nemo_gym_prorl.tasks import make_task_from_options
+from nemo_gym_prorl.tools.dispatch import ToolBoxConfig
+
+if TYPE_CHECKING:
+    from nemo_gym_prorl.service.wiring import HandlerDeps
+
+
+def domain_handler(
+    deps: HandlerDeps,
+    *,
+    domain: str,
+    agent: Mapping[str, Any] | None = None,
+    tools: Mapping[str, Any] | None = None,
+    config: Mapping[str, Any] | None = None,
+) -> AgentRolloutHandler:
+    """An agent rollout handler for one task domain, sharing the service's LLM pool and
+    sandbox defaults. `agent` -> AgentLimits, `tools` -> ToolBoxConfig, `config` -> the domain's
+    own config model; every key is validated."""
+    return AgentRolloutHandler(
+        make_task_from_options(domain, config),
+        deps.llm,
+        sandbox=deps.sandbox,
+        limits=AgentLimits.model_validate(dict(agent or {})),
+        tools=ToolBoxConfig.model_validate(dict(tools or {})),
+    )
