@@ -180,11 +180,11 @@ class SandboxScriptedHandler(ScriptedHandler):
                 proc = await sandbox.spawn(["sleep", "3600"])
                 pids.append(proc.pid)
             if self.record_file is not None:
-                cgroup = getattr(sandbox, "_cgroup", None)  # test bookkeeping only
+                cgroup = sandbox.cgroup_path  # test bookkeeping only
                 line = {
                     "job": state.job_id,
                     "sandbox": sandbox.id,
-                    "cgroup": str(cgroup.path) if cgroup is not None else None,
+                    "cgroup": str(cgroup) if cgroup is not None else None,
                     "pids": pids,
                 }
                 with self.record_file.open("a") as fh:

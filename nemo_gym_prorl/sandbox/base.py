@@ -24,7 +24,7 @@ from typing import Any, Self
 import ptyprocess
 from pydantic import BaseModel
 
-from nemo_gym_prorl.sandbox.limits import PidsCgroup, wrap_with_rlimits
+from nemo_gym_prorl.sandbox.limits import PidsCgroup, reap_orphan_cgroups, wrap_with_rlimits
 from nemo_gym_prorl.sandbox.output import CappedBuffer
 from nemo_gym_prorl.sandbox.spec import SandboxSpec
 
@@ -60,6 +60,18 @@ def python_runtime_paths() -> list[Path]:
     return sorted(paths)
 
 
+_reaped = False
+
+
+def _reap_orphans_once() -> None:
+    """Once per process: clean up after sandbox owners that were killed (kill -9 leaves their
+    cgroups behind; bubblewrap itself already killed their processes with the parent)."""
+    global _reaped
+    if not _reaped:
+        _reaped = True
+        reap_orphan_cgroups()
+
+
 class Sandbox(ABC):
     """An isolated place to run processes against one workspace directory.
 
@@ -81,7 +93,8 @@ class Sandbox(ABC):
         self.tmp_dir.chmod(0o1777)
         self._closed = False
         self._processes: list[asyncio.subprocess.Process | ptyprocess.PtyProcess] = []
-        self._cgroup = PidsCgroup.create(f"{self.backend}-{self.id}", spec.limits.max_processes)
+        _reap_orphans_once()
+        self._cgroup = PidsCgroup.create(f"{os.getpid()}-{self.backend}-{self.id}", spec.limits.max_processes)
 
     # -- the one thing a backend must define -------------------------------------------------
     @abstractmethod
@@ -99,6 +112,11 @@ class Sandbox(ABC):
             "LANG": "C.UTF-8",
             "TERM": "dumb",
             "TMPDIR": "/tmp",
+            # Caches and config that tools write under $HOME (fontconfig, matplotlib, pip) would
+            # otherwise land in the workspace and, for SWE, in the task's diff.
+            "XDG_CACHE_HOME": "/tmp/.cache",
+            "XDG_CONFIG_HOME": "/tmp/.config",
+            "MPLCONFIGDIR": "/tmp/.config/matplotlib",
             "PYTHONUNBUFFERED": "1",
         }
 
@@ -269,6 +287,15 @@ class Sandbox(ABC):
         return self.host_path(path).read_bytes()
 
     # -- lifecycle ----------------------------------------------------------------------------
+    @property
+    def cgroup_path(self) -> Path | None:
+        """The pids cgroup holding every process of this sandbox (None where none is used)."""
+        return self._cgroup.path if self._cgroup else None
+
+    def cgroup_members(self) -> list[int]:
+        """Host pids of the processes alive in this sandbox's cgroup (empty without one)."""
+        return self._cgroup.members() if self._cgroup else []
+
     @property
     def closed(self) -> bool:
         return self._closed

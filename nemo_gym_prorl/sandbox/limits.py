@@ -74,6 +74,7 @@ class PidsCgroup:
 
     @classmethod
     def create(cls, name: str, max_pids: int | None) -> PidsCgroup | None:
+        """`name` must start with `<owner pid>-` (see `reap_orphans`)."""
         if max_pids is None:
             return None
         parent = _pids_parent()
@@ -123,3 +124,33 @@ class PidsCgroup:
                 self.kill_all()
                 time.sleep(0.01)
         logger.warning("could not remove cgroup %s", self.path)
+
+
+def _owner_alive(name: str) -> bool:
+    pid = name.split("-", 1)[0]
+    if not pid.isdigit():
+        return True  # not named by us: leave it alone
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def reap_orphan_cgroups() -> list[str]:
+    """Remove the pids cgroups of sandboxes whose owning process is gone (it was killed before
+    it could close them), killing what is still inside: those processes were started by this
+    project's sandboxes and nobody owns them any more. Returns the names removed."""
+    parent = _pids_parent()
+    if parent is None or not parent.is_dir():
+        return []
+    reaped = []
+    for child in parent.iterdir():
+        if child.is_dir() and not _owner_alive(child.name):
+            group = PidsCgroup.__new__(PidsCgroup)
+            group.path = child
+            group.remove()
+            reaped.append(child.name)
+    return reaped

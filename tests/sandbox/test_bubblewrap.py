@@ -17,6 +17,7 @@ import pytest
 
 from nemo_gym_prorl.sandbox import SandboxError, SandboxLimits, SandboxPathError, SandboxSpec, open_sandbox
 from nemo_gym_prorl.sandbox.base import Sandbox
+from nemo_gym_prorl.sandbox.limits import reap_orphan_cgroups
 
 pytestmark = pytest.mark.bwrap
 
@@ -149,8 +150,8 @@ async def test_fork_bomb_is_contained_and_cleaned_up(tmp_path: Path) -> None:
     started = time.monotonic()
     running = asyncio.create_task(sb.exec(["bash", "-c", bomb], timeout=8))
     await asyncio.sleep(1.5)
-    if sb._cgroup is not None:  # root: only the pids cgroup can hold it
-        assert len(sb._cgroup.members()) <= 40
+    if sb.cgroup_path is not None:  # root: only the pids cgroup can hold it
+        assert len(sb.cgroup_members()) <= 40
     # The host stays responsive: a trivial command on the host still runs promptly.
     host_probe_started = time.monotonic()
     subprocess.run(["true"], check=True)
@@ -159,8 +160,8 @@ async def test_fork_bomb_is_contained_and_cleaned_up(tmp_path: Path) -> None:
     assert time.monotonic() - started < 20
     assert "Resource temporarily unavailable" in result.stderr
     sb.close()
-    if sb._cgroup is not None:
-        assert not sb._cgroup.path.exists(), "close removes the cgroup, so none of the bomb survived"
+    if sb.cgroup_path is not None:
+        assert not sb.cgroup_path.exists(), "close removes the cgroup, so none of the bomb survived"
 
 
 async def test_memory_limit_is_enforced(tmp_path: Path) -> None:
@@ -211,13 +212,15 @@ def test_the_sandbox_dies_with_its_parent(tmp_path: Path) -> None:
             sb = open_sandbox(SandboxSpec(root_dir=Path({str(tmp_path)!r})))
             await sb.spawn(["sh", "-c", "sleep 1000 & sleep 1000"])
             await asyncio.sleep(0.5)
-            print("ready", flush=True)
+            print("ready", sb.cgroup_path, flush=True)
             await asyncio.sleep(1000)
         asyncio.run(main())
     """)
     parent = subprocess.Popen([sys.executable, "-c", parent_code], stdout=subprocess.PIPE, text=True)
     try:
-        assert parent.stdout is not None and parent.stdout.readline().strip() == "ready"
+        assert parent.stdout is not None
+        ready, cgroup = parent.stdout.readline().split()
+        assert ready == "ready"
         descendants = [p.pid for p in psutil.Process(parent.pid).children(recursive=True)]
         assert len(descendants) >= 3, "bwrap, the sandbox's shell and its two sleeps"
         parent.kill()
@@ -228,6 +231,10 @@ def test_the_sandbox_dies_with_its_parent(tmp_path: Path) -> None:
             alive = [p for p in alive if psutil.pid_exists(p) and psutil.Process(p).status() != "zombie"]
             time.sleep(0.05)
         assert alive == [], f"sandbox processes outlived their parent: {alive}"
+        if cgroup != "None":  # the dead owner's empty cgroup is reaped by the next sandbox user
+            assert Path(cgroup).exists()
+            assert Path(cgroup).name in reap_orphan_cgroups()
+            assert not Path(cgroup).exists()
     finally:
         if parent.poll() is None:
             parent.kill()

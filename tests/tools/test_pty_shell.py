@@ -231,14 +231,14 @@ async def test_a_fork_bomb_is_contained_and_exit_clears_it() -> None:
     if shutil.which("bwrap") is None:
         pytest.skip("bubblewrap (`bwrap`) is not installed")
     with open_sandbox(SandboxSpec(limits=SandboxLimits(max_processes=32))) as sb:
-        if sb._cgroup is None and os.geteuid() == 0:
+        if sb.cgroup_path is None and os.geteuid() == 0:
             pytest.skip("root without a writable pids cgroup: RLIMIT_NPROC would not contain a fork bomb")
         async with PtyShell(sb, interrupt_grace_s=0.5) as sh:
             start = time.monotonic()
             await sh.run(":(){ :|:& };:", timeout=1.0)
             assert time.monotonic() - start < 5
-            if sb._cgroup is not None:
-                assert len(sb._cgroup.members()) <= 32
+            if sb.cgroup_path is not None:
+                assert len(sb.cgroup_members()) <= 32
             assert (await sh.run("exit", timeout=10.0)).restarted
             result = await sh.run("ls / > /dev/null && echo forked", timeout=10.0)
             assert result.output == "forked\n"
