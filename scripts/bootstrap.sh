@@ -28,9 +28,13 @@ fi
 # --- 2. a Python 3.13 interpreter: PATH first, then pyenv's versions --------------------------
 find_python() {
   local c
+  # A pyenv shim can be on PATH for a version that is not selected: only trust what really runs.
   for c in python3.13 "$(command -v pyenv >/dev/null 2>&1 && pyenv root)"/versions/3.13*/bin/python3.13 \
            "$HOME"/.pyenv/versions/3.13*/bin/python3.13; do
-    if [ -n "$c" ] && command -v "$c" >/dev/null 2>&1; then command -v "$c"; return 0; fi
+    if [ -n "$c" ] && command -v "$c" >/dev/null 2>&1 \
+       && "$c" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 13))' >/dev/null 2>&1; then
+      command -v "$c"; return 0
+    fi
   done
   return 1
 }
