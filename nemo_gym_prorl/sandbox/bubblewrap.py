@@ -54,7 +54,10 @@ class BubblewrapSandbox(Sandbox):
         return [(e.name, e) for e in sorted(root.iterdir()) if e.name not in _PROVIDED]
 
     def _filesystem_args(self) -> list[str]:
-        args: list[str] = []
+        # Order matters: a later mount covers an earlier one. /tmp comes first so that host paths
+        # under /tmp that must stay visible (a venv in a CI checkout under /tmp, say) are bound
+        # on top of it rather than hidden by it.
+        args: list[str] = ["--proc", "/proc", "--dev", "/dev", "--bind", str(self.tmp_dir), "/tmp"]
         for name, host in self._root_entries():
             if host.is_symlink():  # merged-/usr layouts: /bin -> usr/bin
                 args += ["--symlink", os.readlink(host), f"/{name}"]
@@ -72,12 +75,7 @@ class BubblewrapSandbox(Sandbox):
             extra += python_runtime_paths()
         for path in extra:
             args += ["--ro-bind", str(path), str(path)]
-        args += [
-            "--proc", "/proc",
-            "--dev", "/dev",
-            "--bind", str(self.tmp_dir), "/tmp",
-            "--bind", str(self.workspace), self.spec.workspace_mount,
-        ]  # fmt: skip
+        args += ["--bind", str(self.workspace), self.spec.workspace_mount]
         return args
 
     def _isolate(self, argv: list[str], *, cwd: str, env: dict[str, str]) -> list[str]:

@@ -17,6 +17,8 @@ import nemo_gym_prorl
 from nemo_gym_prorl.pipeline import JobResult, JobSpec
 from nemo_gym_prorl.service.auth import bearer_guard
 from nemo_gym_prorl.service.backends import BackendNotFoundError, normalize_url
+from nemo_gym_prorl.service.batch_manager import DatasetCatalog
+from nemo_gym_prorl.service.batches import batches_router
 from nemo_gym_prorl.service.core import RolloutService
 from nemo_gym_prorl.service.errors import ApiError, ErrorBodyDoc, install_error_handlers
 from nemo_gym_prorl.service.metrics import CONTENT_TYPE, collect, render
@@ -42,10 +44,16 @@ JobId = Annotated[str, Query(min_length=1, max_length=128)]
 
 
 def create_app(
-    service: RolloutService, *, token: str | None = None, manage_lifecycle: bool = True
+    service: RolloutService,
+    *,
+    token: str | None = None,
+    manage_lifecycle: bool = True,
+    datasets: DatasetCatalog | None = None,
 ) -> FastAPI:
     """Build the app. With `manage_lifecycle`, start-up starts the pipeline and shutdown closes
-    everything it opened; a host app that mounts this one may manage the service itself."""
+    everything it opened; a host app that mounts this one may manage the service itself.
+    `datasets`: the server-side JSONL datasets DAPO batches may name (default: from the
+    environment, `PRORL_DATASETS_DIR` / `PRORL_DATASETS`)."""
 
     @contextlib.asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -68,6 +76,8 @@ def create_app(
     install_error_handlers(app)
     guard = [Depends(bearer_guard(token))]
     app.include_router(_native_router(service), dependencies=guard)
+    catalog = datasets if datasets is not None else DatasetCatalog.from_env()
+    app.include_router(batches_router(service, datasets=catalog), dependencies=guard)
     app.include_router(_prorl_router(service), dependencies=guard)
     app.include_router(_ops_router(service))
     return app

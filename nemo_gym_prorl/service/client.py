@@ -19,6 +19,7 @@ import httpx
 
 from nemo_gym_prorl.pipeline import JobResult, JobSpec
 from nemo_gym_prorl.service.backends import BackendInfo
+from nemo_gym_prorl.service.batches_client import AsyncBatchesClientMixin, BatchesClientMixin
 from nemo_gym_prorl.service.models import (
     ProcessRequest,
     ProcessResult,
@@ -61,7 +62,7 @@ def _parse_line(raw: str) -> StreamLine | None:
     return StreamLine.model_validate(json.loads(raw)) if raw else None
 
 
-class RolloutClient:
+class RolloutClient(BatchesClientMixin):
     def __init__(
         self,
         base_url: str,
@@ -162,7 +163,7 @@ class RolloutClient:
         )
 
 
-class AsyncRolloutClient:
+class AsyncRolloutClient(AsyncBatchesClientMixin):
     def __init__(
         self,
         base_url: str,

@@ -85,6 +85,11 @@ class ServeConfig(BaseModel):
     llm: LLMConfig = Field(default_factory=LLMConfig)
     tasks: dict[str, TaskConfig] = Field(default_factory=dict)
     auth: AuthConfig = Field(default_factory=AuthConfig)
+    datasets: dict[str, Path] = Field(
+        default_factory=dict,
+        description="Server-side JSONL datasets DAPO batches may name (`POST /v1/batches` source.dataset); "
+        "added to those from PRORL_DATASETS_DIR / PRORL_DATASETS.",
+    )
 
     @field_validator("tasks", mode="before")
     @classmethod

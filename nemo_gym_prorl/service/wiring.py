@@ -20,6 +20,7 @@ from nemo_gym_prorl.pipeline import HandlerRegistry, Pipeline
 from nemo_gym_prorl.sandbox import SandboxSpec
 from nemo_gym_prorl.service.app import create_app
 from nemo_gym_prorl.service.backends import BackendRegistry, PoolBackendRegistry
+from nemo_gym_prorl.service.batch_manager import DatasetCatalog
 from nemo_gym_prorl.service.config import ConfigError, ServeConfig
 from nemo_gym_prorl.service.core import RolloutService
 
@@ -99,4 +100,5 @@ async def build_service(config: ServeConfig) -> RolloutService:
 
 
 def build_app(config: ServeConfig, service: RolloutService) -> FastAPI:
-    return create_app(service, token=config.auth.resolved_token())
+    datasets = DatasetCatalog({**DatasetCatalog.from_env().paths(), **config.datasets})
+    return create_app(service, token=config.auth.resolved_token(), datasets=datasets)

@@ -1,0 +1,331 @@
+"""DAPO batches as service objects: sessions (a scheduler over one prompt source, whose carried
+work survives from batch to batch), batch runs (a background task whose events are kept for
+polling and replayed to any number of NDJSON streams), and the server-side dataset catalog.
+
+Bounded: at most `max_sessions` sessions and `max_batches` retained batch records (the oldest
+finished ones are forgotten first). Shutdown cancels every running batch and closes every
+session before the pipeline stops.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import time
+import uuid
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from nemo_gym_prorl.pipeline.dapo import BatchEvent, BatchStats, DapoConfig, DapoScheduler
+from nemo_gym_prorl.pipeline.groups import GroupResult
+from nemo_gym_prorl.pipeline.prompts import CyclingSource, PromptSource
+from nemo_gym_prorl.service.core import RolloutService
+from nemo_gym_prorl.service.errors import ApiError
+
+ID_PATTERN = r"^[A-Za-z0-9_.:\-]+$"
+MAX_INLINE_ROWS = 100_000
+
+
+class DatasetCatalog:
+    """Server-side JSONL datasets by name. A request names one; it never sends a path (a client
+    must not make the server read arbitrary files)."""
+
+    def __init__(self, datasets: Mapping[str, str | Path] | None = None) -> None:
+        self._paths = {name: Path(path) for name, path in (datasets or {}).items()}
+
+    @classmethod
+    def from_env(cls) -> DatasetCatalog:
+        """`PRORL_DATASETS_DIR` (every `*.jsonl` in it, by file stem) and `PRORL_DATASETS`
+        (`name=path,name2=path2`), the latter winning."""
+        found: dict[str, str | Path] = {}
+        directory = os.environ.get("PRORL_DATASETS_DIR")
+        if directory and Path(directory).is_dir():
+            found.update({p.stem: p for p in sorted(Path(directory).glob("*.jsonl"))})
+        for item in filter(None, (os.environ.get("PRORL_DATASETS") or "").split(",")):
+            name, _, path = item.partition("=")
+            if name.strip() and path.strip():
+                found[name.strip()] = path.strip()
+        return cls(found)
+
+    def names(self) -> list[str]:
+        return sorted(self._paths)
+
+    def paths(self) -> dict[str, Path]:
+        return dict(self._paths)
+
+    def path(self, name: str) -> Path:
+        path = self._paths.get(name)
+        if path is None:
+            known = ", ".join(self.names()) or "(none configured: set PRORL_DATASETS_DIR or PRORL_DATASETS)"
+            raise ApiError(404, "unknown_dataset", f"no dataset {name!r}; known: {known}")
+        if not path.is_file():
+            raise ApiError(503, "dataset_unavailable", f"dataset {name!r}: {path} is not readable")
+        return path
+
+
+class SourceSpec(BaseModel):
+    """Prompts given inline (`rows`) or by server-side `dataset` name; cycled `epochs` times
+    (None: forever), optionally shuffled per epoch."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    rows: list[dict[str, Any]] | None = Field(None, min_length=1, max_length=MAX_INLINE_ROWS)
+    dataset: str | None = Field(None, min_length=1, max_length=256)
+    epochs: int | None = Field(1, ge=1)
+    shuffle_seed: int | None = None
+    key_field: str | None = "task_id"
+
+    @model_validator(mode="after")
+    def _one_of(self) -> SourceSpec:
+        if (self.rows is None) == (self.dataset is None):
+            raise ValueError("give exactly one of `rows` (inline) or `dataset` (server-side name)")
+        return self
+
+    def build(self, catalog: DatasetCatalog) -> PromptSource:
+        data: list[dict[str, Any]] | Path = (
+            self.rows if self.rows is not None else catalog.path(str(self.dataset))
+        )
+        return CyclingSource(
+            data, epochs=self.epochs, shuffle_seed=self.shuffle_seed, key_field=self.key_field
+        )
+
+
+class BatchRequest(BaseModel):
+    """Start a batch. A new session needs `source` (and takes `config`); naming an existing
+    `session_id` continues it, with its carried-over work and its source position."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    groups: int | None = Field(None, ge=1, le=100_000, description="B; default: config.batch_groups.")
+    session_id: str | None = Field(None, min_length=1, max_length=64, pattern=ID_PATTERN)
+    source: SourceSpec | None = None
+    config: DapoConfig | None = None
+
+
+class BatchInfo(BaseModel):
+    batch_id: str
+    session_id: str
+    status: str
+    created_at: float
+    stats: BatchStats
+    groups: list[GroupResult] | None = Field(None, description="Delivered informative groups (on request).")
+    dropped: list[GroupResult] | None = Field(None, description="Summaries of dropped groups (on request).")
+
+
+class SessionInfo(BaseModel):
+    session_id: str
+    config: DapoConfig
+    prompts_in_flight: int
+    ready_groups: int
+    running_batch: str | None
+    batches: list[str]
+    source: dict[str, Any]
+    totals: dict[str, Any]
+
+
+class BatchList(BaseModel):
+    batches: list[BatchInfo]
+
+
+class SessionList(BaseModel):
+    sessions: list[SessionInfo]
+
+
+class BatchRun:
+    """One batch: its background task and every event it produced, for polling and replay."""
+
+    def __init__(self, batch_id: str, session: Session, groups: int | None) -> None:
+        self.id = batch_id
+        self.session = session
+        self.groups = groups
+        self.created_at = time.time()
+        self.events: list[BatchEvent] = []
+        self.stats: BatchStats | None = None
+        self.done = asyncio.Event()
+        self._changed = asyncio.Condition()
+        self.task: asyncio.Task[None] | None = None
+
+    async def run(self) -> None:
+        try:
+            async for event in self.session.scheduler.stream_batch(self.groups):
+                if self.stats is None:
+                    self.stats = self.session.scheduler.current
+                await self._append(event)
+                if event.type == "end":
+                    self.stats = event.stats
+        finally:
+            if self.stats is None:
+                self.stats = self.session.scheduler.current
+            self.session.running = None
+            self.done.set()
+            async with self._changed:
+                self._changed.notify_all()
+
+    async def _append(self, event: BatchEvent) -> None:
+        async with self._changed:
+            self.events.append(event)
+            self._changed.notify_all()
+
+    async def follow(self) -> AsyncIterator[BatchEvent]:
+        """Every event from the first, then live ones, until the batch ends."""
+        seen = 0
+        while True:
+            async with self._changed:
+                while seen >= len(self.events) and not self.done.is_set():
+                    await self._changed.wait()
+                fresh = self.events[seen:]
+            seen += len(fresh)
+            for event in fresh:
+                yield event
+            if self.done.is_set() and seen >= len(self.events):
+                return
+
+    def info(self, *, include: bool = False) -> BatchInfo:
+        stats = self.stats or BatchStats(batch_index=0, requested_groups=self.groups or 0)
+        groups = [e.group for e in self.events if e.type == "group" and e.group is not None]
+        dropped = [e.group for e in self.events if e.type == "dropped" and e.group is not None]
+        return BatchInfo(
+            batch_id=self.id,
+            session_id=self.session.id,
+            status=stats.status,
+            created_at=self.created_at,
+            stats=stats,
+            groups=groups if include else None,
+            dropped=dropped if include else None,
+        )
+
+
+class Session:
+    def __init__(self, session_id: str, scheduler: DapoScheduler) -> None:
+        self.id = session_id
+        self.scheduler = scheduler
+        self.running: BatchRun | None = None
+        self.batch_ids: list[str] = []
+        self.last_used = time.monotonic()
+
+    def info(self) -> SessionInfo:
+        s = self.scheduler
+        return SessionInfo(
+            session_id=self.id,
+            config=s.config,
+            prompts_in_flight=s.prompts_in_flight,
+            ready_groups=s.ready_groups,
+            running_batch=self.running.id if self.running else None,
+            batches=list(self.batch_ids),
+            source=s.source.position(),
+            totals=s.totals(),
+        )
+
+
+class BatchManager:
+    def __init__(
+        self,
+        service: RolloutService,
+        datasets: DatasetCatalog | None = None,
+        *,
+        max_sessions: int = 64,
+        max_batches: int = 256,
+    ) -> None:
+        self.service = service
+        self.datasets = datasets or DatasetCatalog.from_env()
+        self.max_sessions = max_sessions
+        self.max_batches = max_batches
+        self.sessions: dict[str, Session] = {}
+        self.batches: OrderedDict[str, BatchRun] = OrderedDict()
+        self._lock = asyncio.Lock()
+
+    async def start(self, request: BatchRequest) -> BatchRun:
+        await self.service.check_admission()
+        async with self._lock:  # session creation and the busy check are one step
+            session = self.sessions.get(request.session_id) if request.session_id else None
+            if session is None:
+                session = self._new_session(request)
+            elif request.source is not None or request.config is not None:
+                raise ApiError(
+                    409,
+                    "session_exists",
+                    f"session {session.id!r} exists: its source and config are fixed; "
+                    "omit them to continue it, or close it first",
+                )
+            if session.running is not None:
+                raise ApiError(
+                    409, "batch_running", f"session {session.id!r} is running batch {session.running.id}"
+                )
+            run = BatchRun(f"batch-{uuid.uuid4().hex[:12]}", session, request.groups)
+            session.running = run
+            session.batch_ids.append(run.id)
+            session.last_used = time.monotonic()
+            self._retain(run)
+            run.task = asyncio.create_task(run.run(), name=f"dapo-{run.id}")
+            # Let the batch take its first step, so an immediate GET sees it running.
+            await asyncio.sleep(0)
+            return run
+
+    def _new_session(self, request: BatchRequest) -> Session:
+        if request.source is None:
+            what = f"no session {request.session_id!r}" if request.session_id else "a new session"
+            raise ApiError(422, "source_required", f"{what}: give `source` (inline rows or a dataset name)")
+        if len(self.sessions) >= self.max_sessions:
+            idle = [s for s in self.sessions.values() if s.running is None]
+            raise ApiError(
+                429,
+                "too_many_sessions",
+                f"{len(self.sessions)} sessions open (max {self.max_sessions}); close one with "
+                f"DELETE /v1/batch_sessions/{{id}} ({len(idle)} are idle)",
+            )
+        source = request.source.build(self.datasets)
+        session_id = request.session_id or f"dapo-{uuid.uuid4().hex[:10]}"
+        scheduler = DapoScheduler(
+            self.service.pipeline, source, request.config or DapoConfig(), name=session_id
+        )
+        session = Session(session_id, scheduler)
+        self.sessions[session_id] = session
+        return session
+
+    def _retain(self, run: BatchRun) -> None:
+        self.batches[run.id] = run
+        while len(self.batches) > self.max_batches:
+            oldest = next((b for b in self.batches.values() if b.done.is_set()), None)
+            if oldest is None:
+                break
+            del self.batches[oldest.id]
+
+    def get(self, batch_id: str) -> BatchRun:
+        run = self.batches.get(batch_id)
+        if run is None:
+            raise ApiError(404, "unknown_batch", f"no batch {batch_id!r} (never started, or forgotten)")
+        return run
+
+    def session(self, session_id: str) -> Session:
+        session = self.sessions.get(session_id)
+        if session is None:
+            raise ApiError(404, "unknown_session", f"no batch session {session_id!r}")
+        return session
+
+    async def cancel(self, batch_id: str, inflight: Literal["carry_over", "cancel"] | None) -> BatchRun:
+        """End a running batch now; in-flight jobs follow `inflight` (default: the session's
+        `on_ready`). Returns once the batch has ended."""
+        run = self.get(batch_id)
+        if run.task is not None and not run.done.is_set():
+            run.session.scheduler.set_inflight_policy(inflight)
+            run.task.cancel()
+            await asyncio.wait({run.task})
+        return run
+
+    async def close_session(self, session_id: str) -> int:
+        """Cancel its batch and every job it has in flight; returns finished rollouts lost."""
+        session = self.session(session_id)
+        if session.running is not None:
+            await self.cancel(session.running.id, "cancel")
+        self.sessions.pop(session_id, None)
+        return await session.scheduler.close(f"batch session {session_id} closed")
+
+    async def aclose(self) -> None:
+        for session_id in list(self.sessions):
+            with contextlib.suppress(Exception):
+                await self.close_session(session_id)
