@@ -292,7 +292,7 @@ async def test_read_only_binds_under_the_hosts_tmp_stay_visible(tmp_path: Path) 
     """A checkout (and its venv) under /tmp, as in CI, must not be hidden by the sandbox's /tmp."""
     shared = tmp_path / "runtime"
     shared.mkdir()
-    (shared / "tool.txt").write_text("visible")
+    (shared / "tool.txt").write_text("visible\n")
     with open_sandbox(SandboxSpec(root_dir=tmp_path, ro_binds=[shared])) as sb:
         result = await sb.exec(f"cat {shared}/tool.txt; touch {shared}/x 2>/dev/null || echo read-only")
     assert result.stdout.split() == ["visible", "read-only"]
