@@ -69,6 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
     _optional_parser("nemo_gym_prorl.cli_model", "add_model_parser", sub)
     _optional_parser("nemo_gym_prorl.cli_serve", "add_serve_parser", sub)
     _optional_parser("nemo_gym_prorl.cli_data", "add_data_parser", sub)
+    _optional_parser("nemo_gym_prorl.cli_gym", "add_gym_parser", sub)
     return parser
 
 

@@ -20,7 +20,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from nemo_gym_prorl.sandbox.base import Sandbox, SandboxError, python_runtime_paths
+from nemo_gym_prorl.sandbox.base import Sandbox, SandboxError, python_runtime_binds
 from nemo_gym_prorl.sandbox.spec import SandboxSpec
 
 logger = logging.getLogger(__name__)
@@ -69,11 +69,11 @@ class ApptainerSandbox(Sandbox):
             cmd.append("--fakeroot")
         cmd += ["--bind", f"{self.workspace}:{self.spec.workspace_mount}:rw"]
         cmd += ["--bind", f"{self.tmp_dir}:/tmp:rw"]
-        extra = list(self.spec.ro_binds)
+        binds = [(path, path) for path in self.spec.ro_binds]
         if self.spec.python_runtime:
-            extra += python_runtime_paths()
-        for path in extra:
-            cmd += ["--bind", f"{path}:{path}:ro"]
+            binds += python_runtime_binds()
+        for source, target in binds:
+            cmd += ["--bind", f"{source}:{target}:ro"]
         cmd += [str(self.spec.image), self.instance]
         return cmd
 

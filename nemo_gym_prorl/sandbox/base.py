@@ -54,10 +54,17 @@ def default_sandbox_root() -> Path:
     return Path(os.environ.get("PRORL_SANDBOX_ROOT") or Path(tempfile.gettempdir()) / "prorl-sandboxes")
 
 
-def python_runtime_paths() -> list[Path]:
-    """Host directories that make this project's interpreter (and its venv) run elsewhere."""
-    paths = {Path(sys.base_prefix).resolve(), Path(sys.prefix).resolve()}
-    return sorted(paths)
+def python_runtime_binds() -> list[tuple[Path, Path]]:
+    """(host path, path inside) pairs that make this project's interpreter and its venv run in
+    a sandbox. The venv appears both at its real path and at the path it was reached by, since
+    `sys.executable` keeps the unresolved one (NeMo Gym links each server's `.venv` to a shared
+    venv, and code inside runs `sys.executable`)."""
+    binds: dict[Path, Path] = {}
+    for prefix in (Path(sys.base_prefix), Path(sys.prefix)):
+        real = prefix.resolve()
+        binds[real] = real
+        binds[prefix.absolute()] = real
+    return [(source, target) for target, source in sorted(binds.items())]
 
 
 _reaped = False

@@ -14,7 +14,7 @@ import os
 import shutil
 from pathlib import Path
 
-from nemo_gym_prorl.sandbox.base import Sandbox, SandboxError, python_runtime_paths
+from nemo_gym_prorl.sandbox.base import Sandbox, SandboxError, python_runtime_binds
 from nemo_gym_prorl.sandbox.spec import SandboxSpec
 
 # Top-level host directories that make up "the system" (programs, libraries, config).
@@ -70,11 +70,11 @@ class BubblewrapSandbox(Sandbox):
             for secret_dir in SECRET_DIRS:
                 if os.path.isdir(secret_dir):
                     args += ["--tmpfs", secret_dir]
-        extra = list(self.spec.ro_binds)
+        binds = [(path, path) for path in self.spec.ro_binds]
         if self.spec.python_runtime:
-            extra += python_runtime_paths()
-        for path in extra:
-            args += ["--ro-bind", str(path), str(path)]
+            binds += python_runtime_binds()
+        for source, target in binds:
+            args += ["--ro-bind", str(source), str(target)]
         args += ["--bind", str(self.workspace), self.spec.workspace_mount]
         return args
 

@@ -22,6 +22,13 @@ from nemo_gym_prorl.sandbox.limits import reap_orphan_cgroups
 pytestmark = pytest.mark.bwrap
 
 
+def running(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
 @pytest.fixture
 async def sandbox(tmp_path: Path) -> AsyncIterator[Sandbox]:
     sb = open_sandbox(SandboxSpec(root_dir=tmp_path))
@@ -186,7 +193,7 @@ async def test_close_kills_what_the_sandbox_started_and_is_idempotent(tmp_path: 
     sb.close()
     sb.close()
     await asyncio.wait_for(proc.wait(), 5)
-    assert not any(psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE for p in tree)
+    assert not any(running(p) for p in tree)
     with pytest.raises(SandboxError, match="closed"):
         await sb.exec("true")
 
@@ -228,7 +235,7 @@ def test_the_sandbox_dies_with_its_parent(tmp_path: Path) -> None:
         deadline = time.monotonic() + 10
         alive = descendants
         while alive and time.monotonic() < deadline:
-            alive = [p for p in alive if psutil.pid_exists(p) and psutil.Process(p).status() != "zombie"]
+            alive = [p for p in alive if running(p)]
             time.sleep(0.05)
         assert alive == [], f"sandbox processes outlived their parent: {alive}"
         if cgroup != "None":  # the dead owner's empty cgroup is reaped by the next sandbox user
@@ -296,3 +303,10 @@ async def test_read_only_binds_under_the_hosts_tmp_stay_visible(tmp_path: Path) 
     with open_sandbox(SandboxSpec(root_dir=tmp_path, ro_binds=[shared])) as sb:
         result = await sb.exec(f"cat {shared}/tool.txt; touch {shared}/x 2>/dev/null || echo read-only")
     assert result.stdout.split() == ["visible", "read-only"]
+
+
+async def test_sys_executable_runs_inside_even_through_a_symlinked_venv(tmp_path: Path) -> None:
+    """Code inside runs `sys.executable`; NeMo Gym reaches our venv through a symlink."""
+    with open_sandbox(SandboxSpec(root_dir=tmp_path)) as sb:
+        result = await sb.exec([sys.executable, "-c", "import ipykernel, sys; print(sys.prefix)"])
+    assert result.exit_code == 0, result.stderr

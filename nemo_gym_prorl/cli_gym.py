@@ -1,0 +1,99 @@
+"""`prorl gym up/down/status`: the NeMo Gym stack (ProRL agent + resources servers) offline, in the
+project's one venv. Logic: `nemo_gym_prorl.integrations.gym_launcher`.
+
+  prorl gym up [--domain math|stem|code|swe|mixed ...] (--model-url URL | --serve-model)
+               [--head-port 11000] [--state-dir .prorl/gym] [-- extra `gym env start` overrides]
+  prorl gym status [--json]
+  prorl gym down
+
+Then, from any directory: `ng_collect_rollouts +agent_name=prorl_agent +input_jsonl_fpath=...
++output_jsonl_fpath=...` (or `gym eval run --no-serve ...`) against the running stack.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+
+def _up(args: argparse.Namespace) -> int:
+    from nemo_gym_prorl.integrations.gym_launcher import LaunchError, up
+
+    domains = [d for group in (args.domain or ["mixed"]) for d in group.split(",") if d]
+    extra = [a for a in (args.overrides or []) if a != "--"]
+    try:
+        state = up(
+            domains,
+            state_dir=Path(args.state_dir),
+            model_url=args.model_url,
+            model_name=args.model_name,
+            serve_model=args.serve_model,
+            head_port=args.head_port,
+            extra_overrides=extra,
+            ready_timeout_s=args.ready_timeout,
+        )
+    except LaunchError as exc:
+        print(f"[gym] up failed: {exc}", file=sys.stderr)
+        return 1
+    print(
+        "[gym] collect rollouts with:\n"
+        f"  ng_collect_rollouts +head_server.port={state.head_url.rsplit(':', 1)[1]} +agent_name=prorl_agent "
+        "+input_jsonl_fpath=resources_servers/prorl_math/data/example.jsonl +output_jsonl_fpath=results/rollouts.jsonl\n"
+        "[gym] stop with: prorl gym down"
+    )
+    return 0
+
+
+def _down(args: argparse.Namespace) -> int:
+    from nemo_gym_prorl.integrations.gym_launcher import down
+
+    down(Path(args.state_dir))
+    return 0
+
+
+def _status(args: argparse.Namespace) -> int:
+    from nemo_gym_prorl.integrations.gym_launcher import status
+
+    info = status(Path(args.state_dir))
+    if args.json:
+        print(json.dumps(info))
+    else:
+        for key, value in info.items():
+            print(f"{key}: {value}")
+    return 0 if info.get("up") else 1
+
+
+def add_gym_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:  # type: ignore[type-arg]
+    gym = subparsers.add_parser("gym", help="the NeMo Gym stack (agent + resources servers) in this venv")
+    sub = gym.add_subparsers(dest="gym_command", required=True)
+
+    p_up = sub.add_parser(
+        "up", help="start the Gym stack (gym env start) with the ProRL agent and servers; return when ready"
+    )
+    p_up.add_argument(
+        "--domain",
+        action="append",
+        help="math, stem, code, swe (repeatable or comma-separated) or mixed (default)",
+    )
+    p_up.add_argument("--model-url", help="an OpenAI-compatible vLLM server (e.g. from `prorl model serve`)")
+    p_up.add_argument("--model-name", help="served model name (default: read from /v1/models)")
+    p_up.add_argument("--serve-model", action="store_true", help="also start the embedded vLLM-CPU model")
+    p_up.add_argument("--head-port", type=int, default=11000, help="Gym head server port (default 11000)")
+    p_up.add_argument("--state-dir", default=".prorl/gym", help="pids, logs, venv links, work dir")
+    p_up.add_argument("--ready-timeout", type=float, default=600.0)
+    p_up.add_argument(
+        "overrides", nargs=argparse.REMAINDER, help="after `--`: extra `gym env start` overrides"
+    )
+    p_up.set_defaults(func=_up)
+
+    p_down = sub.add_parser("down", help="stop exactly what `prorl gym up` started")
+    p_down.add_argument("--state-dir", default=".prorl/gym")
+    p_down.set_defaults(func=_down)
+
+    p_status = sub.add_parser("status", help="is the stack up and ready")
+    p_status.add_argument("--state-dir", default=".prorl/gym")
+    p_status.add_argument("--json", action="store_true")
+    p_status.set_defaults(func=_status)
+    return gym

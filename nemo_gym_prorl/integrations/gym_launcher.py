@@ -1,0 +1,397 @@
+"""`prorl gym up/down/status`: the NeMo Gym stack (`gym env start`) in the project's one venv, offline.
+
+`up` automates the shared-venv recipe: every server of the composition gets a symlink
+`<state>/venvs/<server_type>/<impl>/.venv -> <this venv>` and `gym env start` runs with
+`+skip_venv_if_present=true +uv_venv_dir=<state>/venvs`, `NEMO_GYM_EXTRA_ROOTS=<repo>` (our
+servers are found as a plugin root), `RAY_AUTH_MODE=disabled`, from a writable work directory.
+It starts `gym env start` (and, with `--serve-model`, `prorl model serve`) each in a session of its own,
+waits until Gym's head server reports ready, records the process groups and every descendant
+(pid + start time) in `<state>/state.json`, and returns; the stack keeps running.
+
+`down` stops exactly what `up` recorded: SIGINT to the Gym launcher (its own orderly shutdown of servers
+and Ray), then SIGTERM/SIGKILL to the recorded process groups and to recorded descendants that
+are still alive with the same start time (Ray daemons may leave the group). Nothing is found or
+killed by name.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import httpx
+import psutil
+from pydantic import BaseModel, Field
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+DOMAINS = ("math", "stem", "code", "swe")
+DEFAULT_STATE_DIR = Path(".prorl") / "gym"
+DEFAULT_HEAD_PORT = 11000
+
+
+class LaunchError(RuntimeError):
+    pass
+
+
+class ProcRecord(BaseModel):
+    pid: int
+    create_time: float
+    name: str = ""
+
+
+class GroupRecord(BaseModel):
+    role: str  # "gym" or "model"
+    pid: int
+    pgid: int
+    create_time: float
+    log: str
+    descendants: list[ProcRecord] = Field(default_factory=list)
+
+
+class StackState(BaseModel):
+    started_at: float
+    workdir: str
+    head_url: str
+    config_paths: list[str]
+    model_url: str
+    model_name: str
+    agent_url: str | None = None
+    groups: list[GroupRecord] = Field(default_factory=list)
+
+
+def compose(domains: Sequence[str]) -> list[str]:
+    """Config paths (relative to the repo root, a Gym search root) for the chosen domains."""
+    if list(domains) == ["mixed"] or set(domains) == set(DOMAINS):
+        env = ["configs/gym/prorl_mixed.yaml"]
+    else:
+        unknown = sorted(set(domains) - set(DOMAINS))
+        if unknown:
+            raise LaunchError(f"unknown domain(s) {unknown}; choose from {list(DOMAINS)} or mixed")
+        env = [f"configs/gym/prorl_{d}.yaml" for d in domains]
+    return [*env, "configs/gym/local_vllm.yaml"]
+
+
+def server_dirs(domains: Sequence[str]) -> list[str]:
+    chosen = DOMAINS if list(domains) == ["mixed"] else domains
+    return [
+        *(f"resources_servers/prorl_{d}" for d in chosen),
+        "responses_api_agents/prorl_agent",
+        "responses_api_models/vllm_model",
+        "environment_servers/legacy_agent",
+    ]
+
+
+def link_venvs(venv_root: Path, dirs: Iterable[str], prefix: Path | None = None) -> None:
+    """`venv_root/<type>/<impl>/.venv -> prefix` (this interpreter's venv) for each server."""
+    target = (prefix or Path(sys.prefix)).resolve()
+    for rel in dirs:
+        link = venv_root / rel / ".venv"
+        link.parent.mkdir(parents=True, exist_ok=True)
+        if link.is_symlink() and Path(os.readlink(link)) == target:
+            continue
+        if link.is_symlink() or link.exists():
+            link.unlink()
+        link.symlink_to(target, target_is_directory=True)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _spawn(cmd: list[str], *, cwd: Path, env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with open(log, "wb") as out:
+        return subprocess.Popen(
+            cmd, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            start_new_session=True,  # its own session and process group: `down` signals only it
+            preexec_fn=_default_sigint,
+        )  # fmt: skip
+
+
+def _default_sigint() -> None:
+    # A launcher started in the background inherits SIGINT ignored; Python then never installs
+    # its KeyboardInterrupt handler and `down` could not ask for an orderly shutdown.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def _record(role: str, proc: subprocess.Popen[bytes], log: Path) -> GroupRecord:
+    p = psutil.Process(proc.pid)
+    return GroupRecord(
+        role=role, pid=proc.pid, pgid=os.getpgid(proc.pid), create_time=p.create_time(), log=str(log)
+    )
+
+
+def _refresh_descendants(group: GroupRecord) -> None:
+    try:
+        root = psutil.Process(group.pid)
+        if root.create_time() != group.create_time:
+            return
+        known = {(d.pid, d.create_time) for d in group.descendants}
+        for child in root.children(recursive=True):
+            with_time = (child.pid, child.create_time())
+            if with_time not in known:
+                group.descendants.append(
+                    ProcRecord(pid=child.pid, create_time=with_time[1], name=child.name())
+                )
+    except psutil.Error:
+        return
+
+
+def _tail(path: str | Path, n: int = 40) -> str:
+    try:
+        return "\n".join(Path(path).read_text(errors="replace").splitlines()[-n:])
+    except OSError:
+        return ""
+
+
+def _wait_http(url: str, proc: subprocess.Popen[bytes], timeout_s: float, what: str, log: Path) -> None:
+    deadline = time.monotonic() + timeout_s
+    last = ""
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise LaunchError(f"{what} exited with code {proc.returncode}; log {log}:\n{_tail(log)}")
+        try:
+            response = httpx.get(url, timeout=2)
+            if response.status_code < 300:
+                return
+            last = f"HTTP {response.status_code}"
+        except httpx.HTTPError as exc:
+            last = type(exc).__name__
+        time.sleep(1.0)
+    raise LaunchError(f"{what} not ready after {timeout_s:.0f}s ({last}); log {log}:\n{_tail(log)}")
+
+
+def _state_path(state_dir: Path) -> Path:
+    return state_dir / "state.json"
+
+
+def load_state(state_dir: Path) -> StackState | None:
+    path = _state_path(state_dir)
+    if not path.is_file():
+        return None
+    return StackState.model_validate_json(path.read_text())
+
+
+def _save(state_dir: Path, state: StackState) -> None:
+    _state_path(state_dir).write_text(state.model_dump_json(indent=2))
+
+
+def up(
+    domains: Sequence[str],
+    *,
+    state_dir: Path = DEFAULT_STATE_DIR,
+    model_url: str | None = None,
+    model_name: str | None = None,
+    serve_model: bool = False,
+    head_port: int = DEFAULT_HEAD_PORT,
+    extra_overrides: Sequence[str] = (),
+    ready_timeout_s: float = 600.0,
+    echo: Any = print,
+) -> StackState:
+    state_dir = state_dir.resolve()
+    existing = load_state(state_dir)
+    if existing is not None and any(_alive(g.pid, g.create_time) for g in existing.groups):
+        raise LaunchError(
+            f"a stack is already up (state {_state_path(state_dir)}); run `prorl gym down` first"
+        )
+    state_dir.mkdir(parents=True, exist_ok=True)
+    workdir = state_dir / "run"
+    workdir.mkdir(exist_ok=True)
+    logs = state_dir / "logs"
+    env = {
+        **os.environ,
+        "NEMO_GYM_EXTRA_ROOTS": os.pathsep.join(
+            [str(REPO_ROOT), *filter(None, [os.environ.get("NEMO_GYM_EXTRA_ROOTS")])]
+        ),
+        "RAY_AUTH_MODE": "disabled",
+        "UV_PYTHON_DOWNLOADS": "never",
+        "PYTHONUNBUFFERED": "1",
+    }
+    groups: list[GroupRecord] = []
+    started = time.time()
+    try:
+        if model_url is None:
+            if not serve_model:
+                raise LaunchError("give --model-url URL (an OpenAI-compatible vLLM server) or --serve-model")
+            port = free_port()
+            log = logs / "model.log"
+            cmd = [sys.executable, "-m", "nemo_gym_prorl.cli", "model", "serve", "--port", str(port)]
+            echo(f"[gym] starting the embedded model: {' '.join(cmd)} (log {log})")
+            proc = _spawn(cmd, cwd=workdir, env=env, log=log)
+            groups.append(_record("model", proc, log))
+            model_url = f"http://127.0.0.1:{port}"
+            _wait_http(f"{model_url}/health", proc, ready_timeout_s, "the model server", log)
+            _refresh_descendants(groups[-1])
+        model_url = model_url.rstrip("/").removesuffix("/v1")
+        if model_name is None:
+            model_name = _served_model(model_url)
+        echo(f"[gym] model {model_name!r} at {model_url}")
+
+        venvs = state_dir / "venvs"
+        link_venvs(venvs, server_dirs(domains))
+        config_paths = compose(domains)
+        gym = str(Path(sys.executable).parent / "gym")
+        cmd = [
+            gym,
+            "env",
+            "start",
+            *(arg for path in config_paths for arg in ("--config", path)),
+            "+skip_venv_if_present=true",
+            f"+uv_venv_dir={venvs}",
+            f"+policy_base_url={model_url}/v1",
+            "+policy_api_key=dummy",
+            f"+policy_model_name={model_name}",
+            f"++head_server.port={head_port}",
+            *extra_overrides,
+        ]
+        log = logs / "gym.log"
+        echo(f"[gym] starting `gym env start` with {', '.join(config_paths)} (log {log})")
+        proc = _spawn(cmd, cwd=workdir, env=env, log=log)
+        groups.append(_record("gym", proc, log))
+        head_url = f"http://127.0.0.1:{head_port}"
+        t0 = time.monotonic()
+        _wait_http(f"{head_url}/readyz", proc, ready_timeout_s, "the Gym stack", log)
+        for group in groups:
+            _refresh_descendants(group)
+        state = StackState(
+            started_at=started,
+            workdir=str(workdir),
+            head_url=head_url,
+            config_paths=config_paths,
+            model_url=model_url,
+            model_name=model_name,
+            agent_url=_agent_url(head_url),
+            groups=groups,
+        )
+        _save(state_dir, state)
+        echo(f"[gym] ready in {time.monotonic() - t0:.0f}s: head server {head_url}, agent {state.agent_url}")
+        return state
+    except BaseException:
+        for group in reversed(groups):
+            _stop_group(group, echo=lambda *_: None)
+        raise
+
+
+def _served_model(model_url: str) -> str:
+    try:
+        data = httpx.get(f"{model_url}/v1/models", timeout=10).json()
+        return str(data["data"][0]["id"])
+    except (httpx.HTTPError, ValueError, KeyError, IndexError) as exc:
+        raise LaunchError(f"cannot read the served model name from {model_url}/v1/models: {exc}") from exc
+
+
+def _agent_url(head_url: str) -> str | None:
+    try:
+        instances = httpx.get(f"{head_url}/server_instances", timeout=5).json()
+    except (httpx.HTTPError, ValueError):
+        return None
+    for inst in instances:
+        if inst.get("server_type") == "responses_api_agents" and inst.get("name") == "prorl_agent":
+            return inst.get("url")
+    return None
+
+
+def _alive(pid: int, create_time: float) -> bool:
+    try:
+        p = psutil.Process(pid)
+        return p.create_time() == create_time and p.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def _signal_group(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _stop_group(group: GroupRecord, *, echo: Any = print, grace_s: float = 60.0) -> None:
+    _refresh_descendants(group)
+    if _alive(group.pid, group.create_time):
+        # `gym env start` and `prorl model serve` both shut down in order on SIGINT (Ctrl-C).
+        os.kill(group.pid, signal.SIGINT)
+        deadline = time.monotonic() + grace_s
+        while time.monotonic() < deadline and _alive(group.pid, group.create_time):
+            time.sleep(0.5)
+    # Whatever is left of the group, and recorded descendants that left it (same pid AND start time).
+    if _group_alive(group.pgid):
+        _signal_group(group.pgid, signal.SIGTERM)
+        _wait_gone(lambda: not _group_alive(group.pgid), 10.0)
+        _signal_group(group.pgid, signal.SIGKILL)
+    leftovers = [d for d in group.descendants if _alive(d.pid, d.create_time)]
+    for d in leftovers:
+        with_suppress(os.kill, d.pid, signal.SIGTERM)
+    _wait_gone(lambda: not any(_alive(d.pid, d.create_time) for d in leftovers), 10.0)
+    for d in leftovers:
+        if _alive(d.pid, d.create_time):
+            with_suppress(os.kill, d.pid, signal.SIGKILL)
+    echo(f"[gym] stopped {group.role} (pid {group.pid}, {len(group.descendants)} descendant(s) recorded)")
+
+
+def with_suppress(fn: Any, *args: Any) -> None:
+    try:
+        fn(*args)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+        return True
+    except (ProcessLookupError, PermissionError):
+        return False
+
+
+def _wait_gone(done: Any, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and not done():
+        time.sleep(0.2)
+
+
+def down(state_dir: Path = DEFAULT_STATE_DIR, *, echo: Any = print) -> bool:
+    """Stop what `up` started; False if there was nothing recorded."""
+    state_dir = state_dir.resolve()
+    state = load_state(state_dir)
+    if state is None:
+        echo(f"[gym] nothing to stop (no {_state_path(state_dir)})")
+        return False
+    # The Gym stack first (it talks to the model), then the model.
+    for group in sorted(state.groups, key=lambda g: g.role != "gym"):
+        _stop_group(group, echo=echo)
+    _state_path(state_dir).unlink(missing_ok=True)
+    return True
+
+
+def status(state_dir: Path = DEFAULT_STATE_DIR) -> dict[str, Any]:
+    state_dir = state_dir.resolve()
+    state = load_state(state_dir)
+    if state is None:
+        return {"up": False, "state": str(_state_path(state_dir))}
+    ready = False
+    try:
+        ready = httpx.get(f"{state.head_url}/readyz", timeout=3).status_code == 200
+    except httpx.HTTPError:
+        pass
+    return {
+        "up": any(_alive(g.pid, g.create_time) for g in state.groups),
+        "ready": ready,
+        "head_url": state.head_url,
+        "agent_url": state.agent_url,
+        "model_url": state.model_url,
+        "model_name": state.model_name,
+        "config_paths": state.config_paths,
+        "processes": {
+            g.role: {"pid": g.pid, "alive": _alive(g.pid, g.create_time), "log": g.log} for g in state.groups
+        },
+    }

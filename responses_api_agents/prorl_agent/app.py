@@ -1,0 +1,149 @@
+"""prorl_agent: a NeMo Gym agent whose `/run` takes a dataset row through the ProRL pipeline
+(INIT `/seed_session` -> RUN token-exact agent loop -> EVAL `/verify`) and answers the Gym verify
+response with token fields on every generated item. The same process serves the project's
+rollout API (`/v1/rollouts`, ProRL's `/process`, `/status`, `/metrics`).
+
+A thin face: the logic is `nemo_gym_prorl.integrations.gym_agent`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+from fastapi import Body, FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from nemo_gym.base_resources_server import BaseRunRequest
+from nemo_gym.base_responses_api_agent import BaseResponsesAPIAgentConfig, SimpleResponsesAPIAgent
+from nemo_gym.config_types import ModelServerRef, ResourcesServerRef
+from nemo_gym.openai_utils import NeMoGymResponse, NeMoGymResponseCreateParamsNonStreaming
+from pydantic import ConfigDict, Field, PrivateAttr
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from nemo_gym_prorl.agent.loop import AgentLimits
+from nemo_gym_prorl.integrations.gym_agent import (
+    ModelAccessConfig,
+    ProRLAgentSettings,
+    ProRLGymRuntime,
+    ServerClientTransport,
+    resolve_model_access,
+)
+from nemo_gym_prorl.llm.records import SamplingParams
+from nemo_gym_prorl.pipeline import PipelineConfig
+
+# Paths Gym itself serves on every server (liveness) or that FastAPI adds: not taken from the
+# rollout API's app.
+_GYM_OWNED_PATHS = frozenset({"/healthz", "/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc"})
+
+
+class ProRLAgentConfig(BaseResponsesAPIAgentConfig):
+    model_server: ModelServerRef
+    resources_server: ResourcesServerRef | None = Field(
+        None, description="the default resources server (rows without a known data_source)"
+    )
+    resources_servers: dict[str, ResourcesServerRef] = Field(
+        default_factory=dict, description="data_source -> resources server; one agent serves many"
+    )
+    llm: ModelAccessConfig = Field(default_factory=ModelAccessConfig)
+    pipeline: PipelineConfig = Field(default_factory=lambda: PipelineConfig(active_time_s=3600.0))
+    agent: AgentLimits = Field(default_factory=lambda: AgentLimits(max_turns=16, max_time_s=1800.0))
+    sampling: SamplingParams = Field(default_factory=SamplingParams)
+    rollout_timeout_s: float | None = Field(None, gt=0)
+    rollout_api: bool = Field(True, description="also serve the rollout API (/v1/rollouts, /process, ...)")
+    rollout_api_token: str | None = Field(None, min_length=8, description="bearer token for the rollout API")
+
+
+class ProRLAgentRunRequest(BaseRunRequest):
+    model_config = ConfigDict(extra="allow")
+
+
+class ProRLAgent(SimpleResponsesAPIAgent):
+    ray_enabled = False
+    config: ProRLAgentConfig
+
+    _runtime: ProRLGymRuntime | None = PrivateAttr(default=None)
+
+    # -- wiring -------------------------------------------------------------------------------
+    def resources_map(self) -> dict[str, str]:
+        servers = {task: ref.name for task, ref in self.config.resources_servers.items()}
+        if (
+            self.config.resources_server is not None
+            and self.config.resources_server.name not in servers.values()
+        ):
+            servers.setdefault(self.config.resources_server.name, self.config.resources_server.name)
+        return servers
+
+    @property
+    def runtime(self) -> ProRLGymRuntime:
+        if self._runtime is None:
+            cfg = self.config
+            global_config = self.server_client.global_config_dict
+            access = resolve_model_access(cfg.llm, global_config, cfg.model_server.name)
+            settings = ProRLAgentSettings(
+                llm=cfg.llm,
+                pipeline=cfg.pipeline,
+                agent=cfg.agent,
+                sampling=cfg.sampling,
+                rollout_timeout_s=cfg.rollout_timeout_s,
+            )
+            default = cfg.resources_server.name if cfg.resources_server is not None else None
+            self._runtime = ProRLGymRuntime(
+                settings,
+                self.resources_map(),
+                ServerClientTransport(self.server_client),
+                access,
+                default_task=default,
+            )
+        return self._runtime
+
+    def setup_webserver(self) -> FastAPI:
+        app = super().setup_webserver()
+        runtime = self.runtime
+
+        @contextlib.asynccontextmanager
+        async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+            await runtime.start()
+            try:
+                yield
+            finally:
+                await runtime.close()
+
+        app.router.lifespan_context = lifespan
+        if self.config.rollout_api:
+            self._add_rollout_api(app, runtime)
+        return app
+
+    def _add_rollout_api(self, app: FastAPI, runtime: ProRLGymRuntime) -> None:
+        from nemo_gym_prorl.service.app import create_app
+
+        sub = create_app(runtime.service, token=self.config.rollout_api_token, manage_lifecycle=False)
+        taken = {getattr(r, "path", None) for r in app.router.routes}
+        for route in sub.router.routes:
+            path = getattr(route, "path", None)
+            if path not in taken and path not in _GYM_OWNED_PATHS:
+                app.router.routes.append(route)
+        for exc, handler in sub.exception_handlers.items():
+            if exc not in (RequestValidationError, StarletteHTTPException, 500, Exception):
+                app.add_exception_handler(exc, handler)
+
+    # -- Gym endpoints ------------------------------------------------------------------------
+    async def run(self, request: Request, body: ProRLAgentRunRequest) -> JSONResponse:
+        row = body.model_dump(mode="json")
+        if body.capture_rollout_id is not None:
+            row["_ng_rollout_id"] = body.capture_rollout_id
+        outcome = await self.runtime.run(row)
+        return JSONResponse(outcome.body, status_code=outcome.status)
+
+    async def responses(self, body: NeMoGymResponseCreateParamsNonStreaming = Body()) -> Any:  # noqa: B008 (FastAPI)
+        """One agent episode for bare Responses-API parameters, on the default resources server
+        (no task fields, so its reward is meaningless): returns the `response` with token fields."""
+        outcome = await self.runtime.run({"responses_create_params": dict(body)})
+        if outcome.status != 200:
+            return JSONResponse(outcome.body, status_code=outcome.status)
+        return NeMoGymResponse.model_validate(outcome.body["response"])
+
+
+if __name__ == "__main__":
+    ProRLAgent.run_webserver()

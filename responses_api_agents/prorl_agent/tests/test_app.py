@@ -1,0 +1,54 @@
+"""The agent's HTTP face, built as Gym builds it (MagicMock ServerClient + TestClient): /run answers
+the runtime's status and body; the rollout API is served by the same app; Gym's liveness stays."""
+
+from __future__ import annotations
+
+from unittest.mock import MagicMock
+
+from fastapi.testclient import TestClient
+from nemo_gym.server_utils import ServerClient
+from omegaconf import OmegaConf
+
+from nemo_gym_prorl.integrations.gym_agent import RunOutcome
+from responses_api_agents.prorl_agent.app import ProRLAgent, ProRLAgentConfig
+
+
+def make_agent() -> ProRLAgent:
+    config = ProRLAgentConfig(
+        host="127.0.0.1", port=0, entrypoint="app.py", name="prorl_agent",
+        model_server={"type": "responses_api_models", "name": "policy_model"},
+        resources_servers={"prorl_math": {"type": "resources_servers", "name": "prorl_math"}},
+        llm={"urls": ["http://127.0.0.1:9"], "health_path": None, "model": "m"},
+    )  # fmt: skip
+    client = MagicMock(spec=ServerClient)
+    client.global_config_dict = OmegaConf.create({})
+    return ProRLAgent(config=config, server_client=client)
+
+
+def test_run_answers_the_runtime_outcome() -> None:
+    agent = make_agent()
+    app = agent.setup_webserver()
+    seen = []
+
+    async def fake_run(row):
+        seen.append(row)
+        return RunOutcome(503, {"error": "infrastructure_failure", "detail": "x"})
+
+    agent.runtime.run = fake_run  # type: ignore[method-assign]
+    row = {"responses_create_params": {"input": "hi"}, "data_source": "prorl_math", "task_id": "t"}
+    with TestClient(app) as client:
+        response = client.post("/run", json=row)
+        assert response.status_code == 503
+        assert seen[0]["data_source"] == "prorl_math" and seen[0]["task_id"] == "t"
+        status = client.get("/v1/status")
+        assert status.status_code == 200 and "prorl_math" in status.json()["tasks"]
+        assert client.get("/metrics").status_code == 200
+        assert client.get("/healthz").json() == {"status": "ok"}  # Gym's liveness, not shadowed
+        assert client.post("/process", json={}).status_code == 422  # ProRL's /process: body required
+
+
+def test_resources_map_and_routes() -> None:
+    agent = make_agent()
+    assert agent.resources_map() == {"prorl_math": "prorl_math"}
+    paths = {getattr(r, "path", None) for r in agent.setup_webserver().router.routes}
+    assert {"/run", "/v1/responses", "/aggregate_metrics"} <= paths
