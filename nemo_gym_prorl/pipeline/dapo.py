@@ -77,6 +77,11 @@ class DapoConfig(BaseModel):
     max_failed_groups: int | None = Field(
         16, ge=1, description="A batch ends with status 'failed' after this many failed groups."
     )
+    dropped_with_samples: bool = Field(
+        False,
+        description="Send dropped (uniform/failed) groups with their samples, not a summary: for "
+        "reporting every rollout (e.g. the demo); costs memory where batch events are retained.",
+    )
     task: str | None = Field(None, description="Task handler; default: each row's `data_source`.")
     sampling_params: dict[str, Any] = Field(default_factory=dict)
     budget: Budget = Field(default_factory=Budget)
@@ -496,7 +501,7 @@ class DapoScheduler:
         else:
             stats.failed_groups += 1
         self._update_ratio(stats)
-        return BatchEvent(type="dropped", group=group.summary())
+        return BatchEvent(type="dropped", group=group if self.config.dropped_with_samples else group.summary())
 
     @staticmethod
     def _update_ratio(stats: BatchStats) -> None:

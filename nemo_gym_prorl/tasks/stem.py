@@ -33,6 +33,8 @@ _EXPLICIT = [
     ),
 ]
 _LINE = re.compile(r"^\s*\**\s*\(?([A-Za-z])\)?\s*[.:)]?\s*\**\s*$")
+# A reply that opens with an option label and its text: "D: Chromosome painting", "(B) 4 m/s".
+_LEADING = re.compile(r"^\s*\**\s*(?:\(([A-Z])\)|([A-Z])\s*[.:)])\s*\**\s+\S")
 
 
 def _valid(letter: str, letters: str, strict_case: bool) -> str | None:
@@ -43,7 +45,7 @@ def _valid(letter: str, letters: str, strict_case: bool) -> str | None:
 
 
 def extract_choice(text: str | None, letters: str = "ABCD") -> tuple[str | None, str]:
-    """(letter, how) with how in boxed | explicit | last_line | none."""
+    """(letter, how) with how in boxed | explicit | last_line | leading | none."""
     if not text:
         return None, "none"
     text = strip_thinking(text)
@@ -70,6 +72,9 @@ def extract_choice(text: str | None, letters: str = "ABCD") -> tuple[str | None,
         m = _LINE.match(line)
         if m and (letter := _valid(m.group(1), letters, strict_case=True)):
             return letter, "last_line"
+    m = _LEADING.match(text)
+    if m and (letter := _valid(m.group(1) or m.group(2), letters, strict_case=True)):
+        return letter, "leading"
     return None, "none"
 
 

@@ -37,6 +37,8 @@ async def test_math_equivalents_near_misses_and_timeouts():
     ("Answer: (C)", "C"), ("the answer is c", "C"), ("\\boxed{B}", "B"), ("**Final Answer: D**", "D"),
     ("The answer is a bit unclear. Answer: B", "B"), ("I pick\n\n(A)", "A"), ("answer is E", None),
     ("Correct option: **C**", "C"), ("no idea", None), ("", None),
+    ("D: Chromosome painting", "D"), ("(B) 4 m/s, since v = d/t", "B"), ("A. 10^-9 eV\n\nbecause", "A"),
+    ("A more precise approach is needed", None), ("E: not an option", None),
 ])  # fmt: skip
 def test_extract_choice(text, want):
     assert extract_choice(text, "ABCD")[0] == want
