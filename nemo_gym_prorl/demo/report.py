@@ -1,0 +1,135 @@
+"""What the demo shows a newcomer: a per-domain summary, the trajectories a trainer would get,
+and a picture of the stages overlapping in time."""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from nemo_gym_prorl.pipeline.groups import GroupResult
+from nemo_gym_prorl.pipeline.job import JobResult, JobState
+
+STAGE_COLOURS = {"queue": "#d9d9d9", "init": "#4c72b0", "run": "#dd8452", "eval": "#55a868"}
+
+
+@dataclass
+class Rollout:
+    domain: str
+    informative_group: bool
+    result: JobResult
+    row: Mapping[str, Any]
+
+    @property
+    def generated_tokens(self) -> int:
+        extra = (self.result.trajectory.model_extra or {}) if self.result.trajectory else {}
+        return int(extra.get("generated_tokens") or 0)
+
+
+def rollouts_of(groups: Iterable[tuple[GroupResult, bool]], domain_of: Mapping[str, str]) -> list[Rollout]:
+    """Flatten judged groups (with whether each was informative) into rollouts."""
+    out = []
+    for group, informative in groups:
+        source = str(group.row.get("data_source", "?"))
+        domain = domain_of.get(source, source)
+        out.extend(Rollout(domain, informative, sample, group.row) for sample in group.samples)
+    return out
+
+
+def summary_table(
+    rollouts: Sequence[Rollout], groups: Iterable[tuple[GroupResult, bool]], domain_of: Mapping[str, str]
+) -> str:
+    judged: dict[str, list[bool]] = defaultdict(list)
+    for group, informative in groups:
+        source = str(group.row.get("data_source", "?"))
+        judged[domain_of.get(source, source)].append(informative)
+    by_domain: dict[str, list[Rollout]] = defaultdict(list)
+    for rollout in rollouts:
+        by_domain[rollout.domain].append(rollout)
+    header = (
+        f"{'domain':<8} {'rollouts':>8} {'done':>5} {'mean reward':>11} {'informative':>11} "
+        f"{'gen tokens':>10} {'init s':>7} {'run s':>7} {'eval s':>7}"
+    )
+    lines = [header, "-" * len(header)]
+    for domain in sorted(by_domain):
+        items = by_domain[domain]
+        done = [r for r in items if r.result.state == JobState.DONE]
+        rewards = [r.result.reward for r in done if r.result.reward is not None]
+        flags = judged.get(domain, [])
+
+        def mean_stage(name: str, done: list[Rollout] = done) -> float:
+            values = [getattr(r.result.timing, f"{name}_time") for r in done]
+            return statistics.fmean(values) if values else 0.0
+
+        lines.append(
+            f"{domain:<8} {len(items):>8} {len(done):>5} "
+            f"{(statistics.fmean(rewards) if rewards else 0.0):>11.3f} "
+            f"{f'{sum(flags)}/{len(flags)}':>11} {sum(r.generated_tokens for r in items):>10} "
+            f"{mean_stage('init'):>7.2f} {mean_stage('run'):>7.2f} {mean_stage('eval'):>7.2f}"
+        )
+    return "\n".join(lines)
+
+
+def write_jsonl(path: Path, records: Iterable[Mapping[str, Any]]) -> int:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    count = 0
+    with path.open("w") as fh:
+        for record in records:
+            fh.write(json.dumps(record) + "\n")
+            count += 1
+    return count
+
+
+def stage_spans(result: JobResult) -> list[tuple[str, float, float]]:
+    """(stage, start, end) in Unix seconds, rebuilt from the result's waits and stage times."""
+    t = result.submitted_at
+    spans = []
+    timing = result.timing
+    for stage in ("init", "run", "eval"):
+        wait, active = getattr(timing, f"{stage}_wait"), getattr(timing, f"{stage}_time")
+        if wait > 0:
+            spans.append(("queue", t, t + wait))
+        t += wait
+        if active > 0:
+            spans.append((stage, t, t + active))
+        t += active
+    return spans
+
+
+def plot_timeline(rollouts: Sequence[Rollout], path: Path) -> Path:
+    """Each rollout a row of its INIT / RUN / EVAL spans; below, rollouts finished over time."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch
+
+    finished = sorted((r for r in rollouts if r.result.finished_at), key=lambda r: r.result.submitted_at)
+    if not finished:
+        raise ValueError("no finished rollout to plot")
+    t0 = min(r.result.submitted_at for r in finished)
+    fig, (ax, ax2) = plt.subplots(
+        2, 1, figsize=(11, 7), height_ratios=[3, 1], sharex=True, constrained_layout=True
+    )
+    for row, rollout in enumerate(finished):
+        for stage, start, end in stage_spans(rollout.result):
+            ax.barh(row, end - start, left=start - t0, height=0.8, color=STAGE_COLOURS[stage], linewidth=0)
+    ax.set_yticks(range(len(finished)), [f"{r.domain} {i}" for i, r in enumerate(finished)], fontsize=5)
+    ax.invert_yaxis()
+    ax.set_ylabel("rollout")
+    ax.set_title("Rollout stages over time: INIT, RUN and EVAL of different rollouts overlap")
+    ax.legend(handles=[Patch(color=c, label=s) for s, c in STAGE_COLOURS.items()], loc="upper right")
+    ends = sorted(r.result.finished_at - t0 for r in finished if r.result.finished_at)
+    ax2.step(ends, range(1, len(ends) + 1), where="post", color="#333333")
+    span = max(ends[-1], 1e-9)
+    ax2.set_title(f"rollouts finished: {len(ends)} in {span:.0f} s ({len(ends) / span:.2f}/s)")
+    ax2.set_xlabel("seconds since the first submission")
+    ax2.set_ylabel("finished")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=130)
+    plt.close(fig)
+    return path

@@ -1,0 +1,60 @@
+"""The demo's report: stage spans rebuilt from timings, the per-domain table, the PNG."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from nemo_gym_prorl.demo.report import plot_timeline, rollouts_of, stage_spans, summary_table
+from nemo_gym_prorl.pipeline.groups import GroupResult, GroupStatus
+from nemo_gym_prorl.pipeline.job import JobResult, JobState, Timing, Trajectory
+
+
+def result(reward: float, start: float) -> JobResult:
+    timing = Timing(init_wait=1.0, init_time=0.5, run_wait=0.0, run_time=2.0, eval_wait=0.25, eval_time=1.0)
+    return JobResult(
+        id=f"j{start}",
+        task="prorl_math",
+        state=JobState.DONE,
+        submitted_at=start,
+        finished_at=start + 4.75,
+        reward=reward,
+        trajectory=Trajectory(generated_tokens=10),
+        timing=timing,
+    )
+
+
+def group(rewards: list[float], status: GroupStatus) -> GroupResult:
+    return GroupResult(
+        group_id="g",
+        prompt_key="k",
+        status=status,
+        batch_index=0,
+        started_batch=0,
+        rewards=rewards,
+        rollouts_spent=len(rewards),
+        row={"data_source": "prorl_math"},
+        samples=[result(r, 100.0 + i) for i, r in enumerate(rewards)],
+    )
+
+
+def test_stage_spans_follow_waits_and_active_times() -> None:
+    spans = stage_spans(result(1.0, 100.0))
+    assert spans == [
+        ("queue", 100.0, 101.0),
+        ("init", 101.0, 101.5),
+        ("run", 101.5, 103.5),
+        ("queue", 103.5, 103.75),
+        ("eval", 103.75, 104.75),
+    ]
+
+
+def test_summary_counts_rollouts_rewards_and_informative_groups(tmp_path: Path) -> None:
+    judged = [(group([1.0, 0.0], GroupStatus.INFORMATIVE), True), (group([0.0, 0.0], GroupStatus.UNIFORM), False)]
+    domain_of = {"prorl_math": "math"}
+    rollouts = rollouts_of(judged, domain_of)
+    table = summary_table(rollouts, judged, domain_of)
+    row = next(line for line in table.splitlines() if line.startswith("math"))
+    assert row.split()[:5] == ["math", "4", "4", "0.250", "1/2"]
+    assert row.split()[5] == "40"
+    png = plot_timeline(rollouts, tmp_path / "t.png")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
