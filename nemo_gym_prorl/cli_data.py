@@ -1,13 +1,13 @@
 """`prorl data ...` and `prorl swe ...`: task data from installed packages, SWE instances from PyPI sdists.
 
-  prorl data prepare [--domain all|math|stem|code|swe] [--out DIR] [--validation-fraction F]
-      train/validation JSONL in NeMo RL's Gym format (one row per task, task fields top level)
-  prorl data examples [--root DIR]
-      regenerate each server's `data/example.jsonl` (5 real rows per domain)
-  prorl swe build [--only INSTANCE_ID ...]
-      download the pinned sdists (pip, once), build the repositories and instances, validate
-      FAIL_TO_PASS / PASS_TO_PASS in sandboxes; cache under ${PRORL_HOME:-~/.cache/prorl}/swe
-  prorl swe list
+prorl data prepare [--domain all|math|stem|code|swe] [--out DIR] [--validation-fraction F]
+    train/validation JSONL in NeMo RL's Gym format (one row per task, task fields top level)
+prorl data examples [--root DIR]
+    regenerate each server's `data/example.jsonl` (5 real rows per domain)
+prorl swe build [--only INSTANCE_ID ...]
+    download the pinned sdists (pip, once), build the repositories and instances, validate
+    FAIL_TO_PASS / PASS_TO_PASS in sandboxes; cache under ${PRORL_HOME:-~/.cache/prorl}/swe
+prorl swe list
 """
 
 from __future__ import annotations

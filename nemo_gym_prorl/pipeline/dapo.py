@@ -501,7 +501,9 @@ class DapoScheduler:
         else:
             stats.failed_groups += 1
         self._update_ratio(stats)
-        return BatchEvent(type="dropped", group=group if self.config.dropped_with_samples else group.summary())
+        return BatchEvent(
+            type="dropped", group=group if self.config.dropped_with_samples else group.summary()
+        )
 
     @staticmethod
     def _update_ratio(stats: BatchStats) -> None:

@@ -34,7 +34,9 @@ class EvalOutcome(BaseModel):
 
     reward: float = 0.0
     components: dict[str, float] = Field(default_factory=dict)
-    reason: str = Field("ok", description="Short, low-cardinality label: correct, wrong_answer, no_answer, ...")
+    reason: str = Field(
+        "ok", description="Short, low-cardinality label: correct, wrong_answer, no_answer, ..."
+    )
     detail: str | None = Field(None, description="Human-readable detail for logs.")
     mask_sample: bool = Field(False, description="The infrastructure failed: do not train on this sample.")
     resolved: bool | None = None
@@ -65,7 +67,12 @@ class EvalOutcome(BaseModel):
         """The pipeline's `Evaluation` (imported lazily: tasks do not depend on the pipeline)."""
         from nemo_gym_prorl.pipeline.job import Evaluation
 
-        report = {"reason": self.reason, "detail": self.detail, "mask_sample": self.mask_sample, **self.report}
+        report = {
+            "reason": self.reason,
+            "detail": self.detail,
+            "mask_sample": self.mask_sample,
+            **self.report,
+        }
         return Evaluation(
             reward=self.reward, reward_components=dict(self.components), resolved=self.resolved, report=report
         )

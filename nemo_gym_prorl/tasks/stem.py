@@ -176,7 +176,9 @@ class StemTask(TaskDomain):
                 letters = "".join(k for opt in options if isinstance(opt, Mapping) for k in opt) or "ABCD"
             letter, how = extract_choice(final_text, letters)
             if letter is None:
-                return EvalOutcome.zero("no_answer", "no answer letter found", report={"extracted_answer": None})
+                return EvalOutcome.zero(
+                    "no_answer", "no answer letter found", report={"extracted_answer": None}
+                )
             ok = letter == gold.strip().upper()
             return EvalOutcome.from_components(
                 {"accuracy": float(ok)}, reason="correct" if ok else "wrong_answer",
@@ -189,7 +191,9 @@ class StemTask(TaskDomain):
             m = re.findall(r"(?:answer|result)\s*(?:is|:|=)\s*([^\n]+)", strip_thinking(final_text), re.I)
             pred = m[-1].strip() if m else None
         if pred is None:
-            return EvalOutcome.zero("no_answer", "no boxed or stated answer", report={"extracted_answer": None})
+            return EvalOutcome.zero(
+                "no_answer", "no boxed or stated answer", report={"extracted_answer": None}
+            )
         rel_tol = row.get("rel_tol")
         rel_tol = float(rel_tol) if isinstance(rel_tol, (int, float)) and rel_tol > 0 else 0.01
         ok, reason = quantities_match(gold, pred[:500], rel_tol)

@@ -67,7 +67,9 @@ async def test_a_rollout_yields_token_exact_turns_a_reward_and_releases_its_sand
     assert evaluation.report["reason"] in {"correct", "wrong_answer", "no_answer"}
 
 
-async def test_two_samples_of_a_task_share_their_first_prompt_tokens(real_vllm: VLLMServer, tmp_path: Path) -> None:
+async def test_two_samples_of_a_task_share_their_first_prompt_tokens(
+    real_vllm: VLLMServer, tmp_path: Path
+) -> None:
     async with LLMBackendPool(PoolConfig(backends=[real_vllm.base_url])) as pool:
         llm = LLMAccess(
             pool=pool,
@@ -88,5 +90,7 @@ async def test_two_samples_of_a_task_share_their_first_prompt_tokens(real_vllm: 
                 trajectory = await handler.run(job, state)
             finally:
                 await handler.release(state)
-            firsts.append(next(m for m in trajectory.messages if m["role"] == "assistant")["prompt_token_ids"])
+            firsts.append(
+                next(m for m in trajectory.messages if m["role"] == "assistant")["prompt_token_ids"]
+            )
     assert firsts[0] == firsts[1]

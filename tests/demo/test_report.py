@@ -49,7 +49,10 @@ def test_stage_spans_follow_waits_and_active_times() -> None:
 
 
 def test_summary_counts_rollouts_rewards_and_informative_groups(tmp_path: Path) -> None:
-    judged = [(group([1.0, 0.0], GroupStatus.INFORMATIVE), True), (group([0.0, 0.0], GroupStatus.UNIFORM), False)]
+    judged = [
+        (group([1.0, 0.0], GroupStatus.INFORMATIVE), True),
+        (group([0.0, 0.0], GroupStatus.UNIFORM), False),
+    ]
     domain_of = {"prorl_math": "math"}
     rollouts = rollouts_of(judged, domain_of)
     table = summary_table(rollouts, judged, domain_of)

@@ -36,7 +36,9 @@ CONFIG = {"group_size": 2, "max_prompts_in_flight": 2, "task": "s"}
 def build_app(
     svc: RolloutService, catalog: DatasetCatalog | None = None, *, token: str | None = None
 ) -> FastAPI:
-    return create_app(svc, token=token, manage_lifecycle=token is not None, datasets=catalog or DatasetCatalog())
+    return create_app(
+        svc, token=token, manage_lifecycle=token is not None, datasets=catalog or DatasetCatalog()
+    )
 
 
 @pytest.fixture

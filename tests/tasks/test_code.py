@@ -25,10 +25,13 @@ async def test_all_humaneval_canonical_pass_and_mutants_fail():
     assert len(rows) == 164
     task = CodeTask(CodeConfig(runners=2))
     try:
+
         def answer(row, body):
             return f"```python\n{problems[row['task_id']]['prompt']}{body}```"
 
-        good = await asyncio.gather(*(task.evaluate(r, answer(r, problems[r["task_id"]]["canonical_solution"])) for r in rows))
+        good = await asyncio.gather(
+            *(task.evaluate(r, answer(r, problems[r["task_id"]]["canonical_solution"])) for r in rows)
+        )
         assert [r["task_id"] for r, o in zip(rows, good, strict=True) if o.reward != 1.0] == []
         bad = await asyncio.gather(*(task.evaluate(r, answer(r, "    return None\n")) for r in rows))
         assert [r["task_id"] for r, o in zip(rows, bad, strict=True) if o.reward != 0.0] == []
@@ -57,7 +60,9 @@ async def test_tests_are_isolated_and_limited():
         assert out.timed_out and out.error_type == "timeout"
         out = await runner.run(RunRequest(code="x = bytearray(3 * 1024**3)", memory_mb=512))
         assert out.error_type == "memory_limit"
-        out = await runner.run(RunRequest(code="import sys\nwhile True: sys.stdout.write('y' * 4096)", max_output_bytes=10000))
+        out = await runner.run(
+            RunRequest(code="import sys\nwhile True: sys.stdout.write('y' * 4096)", max_output_bytes=10000)
+        )
         assert out.error_type == "output_limit" and len(out.stdout) <= 10000
         out = await runner.run(RunRequest(code="print(input()[::-1])", stdin="abc\n"))
         assert out.ok and out.stdout == "cba\n"

@@ -6,7 +6,11 @@ from nemo_gym_prorl.tasks.swe import SweConfig, SweTask, ensure_built
 
 
 def test_image_template_and_cluster_spec():
-    cfg = SweConfig(backend="apptainer", sif_dir="/sif", image_template="{sif_dir}/swebench_sweb.eval.x86_64.{instance_id_docker}.sif")
+    cfg = SweConfig(
+        backend="apptainer",
+        sif_dir="/sif",
+        image_template="{sif_dir}/swebench_sweb.eval.x86_64.{instance_id_docker}.sif",
+    )
     row = {"instance_id": "astropy__astropy-12907"}
     assert cfg.resolve_image(row) == "/sif/swebench_sweb.eval.x86_64.astropy_1776_astropy-12907.sif"
     spec = cfg.sandbox_spec(row)

@@ -73,7 +73,9 @@ def load_recipes(path: Path | None = None) -> list[Recipe]:
 
 def _git(repo: Path, *args: str, input: str | None = None) -> str:
     env = {**os.environ, **_GIT_ENV}
-    out = subprocess.run(["git", *args], cwd=repo, env=env, input=input, capture_output=True, text=True, check=False)
+    out = subprocess.run(
+        ["git", *args], cwd=repo, env=env, input=input, capture_output=True, text=True, check=False
+    )
     if out.returncode != 0:
         raise RuntimeError(f"git {' '.join(args)} failed in {repo}: {out.stderr.strip()}")
     return out.stdout
@@ -107,7 +109,9 @@ def fetch_sdist(recipe: Recipe, sdists_dir: Path) -> Path:
         res = subprocess.run(cmd, capture_output=True, text=True, check=False)
         files = list(Path(tmp).glob("*.tar.gz"))
         if res.returncode != 0 or not files:
-            raise RuntimeError(f"pip could not download {recipe.project}=={recipe.version}: {res.stderr[-1500:]}")
+            raise RuntimeError(
+                f"pip could not download {recipe.project}=={recipe.version}: {res.stderr[-1500:]}"
+            )
         got = sha256_of(files[0])
         if got != recipe.sdist_sha256:
             raise RuntimeError(f"{files[0].name}: sha256 {got} != pinned {recipe.sdist_sha256}")
@@ -222,7 +226,9 @@ async def validate(recipe: Recipe, instance: dict[str, Any], config: SweConfig) 
     p2p = sorted(t for t, s in after.items() if s in passed and before.get(t) in passed)
     missing = sorted(set(recipe.expected_fail_to_pass) - set(f2p))
     if not f2p or missing:
-        raise RuntimeError(f"{recipe.instance_id}: expected FAIL_TO_PASS {missing or '(any)'} not observed; got {f2p}")
+        raise RuntimeError(
+            f"{recipe.instance_id}: expected FAIL_TO_PASS {missing or '(any)'} not observed; got {f2p}"
+        )
     return {**instance, "FAIL_TO_PASS": f2p, "PASS_TO_PASS": p2p}
 
 
@@ -239,7 +245,9 @@ async def build_all(config: SweConfig | None = None, only: list[str] | None = No
     config.instances_path.parent.mkdir(parents=True, exist_ok=True)
     existing = {}
     if only and config.instances_path.exists():
-        existing = {i["instance_id"]: i for i in map(json.loads, config.instances_path.read_text().splitlines())}
+        existing = {
+            i["instance_id"]: i for i in map(json.loads, config.instances_path.read_text().splitlines())
+        }
     existing.update({i["instance_id"]: i for i in instances})
     config.instances_path.write_text("".join(json.dumps(i) + "\n" for i in existing.values()))
     return instances

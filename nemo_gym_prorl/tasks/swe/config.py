@@ -38,7 +38,9 @@ def default_swe_dir() -> Path:
 
 class SweConfig(BaseModel):
     backend: BackendName = "bubblewrap"
-    cache_dir: Path = Field(default_factory=default_swe_dir, description="Sdists, built repos, instances.jsonl.")
+    cache_dir: Path = Field(
+        default_factory=default_swe_dir, description="Sdists, built repos, instances.jsonl."
+    )
     image_template: str | None = Field(
         None,
         description="Per-instance image: a .sif (apptainer) or rootfs dir (bubblewrap); fields "

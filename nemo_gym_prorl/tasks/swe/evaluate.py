@@ -41,7 +41,9 @@ async def open_instance_sandbox(config: SweConfig, row: Mapping[str, Any]) -> Sa
     sandbox = await asyncio.to_thread(open_sandbox, spec)
     try:
         if source is not None:
-            await asyncio.to_thread(shutil.copytree, source, sandbox.workspace, symlinks=True, dirs_exist_ok=True)
+            await asyncio.to_thread(
+                shutil.copytree, source, sandbox.workspace, symlinks=True, dirs_exist_ok=True
+            )
     except BaseException:
         sandbox.close()
         raise
@@ -54,7 +56,9 @@ def _tmp_file(sandbox: Sandbox, name: str, data: str) -> str:
     return f'"$TMPDIR"/{name}'
 
 
-async def apply_patch(sandbox: Sandbox, patch: str, timeout: float) -> tuple[str | None, list[dict[str, Any]]]:
+async def apply_patch(
+    sandbox: Sandbox, patch: str, timeout: float
+) -> tuple[str | None, list[dict[str, Any]]]:
     """Apply `patch` at /testbed; returns (method that worked or None, attempts)."""
     if not patch.endswith("\n"):
         patch += "\n"
@@ -63,7 +67,9 @@ async def apply_patch(sandbox: Sandbox, patch: str, timeout: float) -> tuple[str
     for method, template in APPLY_COMMANDS:
         cmd = f"cd {REPO_MOUNT} && " + template.format(patch=inside)
         res = await sandbox.exec(["/bin/sh", "-c", cmd], timeout=timeout)
-        attempts.append({"method": method, "exit_code": res.exit_code, "output": (res.stdout + res.stderr)[-2000:]})
+        attempts.append(
+            {"method": method, "exit_code": res.exit_code, "output": (res.stdout + res.stderr)[-2000:]}
+        )
         if res.ok:
             return method, attempts
         if method == "git_apply":
@@ -73,10 +79,14 @@ async def apply_patch(sandbox: Sandbox, patch: str, timeout: float) -> tuple[str
     return None, attempts
 
 
-async def run_eval_script(sandbox: Sandbox, script: str, timeout: float, max_bytes: int) -> tuple[str, bool, float]:
+async def run_eval_script(
+    sandbox: Sandbox, script: str, timeout: float, max_bytes: int
+) -> tuple[str, bool, float]:
     inside = _tmp_file(sandbox, "eval.sh", script)
     started = time.perf_counter()
-    res = await sandbox.exec(["/bin/bash", "-c", f"bash {inside} 2>&1"], timeout=timeout, max_output_bytes=max_bytes)
+    res = await sandbox.exec(
+        ["/bin/bash", "-c", f"bash {inside} 2>&1"], timeout=timeout, max_output_bytes=max_bytes
+    )
     return res.stdout + res.stderr, res.timed_out, time.perf_counter() - started
 
 
@@ -101,7 +111,9 @@ def grade(row: Mapping[str, Any], log: str, patch: str) -> dict[str, Any]:
         f.write(log)
         log_path = f.name
     try:
-        report = get_eval_report(spec, {"instance_id": spec.instance_id, "model_patch": patch}, log_path, True)
+        report = get_eval_report(
+            spec, {"instance_id": spec.instance_id, "model_patch": patch}, log_path, True
+        )
     finally:
         Path(log_path).unlink(missing_ok=True)
     return report[spec.instance_id]
@@ -163,7 +175,9 @@ async def evaluate_patch(config: SweConfig, row: Mapping[str, Any], patch: str |
         "log_tail": log[-3000:],
     }
     if timed_out:
-        return EvalOutcome.from_components({"resolved": 0.0}, reason="tests_timeout", resolved=False, report=report)
+        return EvalOutcome.from_components(
+            {"resolved": 0.0}, reason="tests_timeout", resolved=False, report=report
+        )
     if result.get("infra_failure"):
         return EvalOutcome.infra_failure(str(result.get("infra_failure_reason")), report=report)
     if not result.get("patch_successfully_applied"):
@@ -171,7 +185,10 @@ async def evaluate_patch(config: SweConfig, row: Mapping[str, Any], patch: str |
         return EvalOutcome.from_components({"resolved": 0.0}, reason="tests_did_not_run", resolved=False,
                                            report=report)  # fmt: skip
     return EvalOutcome.from_components(
-        {"resolved": float(resolved)}, reason="resolved" if resolved else "unresolved", resolved=resolved, report=report
+        {"resolved": float(resolved)},
+        reason="resolved" if resolved else "unresolved",
+        resolved=resolved,
+        report=report,
     )
 
 

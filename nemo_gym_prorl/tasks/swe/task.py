@@ -42,13 +42,19 @@ class SweTask(TaskDomain):
         source = self.config.repo_source(row)
         if source is not None:
             if not (source / ".git").is_dir():
-                raise SandboxError(f"repository for {row.get('instance_id')} missing at {source}: run `prorl swe build`")
-            await asyncio.to_thread(shutil.copytree, source, sandbox.workspace, symlinks=True, dirs_exist_ok=True)
+                raise SandboxError(
+                    f"repository for {row.get('instance_id')} missing at {source}: run `prorl swe build`"
+                )
+            await asyncio.to_thread(
+                shutil.copytree, source, sandbox.workspace, symlinks=True, dirs_exist_ok=True
+            )
         res = await sandbox.exec(["/bin/sh", "-c", f"cd {REPO_MOUNT} && git rev-parse HEAD"], timeout=60)
         head = res.stdout.strip()
         base = str(row.get("base_commit") or "")
         if not res.ok or (base and head != base):
-            raise SandboxError(f"/testbed is not at base_commit {base[:12]} (HEAD {head[:12]!r}: {res.stderr[-300:]})")
+            raise SandboxError(
+                f"/testbed is not at base_commit {base[:12]} (HEAD {head[:12]!r}: {res.stderr[-300:]})"
+            )
         return {"cwd": REPO_MOUNT, "base_commit": head}
 
     async def collect_artifacts(self, sandbox: Sandbox, row: Mapping[str, Any]) -> dict[str, Any]:

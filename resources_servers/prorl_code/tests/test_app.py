@@ -6,9 +6,12 @@ import pytest
 from fastapi.testclient import TestClient
 from nemo_gym.verifier_fixture import exercise_verifier_fixture
 
-from resources_servers.prorl_code.app import VERIFIER_FIXTURE, _fixture_server
+from resources_servers.prorl_code.app import VERIFIER_FIXTURE
 
-BARRELS = {"style": "stdio", "unit_tests": {"inputs": ["1\n4 1\n5 5 5 5\n", "1\n3 2\n0 0 0\n"], "outputs": ["10\n", "0\n"]}}
+BARRELS = {
+    "style": "stdio",
+    "unit_tests": {"inputs": ["1\n4 1\n5 5 5 5\n", "1\n3 2\n0 0 0\n"], "outputs": ["10\n", "0\n"]},
+}
 
 
 def _response(text: str) -> dict:
@@ -24,15 +27,20 @@ def test_verifier_fixture() -> None:
 
 @pytest.mark.bwrap
 def test_tools_then_hidden_stdio_tests_with_partial_credit() -> None:
-    server = _fixture_server()
+    server = VERIFIER_FIXTURE.server_factory()
     with TestClient(server.setup_webserver()) as client:
-        row = {"responses_create_params": {"input": [{"role": "user", "content": "barrels"}]}, "verifier_metadata": BARRELS}
+        row = {
+            "responses_create_params": {"input": [{"role": "user", "content": "barrels"}]},
+            "verifier_metadata": BARRELS,
+        }
         assert client.post("/seed_session", json=row).status_code == 200
         obs = client.post("/bash", json={"command": "echo hello from $(pwd)"}).json()
         assert "hello from" in obs["text"], obs
         solution = ("t=int(input())\nfor _ in range(t):\n n,k=map(int,input().split())\n"
                     " a=sorted(map(int,input().split()),reverse=True)\n print(sum(a[:k+1]))\n")  # fmt: skip
-        obs = client.post("/editor", json={"command": "create", "path": "/workspace/solution.py", "file_text": solution}).json()
+        obs = client.post(
+            "/editor", json={"command": "create", "path": "/workspace/solution.py", "file_text": solution}
+        ).json()
         assert not obs["is_error"], obs
         # no code block in the final message: the solution file written with the editor is graded
         body = client.post("/verify", json={**row, "response": _response("done")}).json()
@@ -40,8 +48,12 @@ def test_tools_then_hidden_stdio_tests_with_partial_credit() -> None:
         half = client.post("/verify", json={**row, "response": _response("```python\nprint(10)\n```")}).json()
         assert half["reward_components"] == {"all_tests": 0.0, "partial_tests": pytest.approx(0.15)}
         assert half["reward"] == pytest.approx(0.15)
-        flood = client.post("/verify", json={**row, "response": _response("```python\nwhile True: print('x'*1000)\n```")}).json()
+        flood = client.post(
+            "/verify", json={**row, "response": _response("```python\nwhile True: print('x'*1000)\n```")}
+        ).json()
         assert flood["reward"] == 0.0 and flood["report"]["per_test"][0]["error_type"] == "output_limit"
-        crash = client.post("/verify", json={**row, "response": _response("```python\nimport os; os.abort()\n```")}).json()
+        crash = client.post(
+            "/verify", json={**row, "response": _response("```python\nimport os; os.abort()\n```")}
+        ).json()
         assert crash["reward"] == 0.0 and crash["mask_sample"] is False
     asyncio.run(server.close_all())

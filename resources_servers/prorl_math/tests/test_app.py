@@ -6,7 +6,7 @@ import pytest
 from fastapi.testclient import TestClient
 from nemo_gym.verifier_fixture import exercise_verifier_fixture
 
-from resources_servers.prorl_math.app import VERIFIER_FIXTURE, _fixture_server
+from resources_servers.prorl_math.app import VERIFIER_FIXTURE
 
 
 def _response(text: str) -> dict:
@@ -21,9 +21,12 @@ def test_verifier_fixture() -> None:
 
 @pytest.mark.bwrap
 def test_session_tool_and_verify_over_http() -> None:
-    server = _fixture_server()
+    server = VERIFIER_FIXTURE.server_factory()
     with TestClient(server.setup_webserver()) as client:
-        row = {"responses_create_params": {"input": [{"role": "user", "content": "6*7?"}]}, "expected_answer": "42"}
+        row = {
+            "responses_create_params": {"input": [{"role": "user", "content": "6*7?"}]},
+            "expected_answer": "42",
+        }
         assert client.post("/seed_session", json=row).status_code == 200
         obs = client.post("/ipython", json={"code": "x = 6 * 7\nprint(x)"}).json()
         assert "42" in obs["text"] and not obs["is_error"], obs

@@ -7,7 +7,7 @@ from pathlib import Path
 from fastapi.testclient import TestClient
 from nemo_gym.verifier_fixture import exercise_verifier_fixture
 
-from resources_servers.prorl_stem.app import VERIFIER_FIXTURE, _fixture_server
+from resources_servers.prorl_stem.app import VERIFIER_FIXTURE
 
 EXAMPLES = Path(__file__).parents[1] / "data" / "example.jsonl"
 
@@ -23,7 +23,7 @@ def test_verifier_fixture() -> None:
 
 
 def test_example_rows_grade_their_own_answers() -> None:
-    server = _fixture_server()
+    server = VERIFIER_FIXTURE.server_factory()
     with TestClient(server.setup_webserver()) as client:
         for line in EXAMPLES.read_text().splitlines():
             row = json.loads(line)
@@ -32,4 +32,8 @@ def test_example_rows_grade_their_own_answers() -> None:
             wrong = "Answer: Z" if row["answer_type"] == "mc" else "\\boxed{12345 kg}"
             for text, want in ((right, 1.0), (wrong, 0.0), ("", 0.0)):
                 res = client.post("/verify", json={**row, "response": _response(text)})
-                assert res.status_code == 200 and res.json()["reward"] == want, (row["task_id"], text, res.text)
+                assert res.status_code == 200 and res.json()["reward"] == want, (
+                    row["task_id"],
+                    text,
+                    res.text,
+                )

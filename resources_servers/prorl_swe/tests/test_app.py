@@ -11,7 +11,7 @@ from fastapi.testclient import TestClient
 from nemo_gym.verifier_fixture import exercise_verifier_fixture
 
 from nemo_gym_prorl.tasks.swe import ensure_built
-from resources_servers.prorl_swe.app import VERIFIER_FIXTURE, _fixture_server
+from resources_servers.prorl_swe.app import VERIFIER_FIXTURE
 
 EXAMPLES = Path(__file__).parents[1] / "data" / "example.jsonl"
 pytestmark = [pytest.mark.bwrap, pytest.mark.slow]
@@ -33,11 +33,18 @@ def test_verifier_fixture() -> None:
 
 
 def test_fix_with_bash_resolves_and_no_change_does_not() -> None:
-    row = next(r for r in map(json.loads, EXAMPLES.read_text().splitlines()) if "inflection" in r["instance_id"])
-    server = _fixture_server()
+    row = next(
+        r for r in map(json.loads, EXAMPLES.read_text().splitlines()) if "inflection" in r["instance_id"]
+    )
+    server = VERIFIER_FIXTURE.server_factory()
     with TestClient(server.setup_webserver()) as client:
         assert client.post("/seed_session", json=row).status_code == 200
-        obs = client.post("/bash", json={"command": "cd /testbed && git status --short && grep -n '(11, 12)' inflection/__init__.py"}).json()
+        obs = client.post(
+            "/bash",
+            json={
+                "command": "cd /testbed && git status --short && grep -n '(11, 12)' inflection/__init__.py"
+            },
+        ).json()
         assert "(11, 12)" in obs["text"], obs
         fix = "sed -i 's/in (11, 12):/in (11, 12, 13):/' /testbed/inflection/__init__.py && echo ok"
         assert "ok" in client.post("/bash", json={"command": fix}).json()["text"]
