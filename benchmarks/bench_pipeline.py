@@ -125,7 +125,7 @@ def _start_server() -> tuple[subprocess.Popen[str], str]:
 
     overrides = [
         "tasks=scripted", "server.port=0", "server.log_level=warning", "service.require_backend=false",
-        "backends.probe_interval_s=null", "pipeline.init_workers=16", "pipeline.run_workers=16",
+        "llm.health_path=null", "pipeline.init_workers=16", "pipeline.run_workers=16",
         "pipeline.eval_workers=16",
     ]  # fmt: skip
     proc = subprocess.Popen(
