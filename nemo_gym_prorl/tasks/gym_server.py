@@ -19,7 +19,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from typing import Any, ClassVar
 
 from fastapi import Body, FastAPI, Request
@@ -126,7 +126,19 @@ class ProRLTaskServer(SimpleResourcesServer):
         app = super().setup_webserver()
         for tool in self.task_tools:
             app.post(f"/{tool}")(self._tool_route(tool))
+        inner = app.router.lifespan_context
 
+        @contextlib.asynccontextmanager
+        async def lifespan(a: FastAPI) -> AsyncIterator[Any]:
+            # Shutdown closes every session's sandbox, shell and kernel, and the task's pools
+            # (bubblewrap would kill them with the process anyway; this also removes their files).
+            async with inner(a) as state:
+                try:
+                    yield state
+                finally:
+                    await self.close_all()
+
+        app.router.lifespan_context = lifespan
         return app
 
     def _tool_route(self, tool: str):

@@ -43,3 +43,19 @@ def test_session_tool_and_verify_over_http() -> None:
         garbage = client.post("/verify", json={**row, "response": _response("\\boxed{" + "{" * 5000 + "}")})
         assert garbage.status_code == 200 and garbage.json()["reward"] == 0.0
     asyncio.run(server.close_all())
+
+
+@pytest.mark.bwrap
+def test_shutdown_closes_every_open_session() -> None:
+    server = VERIFIER_FIXTURE.server_factory()
+    with TestClient(server.setup_webserver()) as client:
+        row = {
+            "responses_create_params": {"input": [{"role": "user", "content": "1+1?"}]},
+            "expected_answer": "2",
+        }
+        assert client.post("/seed_session", json=row).status_code == 200
+        assert client.post("/ipython", json={"code": "1 + 1"}).json()["text"].strip().endswith("2")
+        (session,) = server._sessions.values()
+        workspace = session.sandbox.workspace
+        assert workspace.exists()
+    assert not server._sessions and not workspace.exists(), "the app's shutdown closed the session"
