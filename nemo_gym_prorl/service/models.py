@@ -147,7 +147,8 @@ class ProcessResult(BaseModel):
             resolved=bool(result.resolved),
             critical_error=result.critical_error,
             traceback=result.traceback,
-            filter=result.state is not JobState.DONE,
+            # Not trainable: no valid result, or the evaluator says the infrastructure failed.
+            filter=result.state is not JobState.DONE or bool(result.report.get("mask_sample")),
             timing=result.timing,
             reward=result.reward,
             score=result.reward if result.reward is not None else 0.0,

@@ -92,3 +92,17 @@ async def test_client_disconnect_cancels_the_rollout(make_api: MakeApi) -> None:
     call.cancel()  # the client goes away mid-rollout
     await until(lambda: api.service.pipeline.get("gone").state.value == "cancelled")
     assert "gone" not in api.handler.live
+
+
+def test_a_masked_sample_is_filtered_in_the_prorl_result() -> None:
+    import time
+
+    from nemo_gym_prorl.pipeline.job import JobResult, JobState
+    from nemo_gym_prorl.service.models import ProcessResult
+
+    base = {"id": "j", "task": "t", "state": JobState.DONE, "submitted_at": time.time(), "reward": 0.0}
+    assert ProcessResult.from_result(JobResult(**base)).filter is False
+    masked = JobResult(**base, report={"mask_sample": True, "reason": "infrastructure_error"})
+    assert ProcessResult.from_result(masked).filter is True
+    failed = JobResult(**{**base, "state": JobState.FAILED, "reward": None})
+    assert ProcessResult.from_result(failed).filter is True
