@@ -105,6 +105,8 @@ def cmd_model_serve(args: argparse.Namespace) -> int:
         raise KeyboardInterrupt  # one stop path for Ctrl-C and `kill`
 
     previous = signal.signal(signal.SIGTERM, on_term)
+    # A shell starts background jobs with SIGINT ignored; `kill -INT` must still stop the server.
+    previous_int = signal.signal(signal.SIGINT, on_term)
     server: VLLMServer | None = None
     try:
         server = _server_for(args)
@@ -132,3 +134,4 @@ def cmd_model_serve(args: argparse.Namespace) -> int:
         if server is not None:
             server.stop()
         signal.signal(signal.SIGTERM, previous)
+        signal.signal(signal.SIGINT, previous_int)

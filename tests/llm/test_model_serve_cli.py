@@ -1,0 +1,63 @@
+"""`prorl model serve`: the real embedded server comes up, and an interrupt stops all of it,
+even when started as a shell background job (which inherits SIGINT ignored)."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+
+import httpx
+import psutil
+import pytest
+
+from nemo_gym_prorl.llm.embedded import EmbeddedLayout
+from nemo_gym_prorl.llm.embedded.server import free_port
+
+pytestmark = pytest.mark.vllm
+
+
+def _running(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def _ignore_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def test_serve_answers_then_an_interrupt_stops_the_whole_server() -> None:
+    if not EmbeddedLayout.default().is_ready():
+        pytest.skip("the embedded vLLM-CPU backend is not set up: run `prorl model setup`")
+    port = free_port()
+    cli = subprocess.Popen(
+        [sys.executable, "-m", "nemo_gym_prorl.cli", "model", "serve", "--port", str(port)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        preexec_fn=_ignore_sigint,  # as `prorl model serve &` from a script
+    )
+    try:
+        assert cli.stdout is not None
+        for line in cli.stdout:
+            if "[model] ready" in line:
+                break
+        else:
+            pytest.fail(f"the server never became ready (exit {cli.wait()})")
+        models = httpx.get(f"http://127.0.0.1:{port}/v1/models", timeout=10).json()
+        assert models["data"][0]["id"] == "SmolLM2-135M-Instruct"
+        tree = [p.pid for p in psutil.Process(cli.pid).children(recursive=True)]
+        assert tree, "vLLM runs as children of the CLI"
+        cli.send_signal(signal.SIGINT)
+        assert cli.wait(timeout=60) == 0
+        deadline = time.monotonic() + 30
+        while (survivors := [p for p in tree if _running(p)]) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert survivors == []
+    finally:
+        if cli.poll() is None:
+            cli.kill()
+            cli.wait()
