@@ -65,6 +65,18 @@ def _status(args: argparse.Namespace) -> int:
     return 0 if info.get("up") else 1
 
 
+def _test(args: argparse.Namespace) -> int:
+    from nemo_gym_prorl.integrations.gym_launcher import LaunchError, run_server_tests
+
+    domains = [d for arg in (args.domain or ["mixed"]) for d in arg.split(",") if d]
+    try:
+        failed = run_server_tests(domains, state_dir=Path(args.state_dir))
+    except LaunchError as exc:
+        print(f"prorl gym test: {exc}", file=sys.stderr)
+        return 2
+    return 1 if failed else 0
+
+
 def add_gym_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:  # type: ignore[type-arg]
     gym = subparsers.add_parser("gym", help="the NeMo Gym stack (agent + resources servers) in this venv")
     sub = gym.add_subparsers(dest="gym_command", required=True)
@@ -91,6 +103,11 @@ def add_gym_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentP
     p_down = sub.add_parser("down", help="stop exactly what `prorl gym up` started")
     p_down.add_argument("--state-dir", default=".prorl/gym")
     p_down.set_defaults(func=_down)
+
+    p_test = sub.add_parser("test", help="run resources-server tests the NeMo Gym way (ng_test, shared venv)")
+    p_test.add_argument("--domain", action="append", help="math, stem, code, swe (repeatable) or mixed (default)")
+    p_test.add_argument("--state-dir", default=".prorl/gym")
+    p_test.set_defaults(func=_test)
 
     p_status = sub.add_parser("status", help="is the stack up and ready")
     p_status.add_argument("--state-dir", default=".prorl/gym")

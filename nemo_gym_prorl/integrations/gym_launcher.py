@@ -395,3 +395,38 @@ def status(state_dir: Path = DEFAULT_STATE_DIR) -> dict[str, Any]:
             g.role: {"pid": g.pid, "alive": _alive(g.pid, g.create_time), "log": g.log} for g in state.groups
         },
     }
+
+
+def run_server_tests(domains: Sequence[str], *, state_dir: Path = DEFAULT_STATE_DIR, echo: Any = print) -> int:
+    """Run each domain's resources-server tests the NeMo Gym way (`ng_test`), in this venv: the
+    shared-venv links replace Gym's per-server venvs, which cannot be built offline. Returns the
+    number of servers whose tests failed."""
+    chosen = list(DOMAINS) if list(domains) == ["mixed"] else list(domains)
+    unknown = sorted(set(chosen) - set(DOMAINS))
+    if unknown:
+        raise LaunchError(f"unknown domain(s) {unknown}; choose from {list(DOMAINS)} or mixed")
+    venvs = state_dir.resolve() / "venvs"
+    dirs = [f"resources_servers/prorl_{d}" for d in chosen]
+    link_venvs(venvs, dirs)
+    env = {
+        **os.environ,
+        "NEMO_GYM_EXTRA_ROOTS": str(REPO_ROOT),
+        "RAY_AUTH_MODE": "disabled",
+        "UV_PYTHON_DOWNLOADS": "never",
+    }
+    ng_test = str(Path(sys.executable).parent / "ng_test")
+    failed = 0
+    for rel in dirs:
+        cmd = [ng_test, f"+entrypoint={rel}", "+skip_venv_if_present=true", f"+uv_venv_dir={venvs}"]
+        echo(f"[gym] ng_test {rel}")
+        done = subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True, text=True, check=False)
+        summary = (done.stdout.strip().splitlines() or ["(no output)"])[-1]
+        echo(f"[gym]   {'ok' if done.returncode == 0 else 'FAILED'}: {summary}")
+        if done.returncode != 0:
+            failed += 1
+            echo(_tail_text(done.stdout + done.stderr))
+    return failed
+
+
+def _tail_text(text: str, n: int = 40) -> str:
+    return "\n".join(text.splitlines()[-n:])

@@ -1,0 +1,22 @@
+"""Every resources server's tests pass the NeMo Gym way: `ng_test`, in the project's one venv."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from nemo_gym_prorl.integrations.gym_launcher import LaunchError, run_server_tests
+
+
+@pytest.mark.bwrap
+def test_ng_test_passes_for_all_four_servers(tmp_path: Path) -> None:
+    lines: list[str] = []
+    failed = run_server_tests(["mixed"], state_dir=tmp_path, echo=lines.append)
+    assert failed == 0, "\n".join(lines)
+    assert sum("ok:" in line and "passed" in line for line in lines) == 4
+
+
+def test_unknown_domains_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(LaunchError, match="unknown domain"):
+        run_server_tests(["chess"], state_dir=tmp_path)
