@@ -1,5 +1,7 @@
 """SWE: wrong and fuzzy patches on a real offline instance; image path templates for clusters."""
 
+import asyncio
+
 import pytest
 
 from nemo_gym_prorl.tasks.swe import SweConfig, SweTask, ensure_built
@@ -33,3 +35,20 @@ async def test_wrong_and_fuzzy_patches():
     fuzzy = inst["patch"].replace("@@ -732,7 +732,7 @@", "@@ -735,7 +735,7 @@")
     out = await task.evaluate(inst, None, {"git_patch": fuzzy})
     assert out.reward == 1.0 and out.report["applied_with"] in ("git_apply", "patch_fuzz")
+
+
+@pytest.mark.bwrap
+@pytest.mark.slow
+async def test_every_gold_patch_resolves_and_an_empty_patch_does_not():
+    instances = await ensure_built()
+    assert len(instances) >= 5
+    task = SweTask()
+
+    async def grade(inst: dict, patch: str) -> tuple[str, float, str]:
+        out = await task.evaluate(inst, None, {"git_patch": patch})
+        return inst["instance_id"], out.reward, out.reason
+
+    gold = await asyncio.gather(*(grade(inst, inst["patch"]) for inst in instances))
+    empty = await asyncio.gather(*(grade(inst, "") for inst in instances))
+    assert [r for r in gold if r[1] != 1.0] == [], gold
+    assert all(reward == 0.0 for _, reward, _ in empty), empty
