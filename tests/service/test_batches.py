@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import threading
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -12,9 +11,8 @@ from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 from fastapi import FastAPI
-from service_helpers import TOKEN, free_port, make_service
+from service_helpers import TOKEN, live_server, make_service
 
 from nemo_gym_prorl.pipeline.dapo_scripted import GroupScriptedHandler
 from nemo_gym_prorl.service import RolloutService, create_app
@@ -192,22 +190,10 @@ async def test_async_client_mixin(api: Any) -> None:
 
 @pytest.fixture
 def live_url() -> Iterator[str]:
-    """The app with the batch router on a real socket, with a token (sync client test)."""
+    """The app on a real socket, with a token (sync client test)."""
     svc, _ = make_service(GroupScriptedHandler())
-    app = build_app(svc, token=TOKEN)
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=lambda: asyncio.run(server.serve()), daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        assert time.monotonic() < deadline and thread.is_alive(), "server did not start"
-        time.sleep(0.01)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=15)
+    with live_server(svc, token=TOKEN) as url:
+        yield url
 
 
 def test_sync_client_mixin_over_a_socket_with_auth(live_url: str) -> None:
