@@ -39,12 +39,14 @@ def responses_tools(domain: str) -> list[dict[str, Any]]:
     return out
 
 
-def domain_rows(domain: str, agent: str = DEFAULT_AGENT, compact: bool = False) -> list[dict[str, Any]]:
+def domain_rows(
+    domain: str, agent: str = DEFAULT_AGENT, compact: bool = False, math_per_task: int = 4
+) -> list[dict[str, Any]]:
     from nemo_gym_prorl.tasks import data
 
     tools = responses_tools(domain)
     if domain == "math":
-        return data.math_rows(agent=agent, tools=tools)
+        return data.math_rows(size_per_task=math_per_task, agent=agent, tools=tools)
     if domain == "stem":
         return data.stem_rows(agent=agent, tools=tools)
     if domain == "code":
@@ -58,7 +60,7 @@ def _prepare(args: argparse.Namespace) -> int:
     domains = DOMAINS if args.domain == "all" else (args.domain,)
     out = Path(args.out)
     for domain in domains:
-        rows = domain_rows(domain, args.agent)
+        rows = domain_rows(domain, args.agent, math_per_task=args.math_per_task)
         train, val = split_rows(rows, args.validation_fraction, seed=args.seed)
         n_train = write_jsonl(out / domain / "train.jsonl", train)
         n_val = write_jsonl(out / domain / "validation.jsonl", val)
@@ -112,6 +114,12 @@ def add_data_parser(subparsers: argparse._SubParsersAction) -> None:
     prep.add_argument("--validation-fraction", type=float, default=0.1)
     prep.add_argument("--seed", type=int, default=0)
     prep.add_argument("--agent", default=DEFAULT_AGENT, help="agent_ref.name of every row")
+    prep.add_argument(
+        "--math-per-task",
+        type=int,
+        default=200,
+        help="procedural problems per reasoning-gym task (5 tasks; examples use 4)",
+    )
     prep.set_defaults(func=_prepare)
     ex = data_sub.add_parser("examples", help="regenerate resources_servers/prorl_*/data/example.jsonl")
     ex.add_argument("--root", default=str(REPO_ROOT))
