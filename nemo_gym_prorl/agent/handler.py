@@ -57,10 +57,11 @@ class LLMAccess:
         return self.model
 
     def sampling_for(self, job: Job) -> SamplingParams:
-        """The trainer's per-job sampling fields override the defaults; unknown ones are ignored
-        (ProRL clients send extras such as `stop`)."""
+        """The trainer's per-job sampling fields override the defaults, validated (a bad value
+        fails the job with the reason); unknown ones are ignored (ProRL clients send extras
+        such as `stop`)."""
         known = {k: v for k, v in job.sampling_params.items() if k in SamplingParams.model_fields}
-        return self.default_sampling.model_copy(update=known)
+        return SamplingParams.model_validate({**self.default_sampling.model_dump(), **known})
 
 
 @dataclass
