@@ -21,6 +21,7 @@ from tqdm import tqdm
 from nemo_gym_prorl.demo.report import plot_timeline, rollouts_of, summary_table, write_jsonl
 from nemo_gym_prorl.integrations import gym_launcher
 from nemo_gym_prorl.integrations.gym_agent import run_result
+from nemo_gym_prorl.integrations.gym_contract import check_group, check_result, group_by_task
 from nemo_gym_prorl.pipeline.groups import GroupResult
 from nemo_gym_prorl.service.client import AsyncRolloutClient
 from nemo_gym_prorl.tasks.data import read_jsonl
@@ -130,6 +131,12 @@ def run_demo(quick: bool = False) -> int:
         )
     trained = [run_result(r.row, r.result) for r in rollouts if r.informative_group]
     everything = [run_result(r.row, r.result) for r in rollouts]
+    problems = [p for record in everything for p in check_result(record)]
+    problems += [p for group in group_by_task(everything).values() for p in check_group(group)]
+    say(
+        f"NeMo RL contract (token contiguity, token fields, finite log-probs, identical first prompts "
+        f"per group, components sum to reward): {'all ' + str(len(everything)) + ' rollouts conform' if not problems else problems[:3]}"
+    )
     out = OUTPUT_DIR
     write_jsonl(out / "trajectories.jsonl", trained)
     write_jsonl(out / "all_rollouts.jsonl", everything)
