@@ -72,6 +72,9 @@ class RolloutService:
             )
 
     async def submit(self, specs: Sequence[JobSpec]) -> list[str]:
+        # A request naming an unknown task is wrong whatever the service's state: 400 before 503.
+        for spec in specs:
+            self.pipeline.handlers.canonical(spec.task or spec.instance.get("data_source"))
         await self.check_admission()
         return self.pipeline.submit(specs)
 

@@ -18,6 +18,9 @@ async def test_prorl_session(make_api: MakeApi) -> None:
     # No LLM server yet: 503, as ProRL answers.
     refused = await http.post("/process", json={"instance": instance(), "sampling_params": {}})
     assert refused.status_code == 503 and refused.json()["error"] == "no_backend"
+    # ...but a request for an unknown task is a client error first, whatever the backends.
+    unknown = await http.post("/process", json={"instance": {"data_source": "chess"}, "sampling_params": {}})
+    assert unknown.status_code == 400 and unknown.json()["error"] == "unknown_task"
     assert (await http.post("/start")).status_code == 503
 
     assert (await http.post("/add_llm_server", json={"address": "127.0.0.1:9001"})).json()["status"] == "ok"
