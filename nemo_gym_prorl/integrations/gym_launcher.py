@@ -397,7 +397,9 @@ def status(state_dir: Path = DEFAULT_STATE_DIR) -> dict[str, Any]:
     }
 
 
-def run_server_tests(domains: Sequence[str], *, state_dir: Path = DEFAULT_STATE_DIR, echo: Any = print) -> int:
+def run_server_tests(
+    domains: Sequence[str], *, state_dir: Path = DEFAULT_STATE_DIR, echo: Any = print
+) -> int:
     """Run each domain's resources-server tests the NeMo Gym way (`ng_test`), in this venv: the
     shared-venv links replace Gym's per-server venvs, which cannot be built offline. Returns the
     number of servers whose tests failed."""
