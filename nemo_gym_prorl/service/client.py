@@ -62,6 +62,22 @@ def _parse_line(raw: str) -> StreamLine | None:
     return StreamLine.model_validate(json.loads(raw)) if raw else None
 
 
+def process_body(
+    instance: Mapping[str, Any],
+    sampling_params: Mapping[str, Any] | None,
+    *,
+    job_id: str | None,
+    timeout: float | None,
+) -> dict[str, Any]:
+    """ProRL's `/process` request, validated before it leaves the client."""
+    return ProcessRequest(
+        instance=dict(instance),
+        sampling_params=dict(sampling_params or {}),
+        job_id=job_id,
+        timeout=timeout,
+    ).model_dump(mode="json", exclude_none=True)
+
+
 class RolloutClient(BatchesClientMixin):
     def __init__(
         self,
@@ -152,12 +168,7 @@ class RolloutClient(BatchesClientMixin):
         job_id: str | None = None,
         timeout: float | None = None,
     ) -> ProcessResult:
-        body = ProcessRequest(
-            instance=dict(instance),
-            sampling_params=dict(sampling_params or {}),
-            job_id=job_id,
-            timeout=timeout,
-        ).model_dump(mode="json", exclude_none=True)
+        body = process_body(instance, sampling_params, job_id=job_id, timeout=timeout)
         return ProcessResult.model_validate(
             self._call("POST", "/process", json=body, timeout=timeout if timeout else 86_400)
         )
@@ -251,12 +262,7 @@ class AsyncRolloutClient(AsyncBatchesClientMixin):
         job_id: str | None = None,
         timeout: float | None = None,
     ) -> ProcessResult:
-        body = ProcessRequest(
-            instance=dict(instance),
-            sampling_params=dict(sampling_params or {}),
-            job_id=job_id,
-            timeout=timeout,
-        ).model_dump(mode="json", exclude_none=True)
+        body = process_body(instance, sampling_params, job_id=job_id, timeout=timeout)
         return ProcessResult.model_validate(
             await self._call("POST", "/process", json=body, timeout=timeout if timeout else 86_400)
         )

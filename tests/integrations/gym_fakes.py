@@ -1,4 +1,4 @@
-"""Test doubles for the Gym agent's unit tests: a scripted model dialect (token-exact, no server)
+"""Test doubles for the Gym agent's unit tests: the scripted model (tests/scripted_model.py)
 and an in-memory resources server speaking the prorl_* routes (seed, tools, verify, close)."""
 
 from __future__ import annotations
@@ -6,36 +6,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from scripted_model import ScriptedDialect  # noqa: F401 (re-exported for the agent tests)
+
 from nemo_gym_prorl.integrations.gym_agent import ResourcesReply, ResourcesUnavailableError
-from nemo_gym_prorl.llm.dialects.base import Dialect, Generation, TurnContext
-
-
-class ScriptedDialect(Dialect):
-    """Turn i answers `replies[i]` (an exception instance is raised instead). The prompt is the
-    history plus a fixed token per new message, so prompts are deterministic and contiguous."""
-
-    name = "scripted"
-
-    def __init__(self, replies: list[str | Exception]) -> None:
-        self.replies = replies
-        self.calls = 0
-
-    async def generate(self, ctx: TurnContext) -> Generation:
-        self.calls += 1
-        first = [7, 7, len(ctx.new_messages)] if ctx.turn == 0 else []
-        prompt = [*ctx.history_ids, *first, *[100 + ctx.turn] * len(ctx.new_messages)]
-        reply = self.replies[min(ctx.turn, len(self.replies) - 1)]
-        if isinstance(reply, Exception):
-            raise reply
-        ids = [ord(c) for c in reply] or [0]
-        return Generation(
-            prompt_token_ids=prompt,
-            generation_token_ids=ids,
-            generation_log_probs=[-0.25] * len(ids),
-            finish_reason="stop",
-            text=reply,
-            backend="scripted",
-        )
 
 
 class FakeResources:
