@@ -16,8 +16,13 @@ goes straight into the backend pool (least in flight, sticky per trajectory) wit
 dialect; plain vLLM URLs use the `vllm` dialect (token-id prompts); or, as a fallback, the Gym
 model server named by `model_server` (its `/v1/chat/completions`, `nemo_rl` dialect).
 
-HTTP status of `/run` (NeMo RL retries 5xx, treats other errors as data failures):
-  200  the rollout ran (a partial trajectory whose inference died is returned masked)
+HTTP status of `/run`. NeMo RL's synchronous GRPO path aborts training on ANY non-200 (and on a
+200 without a generated turn); only its single-controller path retries (5xx and 408/429 as
+infrastructure, other 4xx as data failures, both within budgets). So every rollout that ran
+answers 200: a partial trajectory whose inference died and one with no generated turn (first
+prompt over the context, time budget spent) are returned masked (`nemo_rl_result.py`). The
+statuses below are for requests no rollout can be made of:
+  200  the rollout ran
   400  the row cannot be routed or prompted (unknown data_source, bad input)
   422  the model request itself was refused before any turn (e.g. bad sampling parameters)
   503  infrastructure: no backend, resources server unreachable/5xx at seed, all backends died
@@ -42,6 +47,7 @@ from nemo_gym_prorl.agent.handler import LLMAccess, to_trajectory
 from nemo_gym_prorl.agent.loop import AgentLimits, AgentTrajectory, run_agent
 from nemo_gym_prorl.agent.prompts import PromptError, ToolPromptStyle, initial_messages
 from nemo_gym_prorl.integrations.gym_response import chat_tool_specs, gym_response
+from nemo_gym_prorl.integrations.nemo_rl_result import ensure_trainable
 from nemo_gym_prorl.llm.dialects import make_dialect
 from nemo_gym_prorl.llm.pool import LLMBackendPool, PoolConfig
 from nemo_gym_prorl.llm.records import SamplingParams
@@ -500,7 +506,8 @@ def run_result(row: Mapping[str, Any], result: JobResult) -> dict[str, Any]:
         "reroutes": extra.get("reroutes") or [],
         "http_retries": extra.get("http_retries", 0),
     }
-    return body
+    # NeMo RL cannot consume a result without a generated turn (first prompt overflowed, time ran out).
+    return ensure_trainable(body, trajectory_id=result.id, reason=str(trajectory.stop_reason))
 
 
 class RunOutcome(NamedTuple):

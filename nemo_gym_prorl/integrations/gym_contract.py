@@ -9,6 +9,8 @@ that it checks what the rest of the training loop relies on:
 - every model-generated item (assistant message, function call, reasoning) carries all three
   token fields; log-probs are finite numbers aligned with the generated ids;
 - `reward` is a finite float; `reward_components`, when present, sum to it;
+- at least one output item carries non-empty generated ids, masked or not (else NeMo RL raises
+  "no generation data");
 - `instance_config.mask_sample`, when present, is a bool (NeMo RL reads it there);
 - within a group (samples of one task), every first-turn prompt is identical (GRPO's baseline
   groups by it).
@@ -108,8 +110,9 @@ def check_result(result: Mapping[str, Any], *, require_tokens: bool = True) -> l
                 f"the {len(seen)} ids seen before"
             )
         seen = [*prompt, *ids]
-    if require_tokens and trainable == 0 and not _masked(result):
-        problems.append("no output item carries generated token ids (nothing to train on)")
+    if require_tokens and trainable == 0:
+        # NeMo RL raises "no generation data" here, masked or not.
+        problems.append("no output item carries generated token ids: NeMo RL raises 'no generation data'")
 
     reward = result.get("reward")
     if not isinstance(reward, int | float) or isinstance(reward, bool) or not math.isfinite(float(reward)):
