@@ -38,6 +38,7 @@ from nemo_gym_prorl.llm.errors import (
     ContextLengthExceededError,
     RetriesExhaustedError,
 )
+from nemo_gym_prorl.llm.server_errors import SAME_500_LIMIT, is_request_refusal
 
 log = logging.getLogger(__name__)
 
@@ -217,6 +218,7 @@ class LLMBackendPool:
         errors: list[BackendError] = []
         backoff = self.config.retry_backoff_s
         failed: set[str] = set()  # backends that failed this request: retries prefer others
+        answered_500: set[str] = set()  # distinct backends that answered this request with a 5xx
         for attempt in range(1, self.config.max_attempts + 1):
             try:
                 lease = await self.balancer.acquire(route.key if route else None, avoid=failed)
@@ -249,6 +251,32 @@ class LLMBackendPool:
                 # The server is fine; the request is not. Not a health signal, not retryable.
                 self.balancer.release(lease, ok=True)
                 raise
+            except BackendServerError as exc:
+                # NeMo RL's policy server answers a sampling mismatch with 500 on every rank: that
+                # is this request's error, not a sick backend (no health penalty, no spreading).
+                answered_500.add(lease.address)
+                refusal = is_request_refusal(exc.status or 0, exc.body)
+                if refusal or (exc.status == 500 and len(answered_500) >= SAME_500_LIMIT):
+                    self.balancer.release(lease, ok=True)
+                    raise BackendRejectedError(
+                        f"HTTP 500 from {len(answered_500)} backend(s): {exc.message}"[:800],
+                        backend=lease.address,
+                        status=exc.status,
+                        body=exc.body,
+                    ) from exc
+                self.balancer.release(lease, ok=True)
+                self.balancer.report_failure(
+                    lease.address, f"{type(exc).__name__}: {exc.message}", fatal=False
+                )
+                errors.append(exc)
+                failed.add(lease.address)
+                log.warning(
+                    "attempt %d/%d on %s failed: %s", attempt, self.config.max_attempts, lease.address, exc
+                )
+                if attempt < self.config.max_attempts:
+                    await asyncio.sleep(backoff)
+                    backoff = min(backoff * 2, self.config.retry_backoff_max_s)
+                continue
             except BackendError as exc:
                 self.balancer.release(lease, ok=True)  # counted below, with the right severity
                 self.balancer.report_failure(
