@@ -26,10 +26,16 @@ Staleness policies (our own implementations of the two behaviours, not NeMo RL's
   that loses 60% of its groups to the filter could never fill and the gate would deadlock);
   any ready group no newer than the trainer is selectable; nothing goes stale.
 
-Rewards: from `meta.tags[i][reward_field]` when producers stamped them there, else fetched
-once per group from the data plane (`reward_field`, plus `sample_mask` when the group has it;
-masked samples are ignored, as NeMo RL's baseline/std ignore them). The fetch uses the
-buffer's `_call_dp`, the only data-plane handle a sampler receives.
+Rewards: from `meta.tags[i][reward_field]` when producers stamped them there (NeMo RL at
+7ea279a stamps only `weight_version`), else fetched once per group from the data plane
+(`get_samples` of `total_reward`, plus `sample_mask` when the group has it) through the buffer's
+`_call_dp`, the only data-plane handle a sampler receives. Masking: at 7ea279a the single
+controller commits `sample_mask` as all ones (a Gym `mask_sample` flag does not reach it), and
+sync GRPO computes baselines over all samples, masked ones included; so in practice every
+sample's reward counts here too. Only members of NeMo RL 7ea279a's `PromptGroupSampler`
+protocol are implemented, and only `TQReplayBuffer` members it has are used (`meta_list`,
+`start_weight_list`, `ready_list`, `remove`, `_call_dp`). At the end of the data `select`
+returns `(None, 0)` and the controller ends the run when the buffer is drained.
 
 What was and was not run: NeMo RL cannot be installed here (PyPI holds a 0.0.0 placeholder).
 `tests/integrations/test_nemo_rl_sampler.py` runs this class against a stand-in buffer and
@@ -43,7 +49,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Sequence
-from typing import Any, ClassVar, Literal
+from typing import Any, Literal
 
 from nemo_gym_prorl.pipeline.groups import UniformRule
 
@@ -63,9 +69,6 @@ def _as_list(values: Any) -> list[float]:
 
 class ZeroVarianceSkippingSampler:
     """A `PromptGroupSampler` that never trains on a zero-variance group (see module doc)."""
-
-    # Restored groups are re-judged from their rewards; nothing else is sampler state.
-    supports_buffer_checkpoint: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -122,11 +125,6 @@ class ZeroVarianceSkippingSampler:
             )
         self._dispatch_index = resume_from_trainer_version - 1
 
-    def restore_dispatch_index(self, dispatch_index: int) -> None:
-        if dispatch_index < -1:
-            raise ValueError(f"dispatch_index must be at least -1, got {dispatch_index}")
-        self._dispatch_index = dispatch_index
-
     # -- rollout-pump side ----------------------------------------------------------------------
     def _refunded_batches(self) -> int:
         if not self._groups_per_step:
@@ -137,16 +135,12 @@ class ZeroVarianceSkippingSampler:
         ahead = self._dispatch_index - self._refunded_batches()
         return ahead >= trainer_version + self.max_staleness_versions
 
-    async def wait_until_admissible(self, *, trainer_version_fn: Callable[[], int]) -> None:
+    async def _wait_admissible(self, trainer_version_fn: Callable[[], int]) -> None:
         if self.policy != "ready_first":
             return  # windowed: buffer capacity is the only gate
         # Polled, as the protocol documents: the trainer version is read through a callable.
         while self._gate_closed(trainer_version_fn()):  # noqa: ASYNC110
             await asyncio.sleep(_GATE_POLL_S)
-
-    def commit_admission(self, cut: Any) -> int | None:
-        cut.require_live()
-        return self._commit_admission()
 
     def _commit_admission(self) -> int | None:
         if self.policy == "ready_first":
@@ -154,7 +148,7 @@ class ZeroVarianceSkippingSampler:
         return None  # never stamps target steps
 
     async def admit(self, *, trainer_version_fn: Callable[[], int]) -> int | None:
-        await self.wait_until_admissible(trainer_version_fn=trainer_version_fn)
+        await self._wait_admissible(trainer_version_fn)
         return self._commit_admission()
 
     def should_abort_inflight(self, *, start_weight_version: int, current_train_weight: int) -> bool:
@@ -229,14 +223,9 @@ class ZeroVarianceSkippingSampler:
         chosen = valid[:max_prompt_groups]
         metas = [buf.meta_list[i] for i in chosen]
         merged = metas[0].concat(*metas[1:])
-        _merge_rollout_metrics(merged, metas)
         for meta in metas:
             self._verdicts.pop(_group_key(meta), None)
-        claim = getattr(buf, "claim_for_training", None)
-        if claim is not None:  # newer buffers: claimed slots leave the buffer, rows stay
-            await claim(chosen)
-        else:
-            await buf.remove(chosen, remove_in_dp=False)
+        await buf.remove(chosen, remove_in_dp=False)
         return merged, len(chosen)
 
     # -- rewards ----------------------------------------------------------------------------------
@@ -285,16 +274,3 @@ class ZeroVarianceSkippingSampler:
             rewards = _as_list(data[self.reward_field])
             masks = _as_list(data[self.mask_field]) if has_mask else [1.0] * len(rewards)
         return [r for r, m in zip(rewards, masks, strict=True) if m != 0.0]
-
-
-def _merge_rollout_metrics(merged: Any, metas: list[Any]) -> None:
-    """Newer NeMo RL keeps per-group rollout metrics in `extra_info`; keep them all."""
-    try:
-        from nemo_rl.data_plane.schema import ROLLOUT_METRICS  # type: ignore[import-not-found]
-    except ImportError:
-        return
-    extra = getattr(merged, "extra_info", None)
-    if isinstance(extra, dict):
-        extra[ROLLOUT_METRICS] = [
-            m for meta in metas for m in (meta.extra_info or {}).get(ROLLOUT_METRICS, [])
-        ]

@@ -18,14 +18,14 @@ from typing import Any
 
 import pytest
 
+from nemo_gym_prorl.integrations.nemo_rl.schema import load_record
 from nemo_gym_prorl.integrations.nemo_rl_sampler import ZeroVarianceSkippingSampler
 
 TARGET = "nemo_gym_prorl.integrations.nemo_rl_sampler:ZeroVarianceSkippingSampler"
-# Every member of NeMo RL's PromptGroupSampler protocol (staleness_sampler.py).
-PROTOCOL = (
-    "admit", "select", "evict", "should_abort_inflight", "is_on_policy", "supports_buffer_checkpoint",
-    "required_buffer_capacity", "dispatch_index", "set_dispatch_index", "restore_dispatch_index",
-)  # fmt: skip
+# Every member of NeMo RL's PromptGroupSampler protocol at the recorded commit (staleness_sampler.py).
+PROTOCOL = tuple(load_record()["prompt_group_sampler"]["members"])
+# The TQReplayBuffer members the sampler may touch (all exist on the recorded commit's class).
+BUFFER_MEMBERS = set(load_record()["prompt_group_sampler"]["buffer_members"])
 
 
 class Tensorish(list[float]):
@@ -126,7 +126,6 @@ def make_sampler(buffer: FakeBuffer, **options: Any) -> ZeroVarianceSkippingSamp
     """As NeMo RL's create_sampler builds a custom one: import the target, `cls(buffer, **extra)`."""
     module, _, name = TARGET.partition(":")
     cls = getattr(importlib.import_module(module), name)
-    assert isinstance(cls.__dict__.get("supports_buffer_checkpoint"), bool)  # declared on the class itself
     return cls(buffer, **options)  # type: ignore[no-any-return]
 
 
@@ -141,9 +140,32 @@ def test_implements_the_protocol() -> None:
         make_sampler(FakeBuffer(), max_staleness=3)
     sampler.set_dispatch_index(5)
     assert sampler.dispatch_index == 4
-    sampler.restore_dispatch_index(-1)
     with pytest.raises(ValueError):
-        sampler.restore_dispatch_index(-2)
+        sampler.set_dispatch_index(-1)
+    for member in (
+        "commit_admission",
+        "wait_until_admissible",
+        "supports_buffer_checkpoint",
+        "restore_dispatch_index",
+    ):
+        assert not hasattr(sampler, member), f"{member} is not part of NeMo RL's protocol"
+
+
+def test_uses_only_buffer_members_nemo_rl_has() -> None:
+    import ast
+    import inspect
+
+    import nemo_gym_prorl.integrations.nemo_rl_sampler as module
+
+    tree = ast.parse(inspect.getsource(module))
+    used = {
+        node.attr
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name | ast.Attribute)
+        and ast.unparse(node.value) in ("buf", "self._buffer")
+    }
+    assert used and used <= BUFFER_MEMBERS, used - BUFFER_MEMBERS
 
 
 async def test_zero_variance_groups_are_evicted_never_selected() -> None:
@@ -172,7 +194,7 @@ async def test_select_is_greedy_and_respects_min() -> None:
     assert len(buffer) == 3
     meta, n = await sampler.select(current_train_weight=0, min_prompt_groups=1, max_prompt_groups=2)
     assert n == 2 and meta is not None and len(meta.sample_ids) == 4
-    assert buffer.claimed == ["g0", "g1"]  # newer buffers: claim_for_training is used
+    assert len(buffer) == 1  # the chosen groups left the buffer; their rows stay in the data plane
     with pytest.raises(ValueError):
         await sampler.select(current_train_weight=0, min_prompt_groups=0, max_prompt_groups=1)
 
