@@ -30,6 +30,7 @@ from nemo_gym_prorl.integrations.gym_agent import (
     ServerClientTransport,
     resolve_model_access,
 )
+from nemo_gym_prorl.integrations.nemo_rl_result import InfrastructureFailureAnswer, answer_for_trainer
 from nemo_gym_prorl.llm.records import SamplingParams
 from nemo_gym_prorl.pipeline import PipelineConfig
 
@@ -51,6 +52,11 @@ class ProRLAgentConfig(BaseResponsesAPIAgentConfig):
     agent: AgentLimits = Field(default_factory=lambda: AgentLimits(max_turns=16, max_time_s=1800.0))
     sampling: SamplingParams = Field(default_factory=SamplingParams)
     rollout_timeout_s: float | None = Field(None, gt=0)
+    infrastructure_failures: InfrastructureFailureAnswer = Field(
+        "http_status",
+        description="5xx from /run (NeMo RL's single controller retries them) or a masked 200 result "
+        "(NeMo RL's synchronous GRPO aborts training on any non-200)",
+    )
     rollout_api: bool = Field(True, description="also serve the rollout API (/v1/rollouts, /process, ...)")
     rollout_api_token: str | None = Field(None, min_length=8, description="bearer token for the rollout API")
 
@@ -131,10 +137,15 @@ class ProRLAgent(SimpleResponsesAPIAgent):
     # -- Gym endpoints ------------------------------------------------------------------------
     async def run(self, request: Request, body: ProRLAgentRunRequest) -> JSONResponse:
         row = body.model_dump(mode="json")
-        if body.capture_rollout_id is not None:
-            row["_ng_rollout_id"] = body.capture_rollout_id
+        # NeMo Gym 0.7 sends capture_rollout_id; the Gym commit NeMo RL pins has no such field.
+        capture_rollout_id = getattr(body, "capture_rollout_id", None)
+        if capture_rollout_id is not None:
+            row["_ng_rollout_id"] = capture_rollout_id
         outcome = await self.runtime.run(row)
-        return JSONResponse(outcome.body, status_code=outcome.status)
+        status, answer = answer_for_trainer(
+            outcome.status, outcome.body, row, self.config.infrastructure_failures
+        )
+        return JSONResponse(answer, status_code=status)
 
     async def responses(self, body: NeMoGymResponseCreateParamsNonStreaming = Body()) -> Any:  # noqa: B008 (FastAPI)
         """One agent episode for bare Responses-API parameters, on the default resources server

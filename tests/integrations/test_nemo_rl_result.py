@@ -62,6 +62,7 @@ def assert_nemo_rl_consumes_masked(outcome) -> None:  # type: ignore[no-untyped-
     assert len(trainable_turns(body)) == 1
     assert body["instance_config"]["mask_sample"] is True
     assert body["failure_kind"] == "no_generation"
+    assert body["reward"] == 0.0 and sum(body["reward_components"].values()) == 0.0
 
 
 async def test_context_overflow_on_the_first_turn_is_a_masked_consumable_result(runtime_with) -> None:

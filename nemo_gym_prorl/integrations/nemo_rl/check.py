@@ -5,9 +5,10 @@ Three layers, all without NeMo RL installed:
      checkout the user names;
   2. the runner's own checks (`rules.py`);
   3. our rules: the Gym config paths exist, the agent and resources servers named in
-     `env.nemo_gym` are this project's, the agent's settings parse, and the sampling parameters
+     `env.nemo_gym` are this project's, the agent's settings parse, the sampling parameters
      fit NeMo RL's policy server (it refuses a request whose `top_k` is set or whose
-     (temperature, top_p) is neither the training nor the validation pair).
+     (temperature, top_p) is neither the training nor the validation pair), and the agent answers
+     infrastructure failures the way the runner survives (masked 200s for the synchronous one).
 """
 
 from __future__ import annotations
@@ -83,7 +84,7 @@ def _gym_blocks(config: Mapping[str, Any]) -> Mapping[str, Any]:
     return gym if isinstance(gym, Mapping) else {}
 
 
-def _our_rules(config: Mapping[str, Any]) -> tuple[list[Problem], list[Problem]]:
+def _our_rules(config: Mapping[str, Any], runner: str) -> tuple[list[Problem], list[Problem]]:
     from nemo_gym_prorl.integrations.gym_agent import ProRLAgentSettings
 
     errors: list[Problem] = []
@@ -119,6 +120,20 @@ def _our_rules(config: Mapping[str, Any]) -> tuple[list[Problem], list[Problem]]
                         loc = ".".join(str(p) for p in err["loc"])
                         errors.append(Problem(f"{where}.{loc}", err["msg"], "prorl agent settings"))
                 errors += _sampling_rules(config, where, server)
+                answer = server.get("infrastructure_failures", "http_status")
+                if runner == "grpo" and answer != "masked_result":
+                    errors.append(Problem(
+                        f"{where}.infrastructure_failures",
+                        f"is {answer!r}; must be 'masked_result': NeMo RL's synchronous runner aborts the "
+                        "training run on any non-200 from /run",
+                        "prorl",
+                    ))  # fmt: skip
+                elif runner == "single_controller" and answer == "masked_result":
+                    warnings.append(Problem(
+                        f"{where}.infrastructure_failures",
+                        "'masked_result' hides 5xx the single controller would retry; 'http_status' keeps them",
+                        "prorl",
+                    ))  # fmt: skip
     if gym and not agents_seen:
         warnings.append(
             Problem("env.nemo_gym", f"no {AGENT_NAME} block; the agent runs on its defaults", "prorl")
@@ -178,7 +193,7 @@ def check_recipe(path: Path, *, nemo_rl: Path | None = None, runner: str | None 
     report = Report(str(path), runner, version)
     report.errors += validate(config, runner, schema)
     report.errors += check_runner_rules(config, runner)
-    errors, warnings = _our_rules(config)
+    errors, warnings = _our_rules(config, runner)
     report.errors += errors
     report.warnings += warnings
     return report

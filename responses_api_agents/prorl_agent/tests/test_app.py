@@ -52,3 +52,46 @@ def test_resources_map_and_routes() -> None:
     assert agent.resources_map() == {"prorl_math": "prorl_math"}
     paths = {getattr(r, "path", None) for r in agent.setup_webserver().router.routes}
     assert {"/run", "/v1/responses", "/aggregate_metrics"} <= paths
+
+
+def test_run_answers_infrastructure_failures_as_masked_results_for_nemo_rl_sync() -> None:
+    from nemo_gym.openai_utils import NeMoGymResponse
+
+    from nemo_gym_prorl.integrations.gym_contract import check_result
+
+    agent = make_agent()
+    agent.config.infrastructure_failures = "masked_result"
+    app = agent.setup_webserver()
+    outcomes = [RunOutcome(503, {"error": "infrastructure_failure", "detail": "seed failed"}),
+                RunOutcome(400, {"error": "unknown_task", "detail": "no such task"})]  # fmt: skip
+
+    async def fake_run(row):
+        return outcomes.pop(0)
+
+    agent.runtime.run = fake_run  # type: ignore[method-assign]
+    row = {"responses_create_params": {"input": "hi", "temperature": 1.0, "top_p": 1.0}, "data_source": "prorl_math"}
+    with TestClient(app) as client:
+        masked = client.post("/run", json=row)
+        assert masked.status_code == 200
+        body = masked.json()
+        assert check_result(body) == [] and body["instance_config"]["mask_sample"] is True
+        assert body["failure_kind"] == "provider_unavailable" and "seed failed" in body["failure_reason"]
+        NeMoGymResponse.model_validate(body["response"])  # Gym accepts the response object
+        assert client.post("/run", json=row).status_code == 400  # data errors keep their status
+
+
+def test_run_reads_capture_rollout_id_only_when_the_gym_version_sends_it() -> None:
+    agent = make_agent()
+    app = agent.setup_webserver()
+    seen = []
+
+    async def fake_run(row):
+        seen.append(row)
+        return RunOutcome(200, {"ok": True})
+
+    agent.runtime.run = fake_run  # type: ignore[method-assign]
+    row = {"responses_create_params": {"input": "hi"}, "data_source": "prorl_math"}
+    with TestClient(app) as client:
+        assert client.post("/run", json=row).status_code == 200  # the pinned Gym sends no capture id
+        assert client.post("/run", json={**row, "capture_rollout_id": "r-7"}).status_code == 200
+    assert "_ng_rollout_id" not in seen[0] and seen[1]["_ng_rollout_id"] == "r-7"

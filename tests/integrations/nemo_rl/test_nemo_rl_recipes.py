@@ -101,6 +101,7 @@ def test_our_rules_catch_foreign_agents_missing_paths_and_sampling_mismatch(tmp_
     agent["responses_api_agents"]["prorl_agent"]["sampling"] = {"temperature": 0.6, "top_p": 0.95}
     agent["responses_api_agents"]["prorl_agent"]["agent"]["max_turnz"] = 3
     gym["other"] = {"responses_api_agents": {"simple_agent": {}}}
+    del agent["responses_api_agents"]["prorl_agent"]["infrastructure_failures"]
     config["policy"]["generation"]["top_k"] = 20
     recipe = tmp_path / "edited.yaml"
     recipe.write_text(json.dumps(config))
@@ -111,6 +112,7 @@ def test_our_rules_catch_foreign_agents_missing_paths_and_sampling_mismatch(tmp_
     assert "policy.generation.top_k" in paths
     assert any(p.endswith("prorl_agent.sampling") for p in paths)
     assert any(p.endswith("agent.max_turnz") for p in paths)
+    assert any(p.endswith("prorl_agent.infrastructure_failures") for p in paths)  # sync runner: must mask
 
 
 def test_cli_check_passes_shipped_recipes_and_names_a_misspelled_key(tmp_path: Path, capsys) -> None:
