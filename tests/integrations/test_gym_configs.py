@@ -65,13 +65,17 @@ def test_nemo_rl_recipe(path: Path) -> None:
     paths = cfg["env"]["nemo_gym"]["config_paths"]
     assert "responses_api_models/vllm_model/configs/vllm_model_for_training.yaml" in paths
     assert all((REPO_ROOT / p).is_file() for p in paths if p.startswith("configs/"))
-    domain = path.stem.split("_prorl_")[1]
+    domain = path.stem.split("_prorl_")[1].removesuffix("_single_controller")
     assert (
         cfg["data"]["train"]["data_path"] == f"data/prorl/{domain}/train.jsonl"
     )  # what `prorl data prepare` writes
     grpo, loss = cfg["grpo"], cfg["loss_fn"]
     assert loss["token_level_loss"] is True
-    if path.name.startswith("dapo_"):
+    if "async_rl" in cfg:  # single controller: DAPO's filter is the prompt-group sampler
+        sampler = cfg["async_rl"]["sampler"]
+        assert sampler["name"] == "custom" and sampler["target"].endswith(":ZeroVarianceSkippingSampler")
+        assert grpo["max_rollout_turns"] == 1 and loss["ratio_clip_max"] == 0.28
+    elif path.name.startswith("dapo_"):
         assert grpo["use_dynamic_sampling"] is True and grpo["batch_multiplier"] > 1
         assert grpo["reward_shaping"]["enabled"] is True and loss["ratio_clip_max"] == 0.28
     else:

@@ -332,3 +332,20 @@ async def test_ready_first_without_refund_would_deadlock() -> None:
             await asyncio.wait_for(simulate("ready_first", steps=3), timeout=1.0)
     finally:
         ZeroVarianceSkippingSampler._refunded_batches = original  # type: ignore[method-assign]
+
+
+def test_the_single_controller_recipe_builds_it_as_create_sampler_does() -> None:
+    from pathlib import Path
+
+    from nemo_gym_prorl.integrations.nemo_rl.check import load_recipe
+
+    recipe = (
+        Path(__file__).resolve().parents[2] / "configs" / "nemo_rl" / "dapo_prorl_math_single_controller.yaml"
+    )
+    cfg = load_recipe(recipe)["async_rl"]["sampler"]
+    assert cfg["name"] == "custom" and cfg["target"] == TARGET
+    # create_sampler: import "module:ClassName", then cls(buffer, **model_extra) (keys beyond name/target).
+    extra = {k: v for k, v in cfg.items() if k not in ("name", "target")}
+    module, _, name = cfg["target"].partition(":")
+    sampler = getattr(importlib.import_module(module), name)(FakeBuffer(), **extra)
+    assert all(hasattr(sampler, member) for member in PROTOCOL)
