@@ -221,12 +221,29 @@ async def test_windowed_staleness() -> None:
 
 async def test_masked_samples_are_ignored_and_std_mode() -> None:
     buffer = FakeBuffer()
-    await add(buffer, "masked", [1.0, 0.0, 1.0], masks=[1.0, 0.0, 1.0])  # the 0.0 is an infra failure
+    # NeMo RL 7ea279a commits sample_mask as all ones; zeros, where a producer writes them, are honoured.
+    await add(buffer, "masked", [1.0, 0.0, 1.0], masks=[1.0, 0.0, 1.0])
     await add(buffer, "noisy", [1.0, 1.0, 0.999])
     exact = make_sampler(buffer)
     assert await exact.evict(current_train_weight=0) == 1 and len(buffer) == 1  # only "masked"
     loose = make_sampler(buffer, uniform_mode="std", uniform_eps=0.01)
     assert await loose.evict(current_train_weight=0) == 1 and len(buffer) == 0
+
+
+async def test_end_of_data_drains_the_buffer_so_the_controller_can_stop() -> None:
+    """NeMo RL's train pump ends the run when the rollout is exhausted, `select` answers (None, 0)
+    and the buffer is empty; a buffer still holding uniform groups would instead raise there."""
+    buffer = FakeBuffer()
+    sampler = make_sampler(buffer)
+    await add(buffer, "last_informative", [0.0, 1.0])
+    await add(buffer, "last_uniform_a", [1.0, 1.0])
+    await add(buffer, "last_uniform_b", [0.0, 0.0])
+    await sampler.evict(current_train_weight=0)
+    meta, n = await sampler.select(current_train_weight=0, min_prompt_groups=1, max_prompt_groups=4)
+    assert n == 1 and meta is not None
+    assert await sampler.evict(current_train_weight=0) == 0
+    assert await sampler.select(current_train_weight=0, min_prompt_groups=1, max_prompt_groups=4) == (None, 0)
+    assert len(buffer) == 0
 
 
 async def test_rewards_from_tags_need_no_fetch() -> None:
