@@ -5,7 +5,8 @@ NeMo RL validates a recipe by building its `MasterConfig` (pydantic models and T
 installed here, so this module reads those classes with `ast` from a checkout (a directory) or
 from a git directory at a revision, follows imports across modules, and writes every reachable
 class as data: its kind (TypedDict or model), totality, extra-key policy and, per field, whether
-it is required and its type as a small JSON tree. `schema.py` rebuilds pydantic types from that
+it is required and its type as a small JSON tree; also the NeMo Gym commit NeMo RL pins (its
+Gym submodule) and the members of its `PromptGroupSampler` protocol. `schema.py` rebuilds pydantic types from that
 record, so a recipe is validated the way NeMo RL validates it, on machines without NeMo RL.
 
     python -m nemo_gym_prorl.integrations.nemo_rl.derive --nemo-rl PATH            # compare
@@ -54,8 +55,21 @@ class NemoRLMoved(Exception):
     """NeMo RL's source no longer has a class the record starts from."""
 
 
+GYM_SUBMODULE = "3rdparty/Gym-workspace/Gym"
+SAMPLER_PROTOCOL = "nemo_rl.algorithms.async_utils.staleness_sampler.PromptGroupSampler"
+
+
 class SourceTree(Protocol):
     def read(self, relpath: str) -> str | None: ...
+
+    def gitlink(self, relpath: str) -> str | None: ...
+
+
+def _gitlink(args: list[str]) -> str | None:
+    """The commit a submodule path pins (a `160000 commit <sha>` tree entry), if any."""
+    proc = subprocess.run(["git", *args], capture_output=True, text=True)
+    parts = proc.stdout.split()
+    return parts[2] if proc.returncode == 0 and len(parts) >= 3 and parts[1] == "commit" else None
 
 
 @dataclass
@@ -65,6 +79,9 @@ class DirTree:
     def read(self, relpath: str) -> str | None:
         path = self.root / relpath
         return path.read_text() if path.is_file() else None
+
+    def gitlink(self, relpath: str) -> str | None:
+        return _gitlink(["-C", str(self.root), "ls-tree", "HEAD", relpath])
 
 
 @dataclass
@@ -79,6 +96,9 @@ class GitTree:
             text=True,
         )
         return proc.stdout if proc.returncode == 0 else None
+
+    def gitlink(self, relpath: str) -> str | None:
+        return _gitlink(["--git-dir", str(self.git_dir), "ls-tree", self.rev, relpath])
 
     def commit(self) -> str:
         out = subprocess.run(
@@ -317,7 +337,7 @@ def _union(members: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def derive_schema(source: SourceTree) -> dict[str, Any]:
-    """{"roots": {runner: class}, "classes": {...}, "opaque": [...]} from NeMo RL's source."""
+    """The pinned NeMo Gym commit, the runners' root classes and every class they reach, as data."""
     deriver = Deriver(source)
     roots: dict[str, str] = {}
     for runner, qname in ROOTS.items():
@@ -326,7 +346,14 @@ def derive_schema(source: SourceTree) -> dict[str, Any]:
         if mod is None or class_name not in mod.classes:
             raise NemoRLMoved(f"NeMo RL source has no {qname}")
         roots[runner] = deriver.add_class(mod, mod.classes[class_name])
+    sampler_module = deriver.module(SAMPLER_PROTOCOL.rpartition(".")[0])
+    protocol = sampler_module.classes.get("PromptGroupSampler") if sampler_module else None
+    if protocol is None:
+        raise NemoRLMoved(f"NeMo RL source has no {SAMPLER_PROTOCOL}")
+    members = [n.name for n in protocol.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
     return {
+        "nemo_gym_pinned_commit": source.gitlink(GYM_SUBMODULE),
+        "prompt_group_sampler_members": members,
         "roots": roots,
         "classes": dict(sorted(deriver.classes.items())),
         "opaque": sorted(deriver.opaque),
@@ -348,6 +375,15 @@ def missing_anchors(record: dict[str, Any], source: SourceTree) -> list[str]:
 
 def diff_schema(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     out: list[str] = []
+    if old.get("nemo_gym_pinned_commit") != new["nemo_gym_pinned_commit"]:
+        out.append(
+            f"pinned NeMo Gym moved: {old.get('nemo_gym_pinned_commit')} -> {new['nemo_gym_pinned_commit']}"
+        )
+    old_members = (old.get("prompt_group_sampler") or {}).get("members")
+    if old_members != new["prompt_group_sampler_members"]:
+        out.append(
+            f"PromptGroupSampler members moved: {old_members} -> {new['prompt_group_sampler_members']}"
+        )
     if old.get("roots") != new["roots"]:
         out.append(f"roots moved: {old.get('roots')} -> {new['roots']}")
     old_classes, new_classes = old.get("classes", {}), new["classes"]
@@ -392,7 +428,9 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     anchors = missing_anchors(record, tree)
     if args.write:
+        members = schema.pop("prompt_group_sampler_members")
         record.update(nemo_rl_commit=commit, **schema)
+        record.setdefault("prompt_group_sampler", {})["members"] = members
         args.record.write_text(json.dumps(record, indent=1, sort_keys=False) + "\n")
         print(f"wrote {args.record} from NeMo RL {commit}: {len(schema['classes'])} classes")
         for problem in anchors:

@@ -69,7 +69,10 @@ def test_run_answers_infrastructure_failures_as_masked_results_for_nemo_rl_sync(
         return outcomes.pop(0)
 
     agent.runtime.run = fake_run  # type: ignore[method-assign]
-    row = {"responses_create_params": {"input": "hi", "temperature": 1.0, "top_p": 1.0}, "data_source": "prorl_math"}
+    row = {
+        "responses_create_params": {"input": "hi", "temperature": 1.0, "top_p": 1.0},
+        "data_source": "prorl_math",
+    }
     with TestClient(app) as client:
         masked = client.post("/run", json=row)
         assert masked.status_code == 200
