@@ -354,7 +354,7 @@ async def test_ready_first_without_refund_would_deadlock() -> None:
 def test_the_single_controller_recipe_builds_it_as_create_sampler_does() -> None:
     from pathlib import Path
 
-    from nemo_gym_prorl.integrations.nemo_rl.check import load_recipe
+    from nemo_gym_prorl.integrations.nemo_rl.recipe import load_recipe
 
     recipe = (
         Path(__file__).resolve().parents[2] / "configs" / "nemo_rl" / "dapo_prorl_math_single_controller.yaml"

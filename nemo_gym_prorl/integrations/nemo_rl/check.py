@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from omegaconf import OmegaConf
 from pydantic import ValidationError
 
+from nemo_gym_prorl.integrations.nemo_rl.recipe import load_recipe
 from nemo_gym_prorl.integrations.nemo_rl.rules import check_runner_rules, lookup
 from nemo_gym_prorl.integrations.nemo_rl.schema import RUNNERS, Problem, load_record, validate
 
@@ -50,26 +50,6 @@ class Report:
         lines += [f"  error   [{p.source}] {p}" for p in self.errors]
         lines += [f"  warning [{p.source}] {p}" for p in self.warnings]
         return "\n".join(lines)
-
-
-def load_recipe(path: Path) -> dict[str, Any]:
-    """Load like NeMo RL's `load_config`: `defaults:` parents first (relative paths), then resolve."""
-
-    def load(p: Path, depth: int = 0) -> Any:
-        if depth > 10:
-            raise ValueError(f"{p}: `defaults` nests too deep")
-        cfg = OmegaConf.load(p)
-        parents = cfg.pop("defaults", None)
-        if parents is None:
-            return cfg
-        bases = [parents] if isinstance(parents, str) else list(parents)
-        merged = OmegaConf.merge(*(load((p.parent / str(b)).resolve(), depth + 1) for b in bases), cfg)
-        return merged
-
-    container = OmegaConf.to_container(load(Path(path)), resolve=True)
-    if not isinstance(container, dict):
-        raise ValueError(f"{path}: a recipe must be a mapping")
-    return container
 
 
 def detect_runner(config: Mapping[str, Any]) -> str:
@@ -184,13 +164,20 @@ def check_recipe(path: Path, *, nemo_rl: Path | None = None, runner: str | None 
     if runner not in RUNNERS:
         raise ValueError(f"unknown runner {runner!r}; one of {RUNNERS}")
     schema = None
+    moved: list[str] = []
     version = load_record()["nemo_rl_commit"][:9] + " (recorded)"
     if nemo_rl is not None:
-        from nemo_gym_prorl.integrations.nemo_rl.derive import DirTree, derive_schema
+        from nemo_gym_prorl.integrations.nemo_rl.derive import DirTree, derive_schema, missing_anchors
 
-        schema = derive_schema(DirTree(nemo_rl))
+        tree = DirTree(nemo_rl)
+        schema = derive_schema(tree)
+        moved = missing_anchors(load_record(), tree)
         version = str(nemo_rl)
     report = Report(str(path), runner, version)
+    # The runner rules are the recorded ones; say when the user's NeMo RL no longer has their source.
+    report.warnings += [
+        Problem("runner rules", f"may not apply to this NeMo RL: {m}", "derive") for m in moved
+    ]
     report.errors += validate(config, runner, schema)
     report.errors += check_runner_rules(config, runner)
     errors, warnings = _our_rules(config, runner)

@@ -11,7 +11,8 @@ import pytest
 
 from nemo_gym_prorl.cli import main as prorl
 from nemo_gym_prorl.integrations.nemo_rl import derive
-from nemo_gym_prorl.integrations.nemo_rl.check import check_recipe, detect_runner, load_recipe
+from nemo_gym_prorl.integrations.nemo_rl.check import check_recipe, detect_runner
+from nemo_gym_prorl.integrations.nemo_rl.recipe import load_recipe
 from nemo_gym_prorl.integrations.nemo_rl.rules import check_runner_rules
 from nemo_gym_prorl.integrations.nemo_rl.schema import load_record, validate
 
@@ -151,3 +152,25 @@ def test_the_record_is_reproduced_from_nemo_rl_source() -> None:
     ).stdout.strip()
     if older:  # an older NeMo RL is reported as moved
         assert derive.main(["--git-dir", str(NEMO_RL_MIRROR), "--rev", older]) == 1
+
+
+@pytest.mark.skipif(
+    not NEMO_RL_MIRROR.is_dir(), reason="needs a NeMo RL git directory (fetch NVIDIA-NeMo/RL)"
+)
+def test_check_against_a_nemo_rl_checkout(tmp_path: Path) -> None:
+    commit = load_record()["nemo_rl_commit"]
+    archive = subprocess.run(
+        ["git", "--git-dir", str(NEMO_RL_MIRROR), "archive", commit, "nemo_rl", "examples"],
+        capture_output=True,
+        check=True,
+    ).stdout
+    subprocess.run(["tar", "-x", "-C", str(tmp_path)], input=archive, check=True)
+    report = check_recipe(RECIPES[0], nemo_rl=tmp_path)
+    assert report.ok and not [w for w in report.warnings if w.source == "derive"], report.render()
+    config = load_recipe(RECIPES[0])
+    del config["policy"]["dtensor_cfg"]["cpu_offload"]
+    edited = tmp_path / "edited.yaml"
+    edited.write_text(json.dumps(config))
+    assert "policy.dtensor_cfg.DTensorConfig.cpu_offload" in {
+        p.path for p in check_recipe(edited, nemo_rl=tmp_path).errors
+    }

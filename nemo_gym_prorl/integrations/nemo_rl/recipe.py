@@ -1,0 +1,71 @@
+"""Load a NeMo RL recipe as NeMo RL's `load_config` does (`nemo_rl/utils/config.py`, 7ea279a).
+
+`defaults:` names parent files (a string or a list, relative to the file's directory), merged in
+order under the child; a top-level child section marked `_override_: true` replaces the parent's
+instead of merging into it; NeMo RL's resolvers `add`, `mul`, `div`, `max` serve interpolations.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, ListConfig, OmegaConf
+
+RESOLVERS = {
+    "add": lambda a, b: a + b,
+    "mul": lambda a, b: a * b,
+    "div": lambda a, b: a / b,
+    "max": lambda a, b: max(a, b),
+}
+MAX_DEPTH = 16
+
+
+def register_resolvers() -> None:
+    for name, fn in RESOLVERS.items():
+        if not OmegaConf.has_resolver(name):
+            OmegaConf.register_new_resolver(name, fn)
+
+
+def _merge_with_override(base: DictConfig, override: DictConfig) -> DictConfig:
+    for key in list(override.keys()):
+        if OmegaConf.is_missing(override, key):
+            continue
+        value = override[key]
+        if isinstance(value, DictConfig) and value.get("_override_", False):
+            value.pop("_override_")
+            if key in base:
+                base.pop(key)
+    merged = OmegaConf.merge(base, override)
+    assert isinstance(merged, DictConfig)
+    return merged
+
+
+def _load(path: Path, depth: int) -> DictConfig:
+    if depth > MAX_DEPTH:
+        raise ValueError(f"{path}: `defaults` nests deeper than {MAX_DEPTH} files")
+    config = OmegaConf.load(path)
+    if not isinstance(config, DictConfig):
+        raise ValueError(f"{path}: a recipe must be a mapping")
+    if "defaults" not in config:
+        return config
+    parents = config.pop("defaults")
+    if isinstance(parents, str):
+        names = [parents]
+    elif isinstance(parents, ListConfig):
+        names = [str(p) for p in parents]
+    else:
+        raise ValueError(f"{path}: `defaults` must be a file name or a list of them")
+    base = OmegaConf.create({})
+    for name in names:
+        parent = Path(name) if name.startswith("/") else path.parent / name
+        base = _merge_with_override(base, _load(parent, depth + 1))
+    return _merge_with_override(base, config)
+
+
+def load_recipe(path: Path | str) -> dict[str, Any]:
+    """The recipe as the plain dict NeMo RL hands to `MasterConfig(**config)`."""
+    register_resolvers()
+    container = OmegaConf.to_container(_load(Path(path), 0), resolve=True)
+    assert isinstance(container, dict)
+    return container  # type: ignore[return-value]
