@@ -1,6 +1,6 @@
 """DAPO's zero-variance filter as a NeMo RL `PromptGroupSampler` (async single-controller path).
 
-    async_rl:
+    async_rl:                       # configs/nemo_rl/dapo_prorl_math_single_controller.yaml
       sampler:
         name: custom
         target: nemo_gym_prorl.integrations.nemo_rl_sampler:ZeroVarianceSkippingSampler
@@ -9,9 +9,11 @@
         uniform_mode: all_equal     # NeMo RL's rule (std != 0 keeps a group); or `std` with uniform_eps
         uniform_eps: 0.0
 
-NeMo RL's trainer-side dynamic sampling re-rolls whole batches and its async runner refuses it.
+NeMo RL builds it as `create_sampler` builds any custom sampler: import `module:Class`, then
+`cls(buffer, **extra_keys)`. NeMo RL's trainer-side dynamic sampling re-rolls whole batches; its
+legacy async runner refuses it and the single controller does not read it.
 On the single-controller path the sampler decides which prompt groups train, so filtering there
-gives DAPO with asynchronous replenishment: every group whose (unmasked) rewards are all equal is
+gives DAPO with asynchronous replenishment: every group whose rewards are all equal is
 dropped by `evict`, which the controller answers by releasing one buffer-capacity permit per
 dropped group, so the rollout pump dispatches a replacement prompt at once. `select` never returns
 such a group, also when it was committed after the last `evict` (it stays for the next one: a
@@ -39,10 +41,10 @@ returns `(None, 0)` and the controller ends the run when the buffer is drained.
 
 What was and was not run: NeMo RL cannot be installed here (PyPI holds a 0.0.0 placeholder).
 `tests/integrations/test_nemo_rl_sampler.py` runs this class against a stand-in buffer and
-KV meta written to the documented behaviour of `TQReplayBuffer` / `KVBatchMeta` /
-`single_controller._train_pump` (read from NVIDIA-NeMo/RL main, Aug-Nov 2026), including a
-simulated rollout pump and train pump with the controller's capacity accounting. It has NOT been
-run inside a real NeMo RL single-controller job, against a real data plane, or on GPUs.
+KV meta with the members of `TQReplayBuffer` / `KVBatchMeta` at NeMo RL 7ea279a, and the train
+pump of `single_controller._train_pump` there, including a simulated rollout pump and train pump
+with the controller's capacity accounting. It has NOT been run inside a real NeMo RL
+single-controller job, against a real data plane, or on GPUs.
 """
 
 from __future__ import annotations
