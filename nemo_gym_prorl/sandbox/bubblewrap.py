@@ -1,8 +1,8 @@
 """The default, rootless backend: bubblewrap (`bwrap`).
 
 Filesystem inside: a fresh tmpfs root holding read-only binds of the system directories (the
-host's, or those of a rootfs directory given as `image`), the project's Python runtime
-(read-only), the workspace (read-write) at `workspace_mount`, a per-sandbox /tmp, and fresh
+host's, or those of a rootfs directory given as `image`), the sandbox Python runtime
+(read-only at /opt/prorl-runtime; see runtime.py), the workspace (read-write) at `workspace_mount`, a per-sandbox /tmp, and fresh
 /proc and /dev. Nothing else of the host is visible: not /home, /root, /work, nor the host's
 /tmp. All namespaces are unshared (loopback-only network unless `network=True`), and the
 sandbox dies with the process that started it.
@@ -14,7 +14,7 @@ import os
 import shutil
 from pathlib import Path
 
-from nemo_gym_prorl.sandbox.base import Sandbox, SandboxError, python_runtime_binds
+from nemo_gym_prorl.sandbox.base import Sandbox, SandboxError
 from nemo_gym_prorl.sandbox.spec import SandboxSpec
 
 # Top-level host directories that make up "the system" (programs, libraries, config).
@@ -70,9 +70,7 @@ class BubblewrapSandbox(Sandbox):
             for secret_dir in SECRET_DIRS:
                 if os.path.isdir(secret_dir):
                     args += ["--tmpfs", secret_dir]
-        binds = [(path, path) for path in self.spec.ro_binds]
-        if self.spec.python_runtime:
-            binds += python_runtime_binds()
+        binds = [(path, str(path)) for path in self.spec.ro_binds] + self.python_setup.binds
         for source, target in binds:
             args += ["--ro-bind", str(source), str(target)]
         args += ["--bind", str(self.workspace), self.spec.workspace_mount]

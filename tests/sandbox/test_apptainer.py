@@ -13,6 +13,7 @@ import pytest
 
 from nemo_gym_prorl.sandbox import SandboxError, SandboxSpec, open_sandbox
 from nemo_gym_prorl.sandbox import apptainer as apptainer_mod
+from nemo_gym_prorl.sandbox.runtime import RUNTIME_MOUNT, installed_runtime
 
 
 class RecordedRun:
@@ -89,7 +90,9 @@ def test_network_fakeroot_and_read_only_binds(
     assert "--net" not in start
     assert "--fakeroot" in start
     assert f"{tmp_path}:{tmp_path}:ro" in start
-    assert f"{Path(sys.prefix).resolve()}:{Path(sys.prefix).resolve()}:ro" in start
+    runtime = installed_runtime()
+    assert f"{runtime.host_dir}:{RUNTIME_MOUNT}:ro" in start, "the sandbox runtime, not the project venv"
+    assert not any(str(Path(sys.prefix).resolve()) in arg for arg in start)
 
 
 def test_singularity_is_used_when_apptainer_is_absent(
