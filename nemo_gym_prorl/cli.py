@@ -70,6 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
     _optional_parser("nemo_gym_prorl.cli_serve", "add_serve_parser", sub)
     _optional_parser("nemo_gym_prorl.cli_data", "add_data_parser", sub)
     _optional_parser("nemo_gym_prorl.cli_gym", "add_gym_parser", sub)
+    _optional_parser("nemo_gym_prorl.cli_sandbox", "add_sandbox_parser", sub)
     return parser
 
 
