@@ -90,8 +90,9 @@ async def test_fork_bomb_is_contained_and_neighbours_keep_running(
         async def watch() -> None:
             nonlocal peak
             while not run.done():
-                # Counted on the host by command line: works with a cgroup and with the rlimit.
-                peak = max(peak, len(host_processes_matching(marker)))
+                # Its cgroup's members, or (rlimit only) host processes carrying its command line.
+                members = bomb.cgroup_members() if bomb.cgroup_path else host_processes_matching(marker)
+                peak = max(peak, len(members))
                 await asyncio.sleep(0.02)
 
         async def neighbour() -> None:
@@ -103,15 +104,20 @@ async def test_fork_bomb_is_contained_and_neighbours_keep_running(
         await asyncio.gather(watch(), neighbour(), run)
         bombed = run.result()
     left = len(host_processes_matching(marker))
-    contained = bombed.timed_out and 0 < peak <= 64 and all(probes) and left == 0
+    refused = bombed.stderr.count("Cannot fork")  # the limit really was reached
+    contained = bombed.timed_out and refused > 0 and 0 < peak <= 64 and all(probes) and left == 0
     ledger.record(
         "fork bomb",
         contained,
-        f"peak {peak} processes (limit 64, {mechanism}); a neighbour sandbox answered "
+        f"peak {peak} processes (limit 64, {mechanism}), {refused} forks refused; a neighbour sandbox answered "
         f"{sum(probes)}/{len(probes)} commands during it; {left} left after close",
     )
     assert all(probes) and probes, "a neighbour sandbox must keep working during a fork bomb"
-    assert bombed.timed_out and 0 < peak <= 64 and left == 0, (peak, left, bombed.stderr[-300:])
+    assert bombed.timed_out and refused > 0 and 0 < peak <= 64 and left == 0, (
+        peak,
+        left,
+        bombed.stderr[-300:],
+    )
 
 
 async def test_memory_hog_is_refused(tmp_path: Path, ledger: Ledger) -> None:

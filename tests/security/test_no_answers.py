@@ -162,7 +162,8 @@ async def test_no_reference_answer_is_reachable_from_the_run_sandbox(
     ledger.record(
         f"{domain}: reference answer from the RUN sandbox",
         not any(leaks.values()),
-        f"{len(needles)} answer fragments + API token, {scanned} files scanned, 6 graders imported: "
+        f"{len(needles)} answer fragments + the API token looked for in {scanned} files, git, /proc, env; "
+        "6 grader and task packages tried: "
         + ("nothing found" if not any(leaks.values()) else json.dumps(leaks)),
     )
     assert not any(leaks.values()), leaks
