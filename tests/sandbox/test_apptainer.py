@@ -45,7 +45,7 @@ def test_instance_start_uses_rootless_isolation_flags(
     fake_apptainer: RecordedRun, image: Path, tmp_path: Path
 ) -> None:
     sb = open_sandbox(
-        SandboxSpec(backend="apptainer", image=str(image), root_dir=tmp_path, python_runtime=False)
+        SandboxSpec(backend="apptainer", image=str(image), root_dir=tmp_path, python_runtime="none")
     )
     start = fake_apptainer.calls[0]
     assert start[:3] == ["/opt/bin/apptainer", "instance", "start"]
@@ -164,7 +164,7 @@ async def test_real_instance_runs_isolated_commands(tmp_path: Path) -> None:
     if not str(image).startswith("docker://") and not image.exists():
         pytest.skip("set PRORL_TEST_SIF to a local .sif to run the real Apptainer test")
     with open_sandbox(
-        SandboxSpec(backend="apptainer", image=str(image), root_dir=tmp_path, python_runtime=False)
+        SandboxSpec(backend="apptainer", image=str(image), root_dir=tmp_path, python_runtime="none")
     ) as sb:
         result = await sb.exec("echo hi > /workspace/f && cat /workspace/f")
         assert result.stdout == "hi\n"

@@ -273,7 +273,7 @@ def test_rootfs_image_binds_its_top_level_entries_not_the_hosts(tmp_path: Path) 
     for name in ["usr", "etc", "opt", "proc", "tmp"]:
         (rootfs / name).mkdir(parents=True)
     (rootfs / "bin").symlink_to("usr/bin")
-    with open_sandbox(SandboxSpec(root_dir=tmp_path, image=str(rootfs), python_runtime=False)) as sb:
+    with open_sandbox(SandboxSpec(root_dir=tmp_path, image=str(rootfs), python_runtime="none")) as sb:
         cmd = sb.command(["true"])
     joined = " ".join(cmd)
     assert f"--ro-bind {rootfs}/usr /usr" in joined
