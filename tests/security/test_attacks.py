@@ -275,12 +275,10 @@ async def test_writes_outside_the_workspace_do_not_reach_the_host(tmp_path: Path
     runtime = installed_runtime().host_dir
     name = f"prorl-evil-{os.getpid()}"
     inside = ["/usr", "/etc", "/opt/prorl-runtime", "/bin", str(host_dir), str(runtime), "/root", "/"]
+    on_host = [Path(d) / name for d in ["/usr", "/etc", "/bin", str(host_dir), str(runtime), "/root", "/"]]
     try:
         with sandbox(tmp_path) as sb:
             await sb.exec("for d in " + " ".join(inside) + f"; do touch $d/{name}; done", timeout=30)
-        on_host = [
-            Path(d) / name for d in ["/usr", "/etc", "/bin", str(host_dir), str(runtime), "/root", "/"]
-        ]
         written = [str(p) for p in on_host if p.exists()]
     finally:
         for path in on_host:
