@@ -84,7 +84,9 @@ async def test_fork_bomb_is_contained_and_neighbours_keep_running(
     assert mechanism != "none", "no process limit binds here: the sandbox must have refused to start"
     with sandbox(tmp_path / "bomb", max_processes=64) as bomb, sandbox(tmp_path / "other") as other:
         marker = f"bomb-{os.urandom(4).hex()}"
-        run = asyncio.ensure_future(bomb.exec(f"b() {{ b | b & }}; b; sleep 30 # {marker}", timeout=6))
+        # Every process forks forever and never exits: the population sits at whatever limit binds.
+        bomb_code = f"import os, time  # {marker}\nwhile True:\n    try: os.fork()\n    except OSError: time.sleep(0.01)"
+        run = asyncio.ensure_future(bomb.exec([bomb.python, "-c", bomb_code], timeout=6))
         peak, probes = 0, []
 
         async def watch() -> None:
@@ -104,16 +106,15 @@ async def test_fork_bomb_is_contained_and_neighbours_keep_running(
         await asyncio.gather(watch(), neighbour(), run)
         bombed = run.result()
     left = len(host_processes_matching(marker))
-    refused = bombed.stderr.count("Cannot fork")  # the limit really was reached
-    contained = bombed.timed_out and refused > 0 and 0 < peak <= 64 and all(probes) and left == 0
+    contained = bombed.timed_out and 16 <= peak <= 64 and all(probes) and left == 0
     ledger.record(
         "fork bomb",
         contained,
-        f"peak {peak} processes (limit 64, {mechanism}), {refused} forks refused; a neighbour sandbox answered "
+        f"peak {peak} processes (limit 64, {mechanism}); a neighbour sandbox answered "
         f"{sum(probes)}/{len(probes)} commands during it; {left} left after close",
     )
     assert all(probes) and probes, "a neighbour sandbox must keep working during a fork bomb"
-    assert bombed.timed_out and refused > 0 and 0 < peak <= 64 and left == 0, (
+    assert bombed.timed_out and 16 <= peak <= 64 and left == 0, (
         peak,
         left,
         bombed.stderr[-300:],
