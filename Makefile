@@ -5,7 +5,7 @@ PRORL := .venv/bin/prorl
 export UV_PYTHON_DOWNLOADS := never
 export RAY_AUTH_MODE := disabled
 
-.PHONY: setup model demo test lint bench clean
+.PHONY: setup model runtime demo test lint bench clean
 
 setup:
 	@bash scripts/bootstrap.sh
@@ -13,16 +13,19 @@ setup:
 model: setup
 	@$(PRORL) model setup
 
-demo: setup model
+runtime: setup
+	@$(PRORL) sandbox setup
+
+demo: setup model runtime
 	@$(PRORL) demo
 
-test: setup model
+test: setup model runtime
 	@.venv/bin/python -m pytest
 
 lint: setup
 	@.venv/bin/ruff check . && .venv/bin/ruff format --check .
 
-bench: setup
+bench: setup runtime
 	@$(PRORL) bench tools
 
 clean:

@@ -71,6 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
     _optional_parser("nemo_gym_prorl.cli_data", "add_data_parser", sub)
     _optional_parser("nemo_gym_prorl.cli_gym", "add_gym_parser", sub)
     _optional_parser("nemo_gym_prorl.cli_nemo_rl", "add_nemo_rl_parser", sub)
+    _optional_parser("nemo_gym_prorl.cli_sandbox", "add_sandbox_parser", sub)
     return parser
 
 

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 import pytest
 
 from nemo_gym_prorl.llm.embedded import EmbeddedLayout, VLLMServer, embedded_spec
+from nemo_gym_prorl.sandbox.runtime import setup_runtime
 
 _REQUIRED_BINARIES: dict[str, tuple[tuple[str, ...], str]] = {
     "bwrap": (("bwrap",), "bubblewrap is not installed (apt-get install bubblewrap)"),
@@ -28,6 +29,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         for item in items:
             if marker in item.keywords:
                 item.add_marker(skip)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def sandbox_runtime() -> None:
+    """Sandboxes run the minimal runtime `prorl sandbox setup` builds (`make test` builds it
+    first); build it here too so a bare `pytest` works (milliseconds once built)."""
+    if shutil.which("bwrap") or shutil.which("apptainer") or shutil.which("singularity"):
+        setup_runtime(say=lambda message: print(f"[sandbox runtime] {message}"))
 
 
 @pytest.fixture(scope="session")

@@ -20,7 +20,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from nemo_gym_prorl.sandbox.base import Sandbox, SandboxError, python_runtime_binds
+from nemo_gym_prorl.sandbox.base import Sandbox, SandboxError
 from nemo_gym_prorl.sandbox.spec import SandboxSpec
 
 logger = logging.getLogger(__name__)
@@ -69,9 +69,7 @@ class ApptainerSandbox(Sandbox):
             cmd.append("--fakeroot")
         cmd += ["--bind", f"{self.workspace}:{self.spec.workspace_mount}:rw"]
         cmd += ["--bind", f"{self.tmp_dir}:/tmp:rw"]
-        binds = [(path, path) for path in self.spec.ro_binds]
-        if self.spec.python_runtime:
-            binds += python_runtime_binds()
+        binds = [(path, str(path)) for path in self.spec.ro_binds] + self.python_setup.binds
         for source, target in binds:
             cmd += ["--bind", f"{source}:{target}:ro"]
         cmd += [str(self.spec.image), self.instance]
@@ -99,6 +97,8 @@ class ApptainerSandbox(Sandbox):
         return [*cmd, f"instance://{self.instance}", *argv]
 
     def _teardown_backend(self) -> None:
+        if not hasattr(self, "instance"):
+            return  # failed before the instance was named: nothing was started
         try:
             subprocess.run(self.stop_command(), capture_output=True, timeout=_STOP_TIMEOUT_S, check=False)
         except (subprocess.TimeoutExpired, OSError) as exc:

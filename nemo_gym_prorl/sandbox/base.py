@@ -24,9 +24,16 @@ from typing import Any, Self
 import ptyprocess
 from pydantic import BaseModel
 
-from nemo_gym_prorl.sandbox.limits import PidsCgroup, reap_orphan_cgroups, wrap_with_rlimits
+from nemo_gym_prorl.sandbox.limits import (
+    PidsCgroup,
+    process_limit_binds,
+    reap_orphan_cgroups,
+    wrap_with_rlimits,
+)
 from nemo_gym_prorl.sandbox.output import CappedBuffer
+from nemo_gym_prorl.sandbox.runtime import RuntimeSetupError, installed_runtime
 from nemo_gym_prorl.sandbox.spec import SandboxSpec
+from nemo_gym_prorl.sandbox.workspace_fs import read_no_follow, write_no_follow
 
 
 class SandboxError(RuntimeError):
@@ -54,17 +61,40 @@ def default_sandbox_root() -> Path:
     return Path(os.environ.get("PRORL_SANDBOX_ROOT") or Path(tempfile.gettempdir()) / "prorl-sandboxes")
 
 
-def python_runtime_binds() -> list[tuple[Path, Path]]:
+def project_runtime_binds() -> list[tuple[Path, str]]:
     """(host path, path inside) pairs that make this project's interpreter and its venv run in
-    a sandbox. The venv appears both at its real path and at the path it was reached by, since
-    `sys.executable` keeps the unresolved one (NeMo Gym links each server's `.venv` to a shared
-    venv, and code inside runs `sys.executable`)."""
-    binds: dict[Path, Path] = {}
+    a sandbox (`python_runtime="project"`: trusted graders only, never policy code). The venv
+    appears both at its real path and at the path it was reached by, since `sys.executable`
+    keeps the unresolved one (NeMo Gym links each server's `.venv` to a shared venv)."""
+    binds: dict[str, Path] = {}
     for prefix in (Path(sys.base_prefix), Path(sys.prefix)):
         real = prefix.resolve()
-        binds[real] = real
-        binds[prefix.absolute()] = real
+        binds[str(real)] = real
+        binds[str(prefix.absolute())] = real
     return [(source, target) for target, source in sorted(binds.items())]
+
+
+class PythonSetup(BaseModel):
+    """How a spec's `python_runtime` appears inside: what to bind, what goes first on PATH,
+    and the interpreter to run."""
+
+    binds: list[tuple[Path, str]]
+    path_dirs: list[str]
+    python: str
+
+
+def python_setup(spec: SandboxSpec) -> PythonSetup:
+    if spec.python_runtime == "sandbox":
+        try:
+            runtime = installed_runtime()
+        except RuntimeSetupError as exc:
+            raise SandboxError(str(exc)) from None
+        return PythonSetup(binds=runtime.binds(), path_dirs=[str(Path(runtime.python).parent)],
+                           python=runtime.python)  # fmt: skip
+    if spec.python_runtime == "project":
+        bin_dir = Path(sys.prefix).resolve() / "bin"
+        return PythonSetup(binds=project_runtime_binds(), path_dirs=[str(bin_dir)], python=sys.executable)
+    return PythonSetup(binds=[], path_dirs=[], python="python3")
 
 
 _reaped = False
@@ -100,8 +130,29 @@ class Sandbox(ABC):
         self.tmp_dir.chmod(0o1777)
         self._closed = False
         self._processes: list[asyncio.subprocess.Process | ptyprocess.PtyProcess] = []
-        _reap_orphans_once()
-        self._cgroup = PidsCgroup.create(f"{os.getpid()}-{self.backend}-{self.id}", spec.limits.max_processes)
+        self._cgroup: PidsCgroup | None = None
+        try:
+            self.python_setup = python_setup(spec)
+            _reap_orphans_once()
+            self._cgroup = PidsCgroup.create(
+                f"{os.getpid()}-{self.backend}-{self.id}", spec.limits.max_processes
+            )
+            if not process_limit_binds(spec.limits, self._cgroup):
+                raise SandboxError(
+                    "refusing to start a sandbox without a process limit: running as root, where "
+                    "RLIMIT_NPROC does not bind, and no pids cgroup is writable (cgroup v1 "
+                    "/sys/fs/cgroup/pids or a delegated v2 subtree with the pids controller). Run as "
+                    "an unprivileged user, delegate a cgroup to this process, or accept the risk "
+                    "explicitly with limits.accept_no_process_limit=true"
+                )
+        except BaseException:
+            self.close()
+            raise
+
+    @property
+    def python(self) -> str:
+        """The Python interpreter to run inside this sandbox (see `SandboxSpec.python_runtime`)."""
+        return self.python_setup.python
 
     # -- the one thing a backend must define -------------------------------------------------
     @abstractmethod
@@ -110,9 +161,9 @@ class Sandbox(ABC):
 
     # -- building commands --------------------------------------------------------------------
     def base_env(self) -> dict[str, str]:
-        path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-        if self.spec.python_runtime:
-            path = f"{Path(sys.prefix).resolve() / 'bin'}:{path}"
+        path = ":".join(
+            [*self.python_setup.path_dirs, "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"]
+        )
         return {
             "PATH": path,
             "HOME": self.spec.workspace_mount,
@@ -283,15 +334,18 @@ class Sandbox(ABC):
         return resolved
 
     def write_file(self, path: str | os.PathLike[str], data: str | bytes) -> Path:
+        """Upload: write a file under the workspace. Every component is opened without following
+        symlinks, so a link the policy swaps in after `host_path` checked it cannot redirect the
+        write (made by the host, possibly as root) outside the workspace."""
         target = self.host_path(path)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        if isinstance(data, str):
-            data = data.encode()
-        target.write_bytes(data)
+        write_no_follow(self.workspace, target.relative_to(self.workspace).parts,
+                        data.encode() if isinstance(data, str) else data)  # fmt: skip
         return target
 
     def read_file(self, path: str | os.PathLike[str]) -> bytes:
-        return self.host_path(path).read_bytes()
+        """Download: read a file under the workspace, never through a symlink."""
+        target = self.host_path(path)
+        return read_no_follow(self.workspace, target.relative_to(self.workspace).parts)
 
     # -- lifecycle ----------------------------------------------------------------------------
     @property

@@ -1,20 +1,21 @@
 """The default, rootless backend: bubblewrap (`bwrap`).
 
 Filesystem inside: a fresh tmpfs root holding read-only binds of the system directories (the
-host's, or those of a rootfs directory given as `image`), the project's Python runtime
-(read-only), the workspace (read-write) at `workspace_mount`, a per-sandbox /tmp, and fresh
+host's, or those of a rootfs directory given as `image`), the sandbox Python runtime
+(read-only at /opt/prorl-runtime; see runtime.py), the workspace (read-write) at `workspace_mount`, a per-sandbox /tmp, and fresh
 /proc and /dev. Nothing else of the host is visible: not /home, /root, /work, nor the host's
-/tmp. All namespaces are unshared (loopback-only network unless `network=True`), and the
+/tmp, nor the host's third-party Python package trees. All namespaces are unshared (loopback-only network unless `network=True`), and the
 sandbox dies with the process that started it.
 """
 
 from __future__ import annotations
 
+import glob
 import os
 import shutil
 from pathlib import Path
 
-from nemo_gym_prorl.sandbox.base import Sandbox, SandboxError, python_runtime_binds
+from nemo_gym_prorl.sandbox.base import Sandbox, SandboxError
 from nemo_gym_prorl.sandbox.spec import SandboxSpec
 
 # Top-level host directories that make up "the system" (programs, libraries, config).
@@ -24,6 +25,17 @@ _PROVIDED = {"proc", "dev", "tmp", "sys", "run"}
 # Host secrets a sandbox never needs, hidden even though /etc is visible.
 SECRET_FILES = ("/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-", "/etc/sudoers")
 SECRET_DIRS = ("/etc/ssh", "/etc/sudoers.d", "/etc/ssl/private")
+# Third-party package trees of the host, hidden too: the sandbox runtime does not use them, and
+# they vendor the very projects tasks are built from (setuptools vendors more_itertools, the
+# Google Cloud SDK vendors inflection): an upstream copy of a SWE task's project is its answer.
+THIRD_PARTY_GLOBS = (
+    "/usr/lib/python3/dist-packages",
+    "/usr/lib/python3*/site-packages",
+    "/usr/local/lib/python3*/dist-packages",
+    "/usr/local/lib/python3*/site-packages",
+    "/usr/share/python-wheels",
+    "/usr/lib/google-cloud-sdk",
+)
 
 
 def find_bwrap() -> str | None:
@@ -67,12 +79,11 @@ class BubblewrapSandbox(Sandbox):
             for secret in SECRET_FILES:
                 if os.path.lexists(secret):
                     args += ["--ro-bind", "/dev/null", secret]
-            for secret_dir in SECRET_DIRS:
-                if os.path.isdir(secret_dir):
-                    args += ["--tmpfs", secret_dir]
-        binds = [(path, path) for path in self.spec.ro_binds]
-        if self.spec.python_runtime:
-            binds += python_runtime_binds()
+            hidden = [*SECRET_DIRS, *(d for pattern in THIRD_PARTY_GLOBS for d in sorted(glob.glob(pattern)))]
+            for hidden_dir in hidden:
+                if os.path.isdir(hidden_dir) and not os.path.islink(hidden_dir):
+                    args += ["--tmpfs", hidden_dir]
+        binds = [(path, str(path)) for path in self.spec.ro_binds] + self.python_setup.binds
         for source, target in binds:
             args += ["--ro-bind", str(source), str(target)]
         args += ["--bind", str(self.workspace), self.spec.workspace_mount]

@@ -47,6 +47,13 @@ def wrap_with_rlimits(argv: list[str], limits: SandboxLimits) -> list[str]:
     return ["/bin/sh", "-c", rlimit_prelude(limits), "sh", *argv]
 
 
+def process_limit_binds(limits: SandboxLimits, cgroup: PidsCgroup | None) -> bool:
+    """Whether `max_processes` is enforced for a sandbox (or explicitly waived)."""
+    if limits.max_processes is None or limits.accept_no_process_limit or cgroup is not None:
+        return True
+    return os.geteuid() != 0  # RLIMIT_NPROC binds every uid but root
+
+
 def _pids_parent() -> Path | None:
     """The directory under which we may create per-sandbox pids cgroups, if any."""
     if (_PIDS_V1 / "cgroup.procs").exists() and os.access(_PIDS_V1, os.W_OK):

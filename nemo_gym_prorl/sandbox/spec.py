@@ -5,9 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 BackendName = Literal["bubblewrap", "apptainer", "local_unsafe"]
+PythonRuntime = Literal["sandbox", "project", "none"]
 
 
 class SandboxLimits(BaseModel):
@@ -32,6 +33,11 @@ class SandboxLimits(BaseModel):
     max_file_mb: int | None = Field(
         1024, gt=0, description="Largest file a process may write (RLIMIT_FSIZE)."
     )
+    accept_no_process_limit: bool = Field(
+        False,
+        description="Start even where `max_processes` cannot be enforced (running as root, where "
+        "RLIMIT_NPROC does not bind, without a writable pids cgroup). Off: such a sandbox refuses to start.",
+    )
 
 
 class SandboxSpec(BaseModel):
@@ -55,13 +61,23 @@ class SandboxSpec(BaseModel):
     ro_binds: list[Path] = Field(
         default_factory=list, description="Extra host paths visible read-only at the same path inside."
     )
-    python_runtime: bool = Field(
-        True,
-        description="Expose this project's Python interpreter (read-only) and put it first on PATH, "
-        "so tools such as the IPython kernel run inside the sandbox without an image of their own.",
+    python_runtime: PythonRuntime = Field(
+        "sandbox",
+        description="The Python first on PATH inside. sandbox: the minimal runtime built by `prorl "
+        "sandbox setup` (IPython kernel, pytest, numpy, sympy; no graders, no task data), read-only at "
+        "/opt/prorl-runtime. project: this project's venv, graders included: only for trusted grading "
+        "code that never runs policy code. none: whatever the image provides.",
     )
     fakeroot: bool = Field(False, description="Apptainer only: run as root inside via --fakeroot.")
     root_dir: Path | None = Field(
         None,
         description="Where fresh sandbox directories are created (default: $PRORL_SANDBOX_ROOT or the temp dir).",
     )
+
+    @field_validator("python_runtime", mode="before")
+    @classmethod
+    def _legacy_bool(cls, value: object) -> object:
+        # Older configs said `python_runtime: true/false`; true now means the sandbox runtime.
+        if isinstance(value, bool):
+            return "sandbox" if value else "none"
+        return value

@@ -126,8 +126,13 @@ class _Worker:
         self.close()
         argv = [sys.executable, "-I", "-c", _WORKER_SOURCE]
         if self.sandboxed:
+            # The grader's own sandbox: it needs math-verify, i.e. the project's runtime. It never
+            # runs policy code; the policy's answer reaches it only as a string to parse.
             self.sandbox = open_sandbox(
-                SandboxSpec(limits=SandboxLimits(wall_time_s=None, memory_mb=4096, max_processes=32))
+                SandboxSpec(
+                    limits=SandboxLimits(wall_time_s=None, memory_mb=4096, max_processes=32),
+                    python_runtime="project",
+                )
             )
             self.proc = await self.sandbox.spawn(argv, stdin=True)
         else:

@@ -18,7 +18,6 @@ import json
 import logging
 import os
 import struct
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -90,8 +89,11 @@ class ForkRunner:
             return
         self.close()
         self.sandbox = open_sandbox(self.spec)
-        python = sys.executable if self.spec.python_runtime else "python3"
-        self._proc = await self.sandbox.spawn([python, "-I", "-c", RUNNER_SOURCE, "--wipe-cwd"], stdin=True)
+        # The sandbox runtime by default, never the project's venv: the program under test is the
+        # policy's, and graders and task data (reference solutions) live in the project's venv.
+        self._proc = await self.sandbox.spawn(
+            [self.sandbox.python, "-I", "-c", RUNNER_SOURCE, "--wipe-cwd"], stdin=True
+        )
         hello = await asyncio.wait_for(self._read(), 60)
         if not hello.get("ready"):
             raise RunnerError(f"runner did not start: {hello}")

@@ -13,6 +13,7 @@ import pytest
 
 from nemo_gym_prorl.sandbox import SandboxError, SandboxSpec, open_sandbox
 from nemo_gym_prorl.sandbox import apptainer as apptainer_mod
+from nemo_gym_prorl.sandbox.runtime import RUNTIME_MOUNT, installed_runtime
 
 
 class RecordedRun:
@@ -44,7 +45,7 @@ def test_instance_start_uses_rootless_isolation_flags(
     fake_apptainer: RecordedRun, image: Path, tmp_path: Path
 ) -> None:
     sb = open_sandbox(
-        SandboxSpec(backend="apptainer", image=str(image), root_dir=tmp_path, python_runtime=False)
+        SandboxSpec(backend="apptainer", image=str(image), root_dir=tmp_path, python_runtime="none")
     )
     start = fake_apptainer.calls[0]
     assert start[:3] == ["/opt/bin/apptainer", "instance", "start"]
@@ -89,7 +90,9 @@ def test_network_fakeroot_and_read_only_binds(
     assert "--net" not in start
     assert "--fakeroot" in start
     assert f"{tmp_path}:{tmp_path}:ro" in start
-    assert f"{Path(sys.prefix).resolve()}:{Path(sys.prefix).resolve()}:ro" in start
+    runtime = installed_runtime()
+    assert f"{runtime.host_dir}:{RUNTIME_MOUNT}:ro" in start, "the sandbox runtime, not the project venv"
+    assert not any(str(Path(sys.prefix).resolve()) in arg for arg in start)
 
 
 def test_singularity_is_used_when_apptainer_is_absent(
@@ -161,7 +164,7 @@ async def test_real_instance_runs_isolated_commands(tmp_path: Path) -> None:
     if not str(image).startswith("docker://") and not image.exists():
         pytest.skip("set PRORL_TEST_SIF to a local .sif to run the real Apptainer test")
     with open_sandbox(
-        SandboxSpec(backend="apptainer", image=str(image), root_dir=tmp_path, python_runtime=False)
+        SandboxSpec(backend="apptainer", image=str(image), root_dir=tmp_path, python_runtime="none")
     ) as sb:
         result = await sb.exec("echo hi > /workspace/f && cat /workspace/f")
         assert result.stdout == "hi\n"

@@ -273,7 +273,7 @@ def test_rootfs_image_binds_its_top_level_entries_not_the_hosts(tmp_path: Path) 
     for name in ["usr", "etc", "opt", "proc", "tmp"]:
         (rootfs / name).mkdir(parents=True)
     (rootfs / "bin").symlink_to("usr/bin")
-    with open_sandbox(SandboxSpec(root_dir=tmp_path, image=str(rootfs), python_runtime=False)) as sb:
+    with open_sandbox(SandboxSpec(root_dir=tmp_path, image=str(rootfs), python_runtime="none")) as sb:
         cmd = sb.command(["true"])
     joined = " ".join(cmd)
     assert f"--ro-bind {rootfs}/usr /usr" in joined
@@ -306,7 +306,8 @@ async def test_read_only_binds_under_the_hosts_tmp_stay_visible(tmp_path: Path) 
 
 
 async def test_sys_executable_runs_inside_even_through_a_symlinked_venv(tmp_path: Path) -> None:
-    """Code inside runs `sys.executable`; NeMo Gym reaches our venv through a symlink."""
-    with open_sandbox(SandboxSpec(root_dir=tmp_path)) as sb:
+    """Trusted graders (python_runtime="project") run `sys.executable`; NeMo Gym reaches our
+    venv through a symlink."""
+    with open_sandbox(SandboxSpec(root_dir=tmp_path, python_runtime="project")) as sb:
         result = await sb.exec([sys.executable, "-c", "import ipykernel, sys; print(sys.prefix)"])
     assert result.exit_code == 0, result.stderr

@@ -16,7 +16,9 @@ def test_image_template_and_cluster_spec():
     row = {"instance_id": "astropy__astropy-12907"}
     assert cfg.resolve_image(row) == "/sif/swebench_sweb.eval.x86_64.astropy_1776_astropy-12907.sif"
     spec = cfg.sandbox_spec(row)
-    assert spec.backend == "apptainer" and spec.workspace_mount != "/testbed" and not spec.python_runtime
+    assert (
+        spec.backend == "apptainer" and spec.workspace_mount != "/testbed" and spec.python_runtime == "none"
+    )
     assert cfg.repo_source(row) is None  # the repository is the image's own /testbed
     assert SweConfig().sandbox_spec(row).workspace_mount == "/testbed"
 

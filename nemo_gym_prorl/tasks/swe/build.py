@@ -6,8 +6,9 @@ SWE-smith style: for each recipe (`recipes/recipes.json`, committed with its bug
   2. unpack it into a git repository, commit it as `upstream` (fixed dates and author, so the
      commit ids are the same on every machine);
   3. remove the hidden test file(s), apply the committed bug diff, commit as the instance's
-     `base_commit`; `patch` (the gold patch) is the diff back to upstream outside the tests,
-     i.e. the bug diff reversed; `test_patch` adds the hidden tests back;
+     base; `patch` (the gold patch) is the diff back to upstream outside the tests, i.e. the
+     bug diff reversed; `test_patch` adds the hidden tests back; then the history is replaced by
+     one root commit of the base tree (`base_commit`), so nothing in `.git` holds the answers;
   4. write the SWE-bench eval script (SWE-bench 5 layout: the script applies `test_patch` and
      runs pytest between the harness's output markers);
   5. validate in sandboxes, as SWE-smith does: run the tests without and with the gold patch;
@@ -151,6 +152,26 @@ def eval_script(recipe: Recipe, base_commit: str, test_patch: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _root_commit_only(repo: Path, message: str) -> str:
+    """Replace the repository's history by one root commit of its current tree; returns its id.
+
+    The repository is what the policy gets at /testbed: a parent commit (or any object left in
+    .git) holding the upstream code would hand it the gold patch and the hidden tests through
+    `git log -p`. The fixed author and dates keep the id the same on every machine."""
+    shutil.rmtree(repo / ".git")
+    _git(repo, "init", "-q", "-b", "main")
+    (repo / ".git" / "info").mkdir(parents=True, exist_ok=True)
+    (repo / ".git" / "info" / "exclude").write_text("__pycache__/\n*.pyc\n.pytest_cache/\n")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", message)
+    return _git(repo, "rev-parse", "HEAD").strip()
+
+
+def has_history_beyond_base(repo: Path) -> bool:
+    """True for a repository built before the root-commit-only layout (it holds the answers)."""
+    return _git(repo, "rev-list", "--all", "--count").strip() != "1"
+
+
 def build_repo(recipe: Recipe, config: SweConfig) -> dict[str, Any]:
     """Steps 1-4 for one recipe: the repository and the instance (without test lists)."""
     sdist = fetch_sdist(recipe, config.sdists_dir)
@@ -175,12 +196,12 @@ def build_repo(recipe: Recipe, config: SweConfig) -> dict[str, Any]:
     gold = _git(repo, "diff", "--no-color", base, upstream, "--", ".", *excludes)
     reverse_bug = _git(repo, "apply", "--check", "-R", "-", input=(RECIPES_DIR / recipe.bug_diff).read_text())
     del reverse_bug  # --check: the committed bug diff must reverse cleanly on base (raises otherwise)
+    base = _root_commit_only(repo, f"{recipe.instance_id}: base")
     return {
         "instance_id": recipe.instance_id,
         "repo": recipe.upstream,
         "version": recipe.version,
         "base_commit": base,
-        "upstream_commit": upstream,
         "problem_statement": recipe.problem_statement,
         "patch": gold,
         "test_patch": test_patch,
@@ -265,7 +286,13 @@ async def ensure_built(config: SweConfig | None = None) -> list[dict[str, Any]]:
     config = config or SweConfig()
     have = {i["instance_id"]: i for i in load_instances(config)}
     wanted = [r.instance_id for r in load_recipes()]
-    todo = [i for i in wanted if i not in have or not (config.repos_dir / i / ".git").is_dir()]
+    todo = [
+        i
+        for i in wanted
+        if i not in have
+        or not (config.repos_dir / i / ".git").is_dir()
+        or has_history_beyond_base(config.repos_dir / i)
+    ]
     if todo:
         await build_all(config, only=todo)
         have = {i["instance_id"]: i for i in load_instances(config)}

@@ -3,7 +3,7 @@
 Two ways to get an instance's repository at `/testbed` (the SWE-bench convention):
   - offline instances built by `prorl swe build` (bubblewrap, the default): a git repository
     under `${PRORL_HOME:-~/.cache/prorl}/swe/repos/<instance_id>`, copied into a fresh workspace
-    that is mounted at `/testbed`; programs come from the host system and this project's venv.
+    that is mounted at `/testbed`; programs come from the host system and the sandbox runtime (`prorl sandbox setup`).
   - images (clusters): `image_template` names one image per instance, e.g. SWE-bench / SWE-Gym
     `.sif` files converted from their Docker images:
     `{sif_dir}/swebench_sweb.eval.x86_64.{instance_id_docker}.sif` (the naming NeMo Gym's
@@ -97,9 +97,9 @@ class SweConfig(BaseModel):
         if self.backend == "apptainer":
             # The image's own /testbed stays visible; our workspace is scratch space elsewhere.
             return SandboxSpec(backend="apptainer", image=image, workspace_mount="/prorl_workspace", env=env,
-                               limits=limits, python_runtime=False, fakeroot=self.fakeroot)  # fmt: skip
+                               limits=limits, python_runtime="none", fakeroot=self.fakeroot)  # fmt: skip
         return SandboxSpec(backend=self.backend, image=image, workspace_mount=REPO_MOUNT, env=env,
-                           limits=limits, python_runtime=image is None)  # fmt: skip
+                           limits=limits, python_runtime="sandbox" if image is None else "none")  # fmt: skip
 
     def repo_source(self, row: Mapping[str, Any]) -> Path | None:
         """Host directory to copy into the workspace (None: the repository is in the image)."""

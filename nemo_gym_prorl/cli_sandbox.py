@@ -1,0 +1,68 @@
+"""`prorl sandbox setup` and `prorl sandbox check`: the CLI face of `nemo_gym_prorl.sandbox.runtime`.
+
+The main CLI calls `add_sandbox_parser(subparsers)`; each subcommand sets `func` to its handler,
+which takes the parsed namespace and returns an exit code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+
+from nemo_gym_prorl.sandbox import SandboxError, SandboxSpec, open_sandbox
+from nemo_gym_prorl.sandbox.runtime import (
+    FORBIDDEN_MODULES,
+    RuntimeSetupError,
+    installed_runtime,
+    setup_runtime,
+)
+
+
+def _say(message: str) -> None:
+    print(f"[sandbox] {message}", flush=True)
+
+
+def add_sandbox_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:  # type: ignore[type-arg]
+    sandbox = subparsers.add_parser("sandbox", help="the sandboxes' own Python runtime")
+    sub = sandbox.add_subparsers(dest="sandbox_command", required=True)
+    p_setup = sub.add_parser(
+        "setup", help="build the minimal Python runtime sandboxes run (pinned lock, no graders; idempotent)"
+    )
+    p_setup.add_argument("--force", action="store_true", help="rebuild even if it is already built")
+    p_setup.set_defaults(func=cmd_sandbox_setup)
+    p_check = sub.add_parser("check", help="open a sandbox and show what its Python can and cannot import")
+    p_check.set_defaults(func=cmd_sandbox_check)
+    return sandbox
+
+
+def cmd_sandbox_setup(args: argparse.Namespace) -> int:
+    try:
+        runtime = setup_runtime(force=bool(args.force), say=_say)
+    except RuntimeSetupError as exc:
+        print(f"prorl sandbox setup: {exc}", file=sys.stderr)
+        return 1
+    _say(f"runtime: Python {runtime.python_version} at {runtime.host_dir} (inside: {runtime.python})")
+    return 0
+
+
+_CHECK = (
+    "import importlib.util as u, sys; print(sys.executable); "
+    f"[print(m, 'importable' if u.find_spec(m) else 'absent') for m in {list(FORBIDDEN_MODULES)}]"
+)
+
+
+async def _check() -> int:
+    with open_sandbox(SandboxSpec()) as sandbox:
+        result = await sandbox.exec([sandbox.python, "-I", "-c", _CHECK], timeout=60)
+    print(result.stdout + result.stderr, end="")
+    return 0 if result.ok and "importable" not in result.stdout else 1
+
+
+def cmd_sandbox_check(args: argparse.Namespace) -> int:
+    try:
+        installed_runtime()
+        return asyncio.run(_check())
+    except (RuntimeSetupError, SandboxError) as exc:
+        print(f"prorl sandbox check: {exc}", file=sys.stderr)
+        return 1
