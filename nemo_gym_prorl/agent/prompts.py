@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any
 
+from nemo_gym_prorl.llm.access import ToolPromptStyle
 from nemo_gym_prorl.llm.records import ChatMessage
-
-ToolPromptStyle = Literal["system", "template"]
 
 TOOL_INSTRUCTIONS = """\
 You can use tools. The tools are described in JSON inside <tools></tools>:

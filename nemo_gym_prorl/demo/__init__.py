@@ -19,9 +19,9 @@ from typing import Any
 from tqdm import tqdm
 
 from nemo_gym_prorl.demo.report import plot_timeline, rollouts_of, summary_table, write_jsonl
-from nemo_gym_prorl.integrations import gym_launcher
-from nemo_gym_prorl.integrations.gym_agent import run_result
-from nemo_gym_prorl.integrations.gym_contract import check_group, check_result, group_by_task
+from nemo_gym_prorl.integrations.gym import launcher as gym_launcher
+from nemo_gym_prorl.integrations.gym.contract import check_group, check_result, group_by_task
+from nemo_gym_prorl.integrations.gym.result import run_result
 from nemo_gym_prorl.pipeline.groups import GroupResult
 from nemo_gym_prorl.service.client import AsyncRolloutClient
 from nemo_gym_prorl.tasks.data import read_jsonl

@@ -46,7 +46,7 @@ from nemo_gym_prorl.pipeline.groups import (
     judge,
 )
 from nemo_gym_prorl.pipeline.job import Budget, JobResult, JobSpec, JobState
-from nemo_gym_prorl.pipeline.prompts import PromptRow, PromptSource
+from nemo_gym_prorl.pipeline.prompt_source import PromptRow, PromptSource
 from nemo_gym_prorl.pipeline.queue import QueueFullError
 from nemo_gym_prorl.pipeline.store import JobNotFoundError
 

@@ -2,7 +2,8 @@
 
 from nemo_gym_prorl.service.app import create_app
 from nemo_gym_prorl.service.backends import BackendInfo, BackendRegistry, PoolBackendRegistry
-from nemo_gym_prorl.service.client import AsyncRolloutClient, RolloutAPIError, RolloutClient
+from nemo_gym_prorl.service.client import AsyncRolloutClient, RolloutClient
+from nemo_gym_prorl.service.client_errors import RolloutAPIError
 from nemo_gym_prorl.service.core import RolloutService, ServiceOptions
 
 __all__ = [

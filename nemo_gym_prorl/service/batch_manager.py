@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from nemo_gym_prorl.pipeline.dapo import BatchEvent, BatchStats, DapoConfig, DapoScheduler
 from nemo_gym_prorl.pipeline.groups import GroupResult
-from nemo_gym_prorl.pipeline.prompts import CyclingSource, PromptSource
+from nemo_gym_prorl.pipeline.prompt_source import CyclingSource, PromptSource
 from nemo_gym_prorl.service.core import RolloutService
 from nemo_gym_prorl.service.errors import ApiError
 

@@ -1,4 +1,4 @@
-"""HTTP face of DAPO batches (issue 6 §3): `/v1/batches` and `/v1/batch_sessions`.
+"""HTTP face of DAPO batches (dynamic sampling over the pipeline): `/v1/batches` and `/v1/batch_sessions`.
 
     POST   /v1/batches                    start a batch (202): inline rows or a dataset name
     GET    /v1/batches                    recent batches (stats only)

@@ -4,8 +4,12 @@ its own isolated process with time, memory and output limits. Logic: `nemo_gym_p
 
 from pydantic import Field
 
+from nemo_gym_prorl.integrations.gym.resources_server import (
+    ProRLServerConfig,
+    ProRLTaskServer,
+    verifier_fixture,
+)
 from nemo_gym_prorl.tasks.code import CodeConfig, CodeTask
-from nemo_gym_prorl.tasks.gym_server import ProRLServerConfig, ProRLTaskServer, verifier_fixture
 
 
 class ProRLCodeConfig(ProRLServerConfig):

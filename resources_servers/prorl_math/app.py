@@ -3,7 +3,11 @@ under a time limit enforced outside the checker. Logic: `nemo_gym_prorl.tasks.ma
 
 from pydantic import Field
 
-from nemo_gym_prorl.tasks.gym_server import ProRLServerConfig, ProRLTaskServer, verifier_fixture
+from nemo_gym_prorl.integrations.gym.resources_server import (
+    ProRLServerConfig,
+    ProRLTaskServer,
+    verifier_fixture,
+)
 from nemo_gym_prorl.tasks.math import MathConfig, MathTask
 
 

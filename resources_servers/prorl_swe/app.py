@@ -6,13 +6,18 @@ sandbox and grades FAIL_TO_PASS / PASS_TO_PASS with the swebench package. Logic:
 
 from pydantic import Field
 
-from nemo_gym_prorl.tasks.gym_server import ProRLServerConfig, ProRLTaskServer, verifier_fixture
+from nemo_gym_prorl.integrations.gym.resources_server import (
+    ProRLServerConfig,
+    ProRLTaskServer,
+    verifier_fixture,
+)
 from nemo_gym_prorl.tasks.swe import SweConfig, SweTask
+from nemo_gym_prorl.tools import ToolBoxConfig
 
 
 class ProRLSweConfig(ProRLServerConfig):
     swe: SweConfig = Field(default_factory=SweConfig)
-    bash_timeout_s: float = 300.0
+    tools: ToolBoxConfig = Field(default_factory=lambda: ToolBoxConfig(bash_timeout_s=300.0))
 
 
 class ProRLSweServer(ProRLTaskServer):

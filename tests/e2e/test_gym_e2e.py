@@ -16,8 +16,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from nemo_gym_prorl.integrations.gym_contract import check_group, group_by_task
-from nemo_gym_prorl.integrations.gym_launcher import REPO_ROOT, _alive, down, free_port, up
+from nemo_gym_prorl.integrations.gym.contract import check_group, group_by_task
+from nemo_gym_prorl.integrations.gym.launcher import REPO_ROOT, _alive, down, free_port, up
 
 pytestmark = [pytest.mark.vllm, pytest.mark.bwrap, pytest.mark.slow, pytest.mark.timeout(900)]
 

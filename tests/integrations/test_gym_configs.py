@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from nemo_gym_prorl.integrations.gym_launcher import REPO_ROOT, compose, link_venvs, server_dirs
+from nemo_gym_prorl.integrations.gym.launcher import REPO_ROOT, compose, link_venvs, server_dirs
 
 ENVIRONMENTS = ["prorl_math", "prorl_stem", "prorl_code", "prorl_swe", "prorl_mixed"]
 

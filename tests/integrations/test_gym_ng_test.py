@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from nemo_gym_prorl.integrations.gym_launcher import LaunchError, run_server_tests
+from nemo_gym_prorl.integrations.gym.launcher import LaunchError, run_server_tests
 
 
 @pytest.mark.bwrap

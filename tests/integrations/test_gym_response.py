@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import math
 
-from nemo_gym_prorl.integrations.gym_contract import check_group, check_result
-from nemo_gym_prorl.integrations.gym_response import chat_tool_specs, output_items
+from nemo_gym_prorl.integrations.gym.contract import check_group, check_result
+from nemo_gym_prorl.integrations.gym.response import chat_tool_specs, output_items
 from nemo_gym_prorl.llm.records import ToolCall, TurnRecord
 
 

@@ -6,9 +6,9 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
+from support.scripted_stages import ScriptedHandler
 
 from nemo_gym_prorl.pipeline import HandlerRegistry, Pipeline, PipelineConfig
-from nemo_gym_prorl.pipeline.scripted import ScriptedHandler
 
 MakePipeline = Callable[..., Any]
 

@@ -10,12 +10,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.scripted_groups import GroupScriptedHandler
 
 from nemo_gym_prorl.pipeline import HandlerRegistry, Pipeline, PipelineConfig, Stage
 from nemo_gym_prorl.pipeline.dapo import BatchFailedError, DapoConfig, DapoScheduler
-from nemo_gym_prorl.pipeline.dapo_scripted import GroupScriptedHandler
 from nemo_gym_prorl.pipeline.groups import GroupStatus, UniformRule, judge, reward_std
-from nemo_gym_prorl.pipeline.prompts import CyclingSource, JsonlSource, RowsSource
+from nemo_gym_prorl.pipeline.prompt_source import CyclingSource, JsonlSource, RowsSource
 
 
 def informative(key: str, g: int = 4, run_s: float = 0.01, **extra: Any) -> dict[str, Any]:

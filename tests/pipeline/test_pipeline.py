@@ -7,6 +7,7 @@ import time
 from typing import Any
 
 import pytest
+from support.scripted_stages import ScriptedHandler
 
 from nemo_gym_prorl.pipeline import (
     DuplicateJobError,
@@ -17,7 +18,6 @@ from nemo_gym_prorl.pipeline import (
     Stage,
     UnknownTaskError,
 )
-from nemo_gym_prorl.pipeline.scripted import ScriptedHandler
 
 
 def spec(**script: Any) -> JobSpec:

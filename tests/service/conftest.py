@@ -8,8 +8,8 @@ from typing import Any
 import httpx
 import pytest
 from service_helpers import Api, MakeApi, make_service
+from support.scripted_stages import ScriptedHandler
 
-from nemo_gym_prorl.pipeline.scripted import ScriptedHandler
 from nemo_gym_prorl.service import RolloutService, create_app
 
 

@@ -12,10 +12,10 @@ from typing import Any
 
 import httpx
 import uvicorn
+from support.scripted_stages import ScriptedHandler
 
 from nemo_gym_prorl.llm import LLMBackendPool, PoolConfig
 from nemo_gym_prorl.pipeline import HandlerRegistry, Pipeline, PipelineConfig
-from nemo_gym_prorl.pipeline.scripted import ScriptedHandler
 from nemo_gym_prorl.service import PoolBackendRegistry, RolloutService, ServiceOptions, create_app
 
 TOKEN = "s3cret-token-for-tests"

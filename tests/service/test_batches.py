@@ -13,8 +13,8 @@ import httpx
 import pytest
 from fastapi import FastAPI
 from service_helpers import TOKEN, live_server, make_service
+from support.scripted_groups import GroupScriptedHandler
 
-from nemo_gym_prorl.pipeline.dapo_scripted import GroupScriptedHandler
 from nemo_gym_prorl.service import RolloutService, create_app
 from nemo_gym_prorl.service.batch_manager import DatasetCatalog
 from nemo_gym_prorl.service.client import AsyncRolloutClient, RolloutClient

@@ -9,8 +9,7 @@ import tracemalloc
 
 import httpx
 from service_helpers import MakeApi, live_server, make_service
-
-from nemo_gym_prorl.pipeline.scripted import ScriptedHandler
+from support.scripted_stages import ScriptedHandler
 
 
 async def test_cancel_storm_while_jobs_run(make_api: MakeApi) -> None:

@@ -9,7 +9,7 @@ from fastapi.testclient import TestClient
 from nemo_gym.server_utils import ServerClient
 from omegaconf import OmegaConf
 
-from nemo_gym_prorl.integrations.gym_agent import RunOutcome
+from nemo_gym_prorl.integrations.gym.result import RunOutcome
 from responses_api_agents.prorl_agent.app import ProRLAgent, ProRLAgentConfig
 
 
@@ -18,7 +18,7 @@ def make_agent() -> ProRLAgent:
         host="127.0.0.1", port=0, entrypoint="app.py", name="prorl_agent",
         model_server={"type": "responses_api_models", "name": "policy_model"},
         resources_servers={"prorl_math": {"type": "resources_servers", "name": "prorl_math"}},
-        llm={"urls": ["http://127.0.0.1:9"], "health_path": None, "model": "m"},
+        llm={"backends": ["http://127.0.0.1:9"], "health_path": None, "model": "m"},
     )  # fmt: skip
     client = MagicMock(spec=ServerClient)
     client.global_config_dict = OmegaConf.create({})

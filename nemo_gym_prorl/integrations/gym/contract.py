@@ -23,7 +23,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from nemo_gym_prorl.integrations.gym_response import TOKEN_FIELDS
+from nemo_gym_prorl.integrations.gym.response import TOKEN_FIELDS
 
 GENERATED_TYPES = frozenset({"function_call", "reasoning"})
 

@@ -1,6 +1,6 @@
 """`prorl serve`: compose the Hydra config, validate it, and run the rollout service (uvicorn).
 
-Also runnable alone: `python -m nemo_gym_prorl.cli_serve [overrides...]`.
+Also runnable alone: `python -m nemo_gym_prorl.cli.serve [overrides...]`.
 """
 
 from __future__ import annotations

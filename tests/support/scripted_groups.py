@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING, Any
 from pydantic import Field
 
 from nemo_gym_prorl.pipeline.job import Evaluation, Job, Stage, Trajectory
-from nemo_gym_prorl.pipeline.scripted import Script, ScriptedHandler, ScriptedState
+from support.scripted_stages import Script, ScriptedHandler, ScriptedState
 
 if TYPE_CHECKING:
-    from nemo_gym_prorl.service.wiring import HandlerDeps
+    from nemo_gym_prorl.pipeline.deps import HandlerDeps
 
 
 def _sample_and_attempt(job: Job) -> tuple[int | None, int]:

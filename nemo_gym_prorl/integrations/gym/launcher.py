@@ -30,7 +30,7 @@ import httpx
 import psutil
 from pydantic import BaseModel, Field
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[3]
 DOMAINS = ("math", "stem", "code", "swe")
 DEFAULT_STATE_DIR = Path(".prorl") / "gym"
 DEFAULT_HEAD_PORT = 11000

@@ -24,7 +24,7 @@ from nemo_gym_prorl.tasks.data import DEFAULT_AGENT, pick_examples, split_rows, 
 DOMAINS = ("math", "stem", "code", "swe")
 DOMAIN_TOOLS = {"math": ("ipython", "submit"), "stem": ("ipython", "submit"), "code": ("bash", "editor", "ipython"),
                 "swe": ("bash", "editor")}  # fmt: skip
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 def responses_tools(domain: str) -> list[dict[str, Any]]:

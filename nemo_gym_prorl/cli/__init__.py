@@ -1,0 +1,5 @@
+"""The `prorl` command line: one module per command group (see `main`)."""
+
+from nemo_gym_prorl.cli.main import build_parser, main
+
+__all__ = ["build_parser", "main"]
