@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """The DAPO benchmark: asynchronous replenishment against synchronous re-sampling.
 
 Workload: the real pipeline (INIT/RUN/EVAL pools) with scripted generation delays. Each prompt's

@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """The pipeline benchmark (stage overlap, HTTP overhead, many jobs at once), all in one run.
 
 Workload: N jobs over real sandboxes with scripted model delays. INIT opens a bubblewrap

@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """The scripted rollout handlers some benchmarks drive the real pipeline with. They are test
 support (`tests/support/`), not product code: this puts that package on the import path, for
 this process and for the `prorl serve` a benchmark starts (`subprocess_env`)."""

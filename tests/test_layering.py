@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """The package's layers point downward and its modules form no import cycle.
 
     sandbox, llm -> tools -> pipeline -> agent, tasks -> service, integrations, demo -> cli

@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """The one rollout handler: INIT -> RUN -> EVAL for every task domain, whatever serves the tools.
 
     INIT  the transport opens the rollout's tools (a sandbox of our own, or a resources-server

@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """The first messages of a trajectory: the task's own prompt plus how to call tools.
 
 Everything here is a pure function of the task row and the tool list: no timestamps, ids or

@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """`prorl data ...` and `prorl swe ...`: task data from installed packages, SWE instances from PyPI sdists.
 
 prorl data prepare [--domain all|math|stem|code|swe] [--out DIR] [--validation-fraction F]

@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """`prorl gym up/down/status`: the NeMo Gym stack (ProRL agent + resources servers) offline, in the
 project's one venv. Logic: `nemo_gym_prorl.integrations.gym.launcher`.
 

@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """`prorl`: one command line for the whole project.
 
 Each command group is a module of this package (`bench`, `demo`, `model`, `serve`, `data`,

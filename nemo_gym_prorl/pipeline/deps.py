@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """What a rollout-handler factory is given (`factory(deps, **options) -> RolloutHandler`).
 
 It sits below every factory (`agent.factory`, the test-support scripted handlers) and every

@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """The rollout HTTP service (native `/v1` API and ProRL-compatible API) and its Python client."""
 
 from nemo_gym_prorl.service.app import create_app

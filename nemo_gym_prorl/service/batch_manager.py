@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """DAPO batches as service objects: sessions (a scheduler over one prompt source, whose carried
 work survives from batch to batch), batch runs (a background task whose events are kept for
 polling and replayed to any number of NDJSON streams), and the server-side dataset catalog.

@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """Client methods for DAPO batches, as mixins for `RolloutClient` / `AsyncRolloutClient`.
 
 They use only the clients' `_call(method, path, ...)` and `_http` (an httpx client), so:

@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """Python clients for trainers: `RolloutClient` (sync) and `AsyncRolloutClient` (asyncio), httpx.
 
 Both speak the native `/v1` API (submit, get, wait, stream, cancel, backends, status) and

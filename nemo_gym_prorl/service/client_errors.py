@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """The error a rollout API client raises for an HTTP error answer, shared by the job client
 (`client`) and its DAPO-batch methods (`batches_client`) so that neither imports the other."""
 

@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """`prorl serve` configuration: composed with Hydra from configs/service/, validated by pydantic.
 
 Composition: `serve.yaml` plus the config groups `sandbox=bubblewrap|apptainer|local_unsafe`

@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """From a validated `ServeConfig` to a running service: handlers, backends, pipeline, app.
 
 Task handlers are named by import targets (`module:factory`), so task kinds plug in through

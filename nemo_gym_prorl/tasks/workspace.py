@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """The INIT sequence of every rollout, wherever its tools are served from: open the domain's
 sandbox, let the domain set up the workspace, put the tools on it.
 

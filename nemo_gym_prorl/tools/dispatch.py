@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """From a model's tool call (name, JSON arguments) to a tool in a sandbox, and back to text.
 
 `ToolBox.call` is the one place a rollout touches tools. Whatever the model sends (an unknown

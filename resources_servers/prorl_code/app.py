@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """prorl_code: write a program with bash, editor and Python tools; hidden tests (HumanEval
 function style, or stdin/stdout pairs with partial credit) run in test-only sandboxes, each test
 its own isolated process with time, memory and output limits. Logic: `nemo_gym_prorl.tasks.code`."""

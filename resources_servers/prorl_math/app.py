@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """prorl_math: math problems with a sandboxed IPython tool; `\\boxed{}` answers checked by math-verify
 under a time limit enforced outside the checker. Logic: `nemo_gym_prorl.tasks.math`."""
 

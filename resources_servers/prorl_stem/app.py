@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """prorl_stem: multiple-choice and numeric (with units) science questions, optional Python tool.
 Logic: `nemo_gym_prorl.tasks.stem`."""
 

@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """prorl_swe: SWE-bench-format instances. /seed_session puts the repository at /testbed (offline
 instances built from PyPI sdists by `prorl swe build`, or per-instance Apptainer images on
 clusters); tools bash and editor; /verify takes the session's git diff, applies it in a fresh

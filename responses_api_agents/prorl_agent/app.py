@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """prorl_agent: a NeMo Gym agent whose `/run` takes a dataset row through the ProRL pipeline
 (INIT `/seed_session` -> RUN token-exact agent loop -> EVAL `/verify`) and answers the Gym verify
 response with token fields on every generated item. The same process serves the project's

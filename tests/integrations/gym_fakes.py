@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """Test doubles for the Gym agent's unit tests: the scripted model (tests/support/scripted_model.py)
 and an in-memory resources server speaking the prorl_* routes (seed, tools, verify, close)."""
 

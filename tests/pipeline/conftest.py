@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """Pipelines over scripted handlers (pure asyncio: fast and deterministic enough)."""
 
 from __future__ import annotations

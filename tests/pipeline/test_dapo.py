@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """DAPO dynamic sampling with asynchronous replenishment, over the real pipeline with per-sample
 scripted handlers (pure asyncio: each test runs in well under a second or two)."""
 

@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """`/v1/batches`: DAPO batches over HTTP (ASGI in-process, and one real socket for the sync client)."""
 
 from __future__ import annotations

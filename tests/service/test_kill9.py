@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """`kill -9` of a running service leaves no sandbox process alive.
 
 The service runs as `prorl serve` would (the same entry point, in a subprocess) with a handler

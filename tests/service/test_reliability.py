@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """Reliability under load: cancel storms, 1,000 jobs at once, concurrent control calls."""
 
 from __future__ import annotations

@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """A scripted handler whose script varies per sample of a prompt group (DAPO tests, benchmark).
 
 The plain `ScriptedHandler` scripts a job from `instance["script"]`; every sample of a group

@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """Scripted handlers for tests and benchmarks: stage durations and failures come from a script,
 not from a model. They are never wired in by default; a config names them explicitly.
 

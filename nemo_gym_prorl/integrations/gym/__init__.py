@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """NeMo Gym integration: the agent's runtime behind `responses_api_agents/prorl_agent`, the
 resources-server base of `resources_servers/prorl_*`, and the Gym wire formats.
 

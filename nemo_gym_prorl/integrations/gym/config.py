@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """The NeMo Gym agent's settings: the service's own settings models (`LLMConfig`,
 `PipelineConfig`, `AgentLimits`) plus where, in a Gym deployment, the model is.
 

@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """`prorl gym up/down/status`: the NeMo Gym stack (`gym env start`) in the project's one venv, offline.
 
 `up` automates the shared-venv recipe: every server of the composition gets a symlink

@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """The NeMo Gym resources-server face shared by the four domains (each `app.py` is a subclass).
 
 Routes (on top of Gym's `/seed_session`, `/verify`, `/close_session`, `/aggregate_metrics`):

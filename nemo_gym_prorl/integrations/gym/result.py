@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """The body and status `/run` answers: NeMo Gym's verify response for a finished rollout."""
 
 from __future__ import annotations

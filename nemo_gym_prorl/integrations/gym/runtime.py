@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """Everything behind the NeMo Gym agent (`responses_api_agents/prorl_agent`, its `/run`).
 
     /run(row) -> JobSpec(task = row.data_source) -> Pipeline (the service's own handler, over a

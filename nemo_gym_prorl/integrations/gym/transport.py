@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """A rollout whose tools and scoring live in a NeMo Gym resources server, reached over HTTP.
 
     INIT  POST <server>/seed_session (row)           cookies kept per rollout

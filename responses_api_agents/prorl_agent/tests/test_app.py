@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """The agent's HTTP face, built as Gym builds it (MagicMock ServerClient + TestClient): /run answers
 the runtime's status and body; the rollout API is served by the same app; Gym's liveness stays."""
 
