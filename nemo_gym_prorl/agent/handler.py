@@ -27,6 +27,7 @@ from nemo_gym_prorl.agent.loop import FINISH_TOOL, AgentLimits, AgentTrajectory,
 from nemo_gym_prorl.agent.prompts import PromptError, initial_messages
 from nemo_gym_prorl.llm.access import LLMAccess
 from nemo_gym_prorl.llm.tito import TokenSession
+from nemo_gym_prorl.llm.toolcalls import tool_call_to_openai
 from nemo_gym_prorl.pipeline.job import Evaluation, Job, Trajectory
 from nemo_gym_prorl.sandbox import SandboxSpec
 from nemo_gym_prorl.tasks.base import EvalOutcome, TaskDomain
@@ -256,10 +257,8 @@ def to_trajectory(
                 finish_reason=turn.finish_reason,
             )
             if turn.tool_calls:
-                out["tool_calls"] = [
-                    {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
-                    for c in turn.tool_calls
-                ]
+                # OpenAI's wire shape: `arguments` is a JSON string, as the chat API sends it.
+                out["tool_calls"] = [tool_call_to_openai(c) for c in turn.tool_calls]
         messages.append(out)
     failure = agent.tokens.failure
     return Trajectory(
