@@ -22,7 +22,7 @@ from nemo_gym.base_resources_server import BaseRunRequest
 from nemo_gym.base_responses_api_agent import BaseResponsesAPIAgentConfig, SimpleResponsesAPIAgent
 from nemo_gym.config_types import ModelServerRef, ResourcesServerRef
 from nemo_gym.openai_utils import NeMoGymResponse, NeMoGymResponseCreateParamsNonStreaming
-from pydantic import ConfigDict, Field, PrivateAttr
+from pydantic import ConfigDict, Field, PrivateAttr, model_validator
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from nemo_gym_prorl.integrations.gym.config import ProRLAgentSettings, resolve_model_access
@@ -39,6 +39,14 @@ class ProRLAgentConfig(BaseResponsesAPIAgentConfig, ProRLAgentSettings):
     `pipeline`, `agent`, `rollout_timeout_s`), embedded as they are."""
 
     model_config = ConfigDict(extra="ignore")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _moved_keys(cls, data: Any) -> Any:
+        # Extra keys are ignored (Gym's own config may carry more); a key that moved is not.
+        if isinstance(data, dict) and "sampling" in data:
+            raise ValueError("`sampling` moved to `llm.sampling` (the service's LLM settings)")
+        return data
 
     model_server: ModelServerRef
     resources_server: ResourcesServerRef | None = Field(

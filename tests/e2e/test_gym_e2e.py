@@ -27,8 +27,8 @@ pytestmark = [pytest.mark.vllm, pytest.mark.bwrap, pytest.mark.slow, pytest.mark
 ROWS = REPO_ROOT / "resources_servers" / "prorl_math" / "data" / "example.jsonl"
 SHORT = [  # a few short, greedy turns: the whole test stays around two minutes on 2 cores
     "++prorl_agent.responses_api_agents.prorl_agent.agent.max_turns=2",
-    "++prorl_agent.responses_api_agents.prorl_agent.sampling.max_tokens=48",
-    "++prorl_agent.responses_api_agents.prorl_agent.sampling.temperature=0.0",
+    "++prorl_agent.responses_api_agents.prorl_agent.llm.sampling.max_tokens=48",
+    "++prorl_agent.responses_api_agents.prorl_agent.llm.sampling.temperature=0.0",
 ]
 
 
