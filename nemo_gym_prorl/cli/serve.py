@@ -25,7 +25,7 @@ def add_serve_parser(subparsers: Any) -> argparse.ArgumentParser:
         "serve",
         help="run the rollout service (HTTP API)",
         description="Run the rollout service. Configuration: configs/service/serve.yaml, composed "
-        "with Hydra; pass overrides such as `sandbox=apptainer pipeline.run_workers=64 tasks=scripted`.",
+        "with Hydra; pass overrides such as `sandbox=apptainer pipeline.run_workers=64 tasks=default`.",
     )
     _add_arguments(parser)
     parser.set_defaults(func=handle_serve)
