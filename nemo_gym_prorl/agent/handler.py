@@ -1,140 +1,205 @@
-"""One task domain + the agent loop = a pipeline `RolloutHandler`.
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
 
-    INIT  open the domain's sandbox, let it set up the workspace, start its tools
-    RUN   a token-exact session on the backend pool; the agent loop; pull artifacts out
-    EVAL  the domain's evaluator (its own fresh sandboxes; the RUN one is already closed)
+"""The one rollout handler: INIT -> RUN -> EVAL for every task domain, whatever serves the tools.
 
-The handler owns nothing between stages but the `RolloutState` it returns from `init`, which
-the pipeline releases exactly once. The LLM pool is shared by all rollouts and outlives them.
+    INIT  the transport opens the rollout's tools (a sandbox of our own, or a resources-server
+          session over HTTP)
+    RUN   a token-exact session on the backend pool; the agent loop over the transport's tools;
+          the transport then collects what EVAL needs
+    EVAL  the transport scores the trajectory (the domain's evaluator, or the server's /verify)
+
+`RolloutTransport` is the only thing that differs between `prorl serve` (`InProcessTransport`,
+below) and the NeMo Gym agent (`integrations.gym.transport.ResourcesServerTransport`): the
+prompt, the token session, the agent loop, the tool-error vocabulary (`tools.dispatch`) and the
+trajectory are the same code on both paths. The handler owns nothing between stages but the
+state its transport returns from `open`, which the pipeline releases exactly once. The LLM pool
+is shared by all rollouts and outlives them.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, Protocol
 
-import httpx
-
-from nemo_gym_prorl.agent.loop import FINISH_TOOL, AgentLimits, AgentTrajectory, run_agent
-from nemo_gym_prorl.agent.prompts import ToolPromptStyle, initial_messages
-from nemo_gym_prorl.llm.dialects.base import Dialect
-from nemo_gym_prorl.llm.errors import InferenceError
-from nemo_gym_prorl.llm.pool import LLMBackendPool
-from nemo_gym_prorl.llm.records import SamplingParams
+from nemo_gym_prorl.agent.loop import FINISH_TOOL, AgentLimits, AgentTrajectory, ToolExecutor, run_agent
+from nemo_gym_prorl.agent.prompts import PromptError, initial_messages
+from nemo_gym_prorl.llm.access import LLMAccess
 from nemo_gym_prorl.llm.tito import TokenSession
+from nemo_gym_prorl.llm.toolcalls import tool_call_to_openai
 from nemo_gym_prorl.pipeline.job import Evaluation, Job, Trajectory
-from nemo_gym_prorl.sandbox import Sandbox, SandboxSpec, open_sandbox
+from nemo_gym_prorl.sandbox import SandboxSpec
 from nemo_gym_prorl.tasks.base import EvalOutcome, TaskDomain
-from nemo_gym_prorl.tools.dispatch import ToolBox, ToolBoxConfig
+from nemo_gym_prorl.tasks.workspace import Workspace, open_workspace
+from nemo_gym_prorl.tools.dispatch import ToolBoxConfig
 
 # Stop reasons that are a normal end of a trajectory (ProRL's `end_properly`).
 PROPER_ENDS = frozenset({"submitted", "answered"})
 
-
-class ModelDiscoveryError(InferenceError):
-    """No served model name was configured and no backend would say which it serves."""
+FailureKind = Literal["infrastructure", "data"]
 
 
-@dataclass
-class LLMAccess:
-    """How rollouts reach the policy: a shared pool, its dialect, the served model name, and
-    whether tools are described in the system prompt or through the server's chat template."""
+class RolloutFailure(Exception):
+    """A rollout that cannot produce a result. `kind` says whose fault it is (NeMo RL retries
+    infrastructure failures and drops data failures); `status` is the HTTP status to answer."""
 
-    pool: LLMBackendPool
-    dialect: Dialect
-    model: str | None = None
-    default_sampling: SamplingParams = field(default_factory=SamplingParams)
-    max_model_len: int | None = None
-    tool_prompt: ToolPromptStyle = "system"
-
-    async def model_name(self) -> str:
-        """The configured name, or the one the first healthy backend lists at /v1/models."""
-        if self.model is None:
-            self.model = await discover_model(self.pool)
-        return self.model
-
-    def sampling_for(self, job: Job) -> SamplingParams:
-        """The trainer's per-job sampling fields override the defaults, validated (a bad value
-        fails the job with the reason); unknown ones are ignored (ProRL clients send extras
-        such as `stop`)."""
-        known = {k: v for k, v in job.sampling_params.items() if k in SamplingParams.model_fields}
-        return SamplingParams.model_validate({**self.default_sampling.model_dump(), **known})
+    def __init__(self, kind: FailureKind, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.kind: FailureKind = kind
+        self.status = status or (503 if kind == "infrastructure" else 400)
 
 
-@dataclass
-class RolloutState:
-    sandbox: Sandbox
-    tools: ToolBox
-    facts: dict[str, Any]
-    artifacts: dict[str, Any] = field(default_factory=dict)
+class ToolServiceUnavailableError(RuntimeError):
+    """Whatever serves the tools could not be reached (connection refused, reset, timeout, 5xx):
+    an infrastructure failure of the rollout, not a mistake the model made."""
+
+
+class RolloutTransport(Protocol):
+    """Where a rollout's tools run and how it is scored: the part of a rollout that differs
+    between the in-process service and a NeMo Gym resources server.
+
+    - `open(job)`: INIT; returns a state with a `tools` attribute (a `ToolExecutor`). Cleans up
+      after itself when it raises.
+    - `finish_run(job, state, agent, trajectory, model)`: after the agent loop; adds what EVAL
+      and the caller need to `trajectory` (artifacts, a response body) or raises
+      `RolloutFailure`. `model` is the served model name the session used.
+    - `evaluate(job, state, trajectory)`: EVAL; `state` is None unless `eval_needs_run_state`.
+    - `release(state)`: idempotent, never raises.
+    """
+
+    eval_needs_run_state: bool
+
+    async def open(self, job: Job) -> Any: ...
+
+    async def finish_run(
+        self, job: Job, state: Any, agent: AgentTrajectory, trajectory: Trajectory, model: str
+    ) -> None: ...
+
+    async def evaluate(self, job: Job, state: Any | None, trajectory: Trajectory) -> Evaluation: ...
+
+    async def release(self, state: Any) -> None: ...
 
 
 class AgentRolloutHandler:
-    """A `RolloutHandler` for any `TaskDomain`."""
+    """The pipeline's `RolloutHandler` for an agent rollout over any `RolloutTransport`.
 
-    eval_needs_run_state = False
+    `failures`, when given, receives the `RolloutFailure` of each failed job by job id (the Gym
+    agent reads it to choose the HTTP status of `/run`); the pipeline records the error anyway.
+    """
 
     def __init__(
         self,
-        domain: TaskDomain,
+        transport: RolloutTransport,
         llm: LLMAccess,
         *,
-        sandbox: SandboxSpec | None = None,
         limits: AgentLimits | None = None,
-        tools: ToolBoxConfig | None = None,
+        aliases: tuple[str, ...] = (),
+        failures: dict[str, RolloutFailure] | None = None,
     ) -> None:
-        self.domain = domain
+        self.transport = transport
         self.llm = llm
-        self.sandbox_base = sandbox or SandboxSpec()
         self.limits = limits or AgentLimits()
-        self.tool_config = tools or ToolBoxConfig()
+        self.aliases = aliases  # the `data_source` values it serves (ProRL routes jobs by them)
+        self.failures = failures
 
     @property
-    def aliases(self) -> tuple[str, ...]:
-        """The `data_source` values this handler serves (ProRL routes jobs by them)."""
-        return self.domain.data_sources
+    def eval_needs_run_state(self) -> bool:  # type: ignore[override]
+        return self.transport.eval_needs_run_state
+
+    def _record(self, job: Job, failure: RolloutFailure) -> RolloutFailure:
+        if self.failures is not None:
+            self.failures[job.id] = failure
+        return failure
 
     # -- INIT -------------------------------------------------------------------------------------
-    async def init(self, job: Job) -> RolloutState:
-        row = job.instance
-        spec = self.domain.sandbox_spec(row, self.sandbox_base)
-        # Apptainer's instance start blocks for seconds: keep the event loop free.
-        sandbox = await asyncio.to_thread(open_sandbox, spec)
+    async def init(self, job: Job) -> Any:
         try:
-            facts = await self.domain.setup_workspace(sandbox, row)
-            names = [*self.domain.tool_names(row), FINISH_TOOL]
-            config = self.tool_config.model_copy(update={"tools": list(dict.fromkeys(names))})
-            return RolloutState(sandbox=sandbox, tools=ToolBox(sandbox, config), facts=facts)
-        except BaseException:
-            sandbox.close()
-            raise
+            return await self.transport.open(job)
+        except RolloutFailure as failure:
+            raise self._record(job, failure) from None
 
     # -- RUN --------------------------------------------------------------------------------------
-    async def run(self, job: Job, state: RolloutState) -> Trajectory:
-        specs = state.tools.specs()
+    async def run(self, job: Job, state: Any) -> Trajectory:
+        tools: ToolExecutor = state.tools
+        specs = tools.specs()
         style = self.llm.tool_prompt
-        messages = initial_messages(job.instance, specs, style=style)
+        try:
+            messages = initial_messages(job.instance, specs, style=style)
+        except PromptError as exc:
+            raise self._record(job, RolloutFailure("data", f"cannot build the prompt: {exc}")) from exc
+        model = await self.llm.model_name()
         session = TokenSession(
             self.llm.pool,
             self.llm.dialect,
-            model=await self.llm.model_name(),
-            sampling=self.llm.sampling_for(job),
-            tools=specs if style == "template" else None,
+            model=model,
+            sampling=self.llm.sampling_for(job.sampling_params),
+            tools=specs if style == "template" and specs else None,
             trajectory_id=job.id,
             max_model_len=self.llm.max_model_len,
         )
         try:
-            agent = await run_agent(session, state.tools, messages, self.limits)
+            agent = await run_agent(session, tools, messages, self.limits)
+        except ToolServiceUnavailableError as exc:
+            raise self._record(job, RolloutFailure("infrastructure", f"tool call failed: {exc}")) from exc
         finally:
             session.close()
-        state.artifacts = await self.domain.collect_artifacts(state.sandbox, job.instance)
-        return to_trajectory(agent, specs, state.artifacts)
+        trajectory = to_trajectory(agent, specs, {})
+        try:
+            await self.transport.finish_run(job, state, agent, trajectory, model)
+        except RolloutFailure as failure:
+            raise self._record(job, failure) from None
+        return trajectory
 
     # -- EVAL -------------------------------------------------------------------------------------
-    async def evaluate(self, job: Job, state: RolloutState | None, trajectory: Trajectory) -> Evaluation:
+    async def evaluate(self, job: Job, state: Any | None, trajectory: Trajectory) -> Evaluation:
+        return await self.transport.evaluate(job, state, trajectory)
+
+    async def release(self, state: Any) -> None:
+        await self.transport.release(state)
+
+
+# -- tools in this process --------------------------------------------------------------------------
+
+
+@dataclass
+class InProcessState:
+    workspace: Workspace
+    artifacts: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def tools(self) -> ToolExecutor:
+        return self.workspace.tools
+
+
+class InProcessTransport:
+    """Tools in a sandbox this process opens (`tasks.workspace`); EVAL by the domain's own
+    evaluator in fresh sandboxes (the RUN sandbox is already closed by then)."""
+
+    eval_needs_run_state = False
+
+    def __init__(
+        self, domain: TaskDomain, *, sandbox: SandboxSpec | None = None, tools: ToolBoxConfig | None = None
+    ) -> None:
+        self.domain = domain
+        self.sandbox_base = sandbox or SandboxSpec()
+        self.tool_config = tools or ToolBoxConfig()
+
+    async def open(self, job: Job) -> InProcessState:
+        row = job.instance
+        names = [*self.domain.tool_names(row), FINISH_TOOL]
+        workspace = await open_workspace(self.domain, row, self.sandbox_base, self.tool_config, names)
+        return InProcessState(workspace)
+
+    async def finish_run(
+        self, job: Job, state: InProcessState, agent: AgentTrajectory, trajectory: Trajectory, model: str
+    ) -> None:
+        state.artifacts = await self.domain.collect_artifacts(state.workspace.sandbox, job.instance)
+        trajectory.artifacts = dict(state.artifacts)  # type: ignore[attr-defined]
+        # ProRL's result carries the SWE patch at the top level; so does ours.
+        trajectory.git_patch = state.artifacts.get("git_patch")  # type: ignore[attr-defined]
+
+    async def evaluate(self, job: Job, state: InProcessState | None, trajectory: Trajectory) -> Evaluation:
         extra = trajectory.model_extra or {}
         if extra.get("infrastructure_failed"):
             outcome = EvalOutcome.infra_failure(f"inference failed: {extra.get('failure')}")
@@ -144,10 +209,25 @@ class AgentRolloutHandler:
             )
         return outcome.to_evaluation()
 
-    async def release(self, state: RolloutState) -> None:
-        with contextlib.suppress(Exception):
-            await state.tools.close()
-        state.sandbox.close()
+    async def release(self, state: InProcessState) -> None:
+        await state.workspace.close()
+
+
+def domain_rollout_handler(
+    domain: TaskDomain,
+    llm: LLMAccess,
+    *,
+    sandbox: SandboxSpec | None = None,
+    limits: AgentLimits | None = None,
+    tools: ToolBoxConfig | None = None,
+) -> AgentRolloutHandler:
+    """The in-process rollout handler of one task domain."""
+    return AgentRolloutHandler(
+        InProcessTransport(domain, sandbox=sandbox, tools=tools),
+        llm,
+        limits=limits,
+        aliases=tuple(domain.data_sources),
+    )
 
 
 def to_trajectory(
@@ -177,10 +257,8 @@ def to_trajectory(
                 finish_reason=turn.finish_reason,
             )
             if turn.tool_calls:
-                out["tool_calls"] = [
-                    {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
-                    for c in turn.tool_calls
-                ]
+                # OpenAI's wire shape: `arguments` is a JSON string, as the chat API sends it.
+                out["tool_calls"] = [tool_call_to_openai(c) for c in turn.tool_calls]
         messages.append(out)
     failure = agent.tokens.failure
     return Trajectory(
@@ -199,20 +277,4 @@ def to_trajectory(
         reroutes=[r.model_dump() for r in agent.tokens.reroutes],
         infrastructure_failed=agent.infrastructure_failed,
         failure=failure.model_dump() if failure else None,
-    )
-
-
-async def discover_model(pool: LLMBackendPool) -> str:
-    for endpoint in pool.stats().endpoints:
-        if not endpoint.healthy:
-            continue
-        try:
-            response = await pool.client.get(f"{endpoint.address}/v1/models", timeout=10)
-            models = response.json().get("data") or []
-            if response.status_code == 200 and models and isinstance(models[0].get("id"), str):
-                return str(models[0]["id"])
-        except (httpx.HTTPError, ValueError, AttributeError):
-            continue
-    raise ModelDiscoveryError(
-        "no model name configured (llm.model) and no healthy backend lists one at /v1/models"
     )

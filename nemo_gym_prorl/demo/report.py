@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """What the demo shows a newcomer: a per-domain summary, the trajectories a trainer would get,
 and a picture of the stages overlapping in time."""
 

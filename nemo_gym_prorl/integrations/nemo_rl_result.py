@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """Make every `/run` result one NeMo RL can consume, also when the model generated nothing.
 
 NeMo RL's Gym environment (`_postprocess_nemo_gym_to_nemo_rl_result` in

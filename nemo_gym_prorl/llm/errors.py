@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """Typed errors of the inference layer.
 
 Every error says whether it is the serving side's fault (`infrastructure=True`: the sample

@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """The LLM backend pool: the generic `Balancer` plus HTTP, retries and health probes.
 
 One pool fronts N OpenAI-compatible servers (vLLM, NeMo RL's policy server) that serve the
@@ -15,16 +18,17 @@ Failure handling, in one place:
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import re
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any, Self
 
 import httpx
 from pydantic import BaseModel, Field
+from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential
 
 from nemo_gym_prorl.llm.balancer import Balancer, BalancerConfig, BalancerStats
 from nemo_gym_prorl.llm.errors import (
@@ -73,6 +77,39 @@ class PoolConfig(BaseModel):
     )
     health_timeout_s: float = Field(2.0, gt=0)
     api_key: str | None = Field(None, description="sent as a Bearer token when set")
+
+
+@dataclass
+class _Tries:
+    """What the tries of one request learned: the errors, the backends that failed it (later
+    tries prefer others), and whether the last try found every backend ejected."""
+
+    errors: list[BackendError] = field(default_factory=list)
+    failed: set[str] = field(default_factory=set)
+    answered_500: set[str] = field(default_factory=set)  # distinct backends that answered a 5xx
+    all_down: bool = False
+
+
+def _retryable(exc: BaseException) -> bool:
+    """Worth another try: a backend failed (not a request the server refused), or every backend
+    is ejected for now (one may come back within the backoff)."""
+    return isinstance(exc, AllBackendsDownError | BackendError) and not isinstance(exc, BackendRejectedError)
+
+
+def _refused_request(exc: BackendServerError, address: str, tries: _Tries) -> BackendRejectedError | None:
+    """NeMo RL's policy server answers a sampling mismatch with 500 on every rank: that is this
+    request's error, not a sick backend (no health penalty, no spreading to other ranks)."""
+    tries.answered_500.add(address)
+    if is_request_refusal(exc.status or 0, exc.body) or (
+        exc.status == 500 and len(tries.answered_500) >= SAME_500_LIMIT
+    ):
+        return BackendRejectedError(
+            f"HTTP 500 from {len(tries.answered_500)} backend(s): {exc.message}"[:800],
+            backend=address,
+            status=exc.status,
+            body=exc.body,
+        )
+    return None
 
 
 class Reroute(BaseModel):
@@ -215,98 +252,98 @@ class LLMBackendPool:
         counts as a backend failure and is retried (a garbage answer is the backend's fault).
         Returns the parsed value and the reply metadata.
         """
-        errors: list[BackendError] = []
-        backoff = self.config.retry_backoff_s
-        failed: set[str] = set()  # backends that failed this request: retries prefer others
-        answered_500: set[str] = set()  # distinct backends that answered this request with a 5xx
-        for attempt in range(1, self.config.max_attempts + 1):
-            try:
-                lease = await self.balancer.acquire(route.key if route else None, avoid=failed)
-            except AllBackendsDownError:
-                # Everything is ejected. A backend may be restarting: wait one backoff for the
-                # health check, then try again, but only within the attempt budget.
-                if attempt == self.config.max_attempts:
-                    raise
-                await asyncio.sleep(backoff)
-                await self.balancer.probe_all()
-                backoff = min(backoff * 2, self.config.retry_backoff_max_s)
-                continue
-            if route is not None:
-                self._record_route(route, lease.address, lease.moved_from, lease.move_reason)
-                route.attempts += 1
-                if attempt > 1:
-                    route.retried += 1
-            started = time.monotonic()
-            try:
-                data = await self._post_once(lease.address, path, body, timeout_s)
-                try:
-                    value: T = parse(data) if parse is not None else data
-                except (ValueError, KeyError, TypeError, IndexError) as exc:
-                    raise BackendProtocolError(
-                        f"unexpected response shape: {exc!r}"[:500],
-                        backend=lease.address,
-                        body=str(data)[:2000],
-                    ) from exc
-            except BackendRejectedError:
-                # The server is fine; the request is not. Not a health signal, not retryable.
-                self.balancer.release(lease, ok=True)
-                raise
-            except BackendServerError as exc:
-                # NeMo RL's policy server answers a sampling mismatch with 500 on every rank: that
-                # is this request's error, not a sick backend (no health penalty, no spreading).
-                answered_500.add(lease.address)
-                refusal = is_request_refusal(exc.status or 0, exc.body)
-                if refusal or (exc.status == 500 and len(answered_500) >= SAME_500_LIMIT):
-                    self.balancer.release(lease, ok=True)
-                    raise BackendRejectedError(
-                        f"HTTP 500 from {len(answered_500)} backend(s): {exc.message}"[:800],
-                        backend=lease.address,
-                        status=exc.status,
-                        body=exc.body,
-                    ) from exc
-                self.balancer.release(lease, ok=True)
-                self.balancer.report_failure(
-                    lease.address, f"{type(exc).__name__}: {exc.message}", fatal=False
-                )
-                errors.append(exc)
-                failed.add(lease.address)
-                log.warning(
-                    "attempt %d/%d on %s failed: %s", attempt, self.config.max_attempts, lease.address, exc
-                )
-                if attempt < self.config.max_attempts:
-                    await asyncio.sleep(backoff)
-                    backoff = min(backoff * 2, self.config.retry_backoff_max_s)
-                continue
-            except BackendError as exc:
-                self.balancer.release(lease, ok=True)  # counted below, with the right severity
-                self.balancer.report_failure(
-                    lease.address,
-                    f"{type(exc).__name__}: {exc.message}",
-                    fatal=isinstance(exc, BackendUnavailableError),
-                )
-                errors.append(exc)
-                failed.add(lease.address)
-                log.warning(
-                    "attempt %d/%d on %s failed: %s", attempt, self.config.max_attempts, lease.address, exc
-                )
-                if attempt < self.config.max_attempts:
-                    await asyncio.sleep(backoff)
-                    backoff = min(backoff * 2, self.config.retry_backoff_max_s)
-                continue
-            except BaseException:
-                self.balancer.release(lease, ok=True)  # cancellation etc.: not the backend's fault
-                raise
-            self.balancer.release(lease, ok=True)
-            reply = PoolReply(
-                data=data, backend=lease.address, attempts=attempt, latency_s=time.monotonic() - started
-            )
-            return value, reply
+        tries = _Tries()
+        retrying = AsyncRetrying(
+            stop=stop_after_attempt(self.config.max_attempts),
+            wait=wait_exponential(
+                multiplier=self.config.retry_backoff_s, max=self.config.retry_backoff_max_s
+            ),
+            retry=retry_if_exception(_retryable),
+            reraise=True,
+        )
+        try:
+            async for attempt in retrying:
+                with attempt:
+                    number = attempt.retry_state.attempt_number
+                    return await self._attempt(path, body, route, parse, timeout_s, number, tries)
+        except (AllBackendsDownError, BackendRejectedError):
+            raise
+        except BackendError:
+            pass
         summary = (
-            "; ".join(f"{e.backend}: {type(e).__name__}: {e.message}" for e in errors) or "no attempt ran"
+            "; ".join(f"{e.backend}: {type(e).__name__}: {e.message}" for e in tries.errors)
+            or "no attempt ran"
         )
         raise RetriesExhaustedError(
-            f"{path} failed after {self.config.max_attempts} attempts: {summary}", errors
+            f"{path} failed after {self.config.max_attempts} attempts: {summary}", tries.errors
         )
+
+    async def _attempt[T](
+        self,
+        path: str,
+        body: dict[str, Any],
+        route: Route | None,
+        parse: Callable[[Any], T] | None,
+        timeout_s: float | None,
+        attempt: int,
+        tries: _Tries,
+    ) -> tuple[T, PoolReply]:
+        """One try of `post_json`; a `BackendError` it raises is recorded in `tries`."""
+        if tries.all_down:
+            # The previous try found every backend ejected. One may be restarting: the wait
+            # just spent gave it time; probe them all before picking.
+            await self.balancer.probe_all()
+        try:
+            lease = await self.balancer.acquire(route.key if route else None, avoid=tries.failed)
+        except AllBackendsDownError:
+            tries.all_down = True
+            raise
+        tries.all_down = False
+        if route is not None:
+            self._record_route(route, lease.address, lease.moved_from, lease.move_reason)
+            route.attempts += 1
+            if attempt > 1:
+                route.retried += 1
+        started = time.monotonic()
+        try:
+            data = await self._post_once(lease.address, path, body, timeout_s)
+            try:
+                value: T = parse(data) if parse is not None else data
+            except (ValueError, KeyError, TypeError, IndexError) as exc:
+                raise BackendProtocolError(
+                    f"unexpected response shape: {exc!r}"[:500],
+                    backend=lease.address,
+                    body=str(data)[:2000],
+                ) from exc
+        except BackendRejectedError:
+            # The server is fine; the request is not. Not a health signal, not retryable.
+            self.balancer.release(lease, ok=True)
+            raise
+        except BackendError as exc:
+            self.balancer.release(lease, ok=True)  # counted below, with the right severity
+            if isinstance(exc, BackendServerError):
+                refused = _refused_request(exc, lease.address, tries)
+                if refused is not None:
+                    raise refused from exc
+            self.balancer.report_failure(
+                lease.address,
+                f"{type(exc).__name__}: {exc.message}",
+                fatal=isinstance(exc, BackendUnavailableError),
+            )
+            tries.errors.append(exc)
+            tries.failed.add(lease.address)
+            log.warning(
+                "attempt %d/%d on %s failed: %s", attempt, self.config.max_attempts, lease.address, exc
+            )
+            raise
+        except BaseException:
+            self.balancer.release(lease, ok=True)  # cancellation etc.: not the backend's fault
+            raise
+        self.balancer.release(lease, ok=True)
+        reply = PoolReply(
+            data=data, backend=lease.address, attempts=attempt, latency_s=time.monotonic() - started
+        )
+        return value, reply
 
     async def _post_once(self, address: str, path: str, body: dict[str, Any], timeout_s: float | None) -> Any:
         headers = {"Authorization": f"Bearer {self.config.api_key}"} if self.config.api_key else None

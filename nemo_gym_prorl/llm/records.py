@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """Typed records of the token-in/token-out layer (pydantic v2).
 
 Token ids are the source of truth: a `TurnRecord` holds exactly the ids the policy saw and

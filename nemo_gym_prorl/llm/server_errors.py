@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """Which HTTP 5xx answers are the request's fault, not the backend's.
 
 NeMo RL's policy server (`vllm_worker_async.py`, `/v1/chat/completions`) asserts that `top_k` is

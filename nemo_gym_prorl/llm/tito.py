@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """Token-in/token-out sessions: one trajectory's exact token history.
 
     async with LLMBackendPool(PoolConfig(backends=[url])) as pool:

@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """Tool-call parsing: hermes-style text and server-parsed `tool_calls`.
 
 Models get tool calls wrong all the time (truncated JSON, prose instead of JSON, a missing

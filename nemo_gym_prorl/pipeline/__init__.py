@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """The asynchronous INIT -> RUN -> EVAL rollout pipeline: jobs, budgets, cancellation, pools."""
 
 from nemo_gym_prorl.pipeline.config import PipelineConfig

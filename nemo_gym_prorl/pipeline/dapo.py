@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """DAPO dynamic sampling with asynchronous replenishment, on top of the rollout pipeline.
 
 A trainer asks for B informative groups of G samples. The scheduler keeps up to M prompts in
@@ -46,7 +49,7 @@ from nemo_gym_prorl.pipeline.groups import (
     judge,
 )
 from nemo_gym_prorl.pipeline.job import Budget, JobResult, JobSpec, JobState
-from nemo_gym_prorl.pipeline.prompts import PromptRow, PromptSource
+from nemo_gym_prorl.pipeline.prompt_source import PromptRow, PromptSource
 from nemo_gym_prorl.pipeline.queue import QueueFullError
 from nemo_gym_prorl.pipeline.store import JobNotFoundError
 

@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """The three-stage asynchronous pipeline: INIT pool -> RUN pool -> EVAL pool.
 
 Each stage has its own worker pool and bounded priority queue. A worker pops a job and runs

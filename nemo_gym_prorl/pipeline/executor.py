@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """Where a stage actually executes: the seam that lets stage workers live elsewhere later.
 
 The pipeline decides *when* a stage of a job runs (queues, priorities, budgets, cancellation);

@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """Prompt groups for GRPO/DAPO: when a group's rewards carry no signal, and what a judged group is.
 
 A group is the G rollouts of one prompt. GRPO's advantage is each reward minus the group's

@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """The contract between the pipeline and a task kind, and the registry that picks one per job.
 
 A handler owns the resources of a rollout between `init` and `release`; the pipeline owns the

@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """What a rollout job is, as submitted, as seen by handlers, and as reported when it ends."""
 
 from __future__ import annotations

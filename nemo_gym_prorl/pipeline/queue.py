@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """A bounded priority queue with removal, one per stage.
 
 asyncio.PriorityQueue cannot remove an entry, so a cancelled queued job would hold its slot

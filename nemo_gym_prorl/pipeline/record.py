@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """The pipeline's mutable bookkeeping for one live job: where it is and where its time went."""
 
 from __future__ import annotations

@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """Bounded retention of finished results, so memory stays flat however many jobs pass through.
 
 Live (non-terminal) jobs are never evicted; their number is bounded by the stage queues and

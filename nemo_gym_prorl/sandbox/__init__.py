@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """Rootless sandboxes: bubblewrap (default), Apptainer/Singularity (HPC), local_unsafe (debug)."""
 
 from nemo_gym_prorl.sandbox.base import ExecResult, Sandbox, SandboxError, SandboxPathError

@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """The HPC backend: Apptainer (or SingularityCE), rootless, one instance per sandbox.
 
 The instance is started with `--containall --no-home --writable-tmpfs`, no network unless
@@ -5,6 +8,11 @@ asked (`--net --network none`), optional `--fakeroot`, and the workspace bound a
 `workspace_mount`; every process then runs with `exec instance://NAME`, so all processes of a
 sandbox share its namespaces, like a container. Works with `.sif` files and sandbox directories,
 and with whichever of `apptainer` / `singularity` is on PATH.
+
+The command lines are built here rather than with spython: the sandbox must hand out an argv
+(the PTY shell and the IPython kernel spawn `exec instance://...` themselves, in their own
+process group, with their own I/O), while spython runs its commands itself and returns their
+output; so the project does not depend on it.
 
 Instances are daemons, not our children, so they cannot die with us by themselves. Their names
 carry the owning process id (`prorl-<pid>-<id>`): `reap_orphan_instances()` stops those whose

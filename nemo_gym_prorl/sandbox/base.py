@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """The one `Sandbox` interface every backend implements, and the process bookkeeping they share.
 
 A sandbox is a workspace directory plus a recipe (`command`) that turns an argv into a host

@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """The default, rootless backend: bubblewrap (`bwrap`).
 
 Filesystem inside: a fresh tmpfs root holding read-only binds of the system directories (the

@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """Turning `SandboxLimits` into enforcement: rlimits set by a tiny shell prelude, plus a pids
 cgroup where one is writable.
 

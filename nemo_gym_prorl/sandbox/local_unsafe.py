@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """`local_unsafe`: runs processes directly on the host, in the workspace directory.
 
 UNSAFE: no isolation of any kind (files, network, processes). It exists to debug tools and

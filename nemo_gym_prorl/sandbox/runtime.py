@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """The Python inside sandboxes: a minimal environment of its own that holds no answers.
 
 Policy code runs Python in its sandbox (the IPython tool, its own scripts, test runs), and so do

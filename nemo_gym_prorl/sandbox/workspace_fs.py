@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """Host-side file access under a sandbox workspace that never follows a symlink.
 
 The host reads and writes workspace files for uploads, downloads and evaluation artifacts while

@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """The FastAPI app: the native `/v1` API, the ProRL-compatible API, and operations endpoints.
 
 A thin face over `RolloutService`; all logic lives in the pipeline and the service core.

@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """The narrow interface the service uses to manage LLM backends at runtime, and its one
 implementation: `PoolBackendRegistry`, a face over the LLM backend pool that rollouts use.
 

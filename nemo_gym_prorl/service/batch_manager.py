@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """DAPO batches as service objects: sessions (a scheduler over one prompt source, whose carried
 work survives from batch to batch), batch runs (a background task whose events are kept for
 polling and replayed to any number of NDJSON streams), and the server-side dataset catalog.
@@ -23,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from nemo_gym_prorl.pipeline.dapo import BatchEvent, BatchStats, DapoConfig, DapoScheduler
 from nemo_gym_prorl.pipeline.groups import GroupResult
-from nemo_gym_prorl.pipeline.prompts import CyclingSource, PromptSource
+from nemo_gym_prorl.pipeline.prompt_source import CyclingSource, PromptSource
 from nemo_gym_prorl.service.core import RolloutService
 from nemo_gym_prorl.service.errors import ApiError
 

@@ -1,4 +1,7 @@
-"""HTTP face of DAPO batches (issue 6 §3): `/v1/batches` and `/v1/batch_sessions`.
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
+"""HTTP face of DAPO batches (dynamic sampling over the pipeline): `/v1/batches` and `/v1/batch_sessions`.
 
     POST   /v1/batches                    start a batch (202): inline rows or a dataset name
     GET    /v1/batches                    recent batches (stats only)

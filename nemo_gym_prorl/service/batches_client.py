@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """Client methods for DAPO batches, as mixins for `RolloutClient` / `AsyncRolloutClient`.
 
 They use only the clients' `_call(method, path, ...)` and `_http` (an httpx client), so:
@@ -23,6 +26,7 @@ import httpx
 
 from nemo_gym_prorl.pipeline.dapo import BatchEvent, DapoConfig
 from nemo_gym_prorl.service.batch_manager import BatchInfo, BatchRequest, SessionInfo, SourceSpec
+from nemo_gym_prorl.service.client_errors import api_error
 
 InflightPolicy = Literal["carry_over", "cancel"]
 
@@ -49,16 +53,6 @@ def batch_body(
 def _event(raw: str) -> BatchEvent | None:
     raw = raw.strip()
     return BatchEvent.model_validate(json.loads(raw)) if raw else None
-
-
-def _stream_error(response: httpx.Response) -> Exception:
-    from nemo_gym_prorl.service.client import RolloutAPIError
-
-    try:
-        body = response.json()
-        return RolloutAPIError(response.status_code, str(body.get("error")), str(body.get("reason")))
-    except ValueError:
-        return RolloutAPIError(response.status_code, "error", response.text[:500])
 
 
 class BatchesClientMixin:
@@ -89,7 +83,7 @@ class BatchesClientMixin:
         with self._http.stream("GET", f"/v1/batches/{batch_id}/stream", timeout=timeout_s) as response:
             if response.status_code >= 400:
                 response.read()
-                raise _stream_error(response)
+                raise api_error(response)
             for raw in response.iter_lines():
                 event = _event(raw)
                 if event is not None:
@@ -135,7 +129,7 @@ class AsyncBatchesClientMixin:
         async with self._http.stream("GET", f"/v1/batches/{batch_id}/stream", timeout=timeout_s) as response:
             if response.status_code >= 400:
                 await response.aread()
-                raise _stream_error(response)
+                raise api_error(response)
             async for raw in response.aiter_lines():
                 event = _event(raw)
                 if event is not None:

@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """Python clients for trainers: `RolloutClient` (sync) and `AsyncRolloutClient` (asyncio), httpx.
 
 Both speak the native `/v1` API (submit, get, wait, stream, cancel, backends, status) and
@@ -20,6 +23,7 @@ import httpx
 from nemo_gym_prorl.pipeline import JobResult, JobSpec
 from nemo_gym_prorl.service.backends import BackendInfo
 from nemo_gym_prorl.service.batches_client import AsyncBatchesClientMixin, BatchesClientMixin
+from nemo_gym_prorl.service.client_errors import api_error
 from nemo_gym_prorl.service.models import (
     ProcessRequest,
     ProcessResult,
@@ -29,12 +33,6 @@ from nemo_gym_prorl.service.models import (
 )
 
 JobLike = JobSpec | Mapping[str, Any]
-
-
-class RolloutAPIError(RuntimeError):
-    def __init__(self, status: int, code: str, reason: str) -> None:
-        super().__init__(f"HTTP {status} {code}: {reason}")
-        self.status, self.code, self.reason = status, code, reason
 
 
 def _headers(token: str | None) -> dict[str, str]:
@@ -48,12 +46,7 @@ def _jobs_body(jobs: Sequence[JobLike]) -> dict[str, Any]:
 
 def _check(response: httpx.Response) -> Any:
     if response.status_code >= 400:
-        try:
-            body = response.json()
-            code, reason = str(body.get("error", "error")), str(body.get("reason", body))
-        except (ValueError, AttributeError):
-            code, reason = "error", response.text[:500]
-        raise RolloutAPIError(response.status_code, code, reason)
+        raise api_error(response)
     return response.json()
 
 

@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """`prorl serve` configuration: composed with Hydra from configs/service/, validated by pydantic.
 
 Composition: `serve.yaml` plus the config groups `sandbox=bubblewrap|apptainer|local_unsafe`
@@ -13,8 +16,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from nemo_gym_prorl.llm.pool import PoolConfig
-from nemo_gym_prorl.llm.records import SamplingParams
+from nemo_gym_prorl.llm.access import LLMConfig
 from nemo_gym_prorl.pipeline import PipelineConfig
 from nemo_gym_prorl.sandbox import SandboxSpec
 from nemo_gym_prorl.service.core import ServiceOptions
@@ -47,24 +49,6 @@ class AuthConfig(BaseModel):
             return self.token
         value = os.environ.get(self.token_env) if self.token_env else None
         return value or None
-
-
-class LLMConfig(PoolConfig):
-    """The policy the rollouts talk to: backend URLs and pool knobs (`PoolConfig`), plus how to
-    talk to them. `backends` may start empty and be filled at runtime (/v1/backends,
-    /add_llm_server), as a trainer does once its vLLM ranks are up."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    dialect: Literal["vllm", "nemo_rl"] = Field(
-        "vllm", description="vllm: token-id prompts on /v1/completions; nemo_rl: NeMo RL's policy server."
-    )
-    model: str | None = Field(None, description="Served model name; None: asked from the first backend.")
-    max_model_len: int | None = Field(None, gt=0, description="None: learned from the server.")
-    sampling: SamplingParams = Field(default_factory=SamplingParams)
-    tool_prompt: Literal["system", "template"] = Field(
-        "system", description="Describe tools in the system prompt (any model) or via the chat template."
-    )
 
 
 class TaskConfig(BaseModel):

@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """The service's state behind the HTTP faces: the pipeline, the backends, and the accept flag.
 
 Every HTTP request is its own coroutine with its own reply; there is no shared control queue,

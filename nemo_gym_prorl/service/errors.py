@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """Every failure the API reports, as one JSON shape: `{"error": code, "reason": text}`."""
 
 from __future__ import annotations

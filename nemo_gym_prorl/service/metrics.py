@@ -1,18 +1,26 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """`GET /metrics`: Prometheus text exposition, computed from the pipeline at scrape time.
 
-Values are read when scraped (no global registry, so several apps can live in one process).
-prometheus_client renders them when installed; otherwise a small writer of the same format.
+Values are read when scraped (a registry per scrape, not the global one, so several apps can
+live in one process); prometheus_client writes the exposition.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Literal
+
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.registry import Collector
 
 from nemo_gym_prorl.pipeline import Pipeline, Stage
 from nemo_gym_prorl.service.backends import BackendInfo
 
-CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+CONTENT_TYPE = CONTENT_TYPE_LATEST
 
 
 @dataclass
@@ -114,44 +122,22 @@ def collect(pipeline: Pipeline, backends: list[BackendInfo], accepting: bool) ->
     ]
 
 
+class _Snapshot(Collector):
+    """The metrics of one scrape, as prometheus_client metric families."""
+
+    def __init__(self, metrics: list[Metric]) -> None:
+        self.metrics = metrics
+
+    def collect(self) -> Iterator[CounterMetricFamily | GaugeMetricFamily]:
+        for m in self.metrics:
+            family_cls = CounterMetricFamily if m.kind == "counter" else GaugeMetricFamily
+            family = family_cls(m.name, m.help, labels=[m.label] if m.label else [])
+            for label_value, value in m.samples:
+                family.add_metric([label_value] if m.label and label_value is not None else [], value)
+            yield family
+
+
 def render(metrics: list[Metric]) -> bytes:
-    try:
-        return _render_prometheus_client(metrics)
-    except ImportError:
-        return render_text(metrics)
-
-
-def _render_prometheus_client(metrics: list[Metric]) -> bytes:
-    from prometheus_client import CollectorRegistry, generate_latest
-    from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
-
-    class _Snapshot:
-        def collect(self):  # type: ignore[no-untyped-def]
-            for m in metrics:
-                family_cls = CounterMetricFamily if m.kind == "counter" else GaugeMetricFamily
-                labels = [m.label] if m.label else []
-                family = family_cls(m.name, m.help, labels=labels)
-                for label_value, value in m.samples:
-                    family.add_metric([label_value] if m.label and label_value is not None else [], value)
-                yield family
-
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(_Snapshot())
+    registry.register(_Snapshot(metrics))
     return generate_latest(registry)
-
-
-def _escape(value: str) -> str:
-    return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
-
-
-def render_text(metrics: list[Metric]) -> bytes:
-    """The text exposition format, written by hand (used when prometheus_client is absent)."""
-    lines: list[str] = []
-    for m in metrics:
-        name = f"{m.name}_total" if m.kind == "counter" else m.name
-        lines.append(f"# HELP {name} {m.help}")
-        lines.append(f"# TYPE {name} {m.kind}")
-        for label_value, value in m.samples:
-            labels = f'{{{m.label}="{_escape(label_value)}"}}' if m.label and label_value is not None else ""
-            lines.append(f"{name}{labels} {value!r}")
-    return ("\n".join(lines) + "\n").encode()

@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """Request and response bodies of the rollout API (native `/v1` and ProRL-compatible)."""
 
 from __future__ import annotations

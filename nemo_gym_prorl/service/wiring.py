@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """From a validated `ServeConfig` to a running service: handlers, backends, pipeline, app.
 
 Task handlers are named by import targets (`module:factory`), so task kinds plug in through
@@ -14,27 +17,16 @@ from typing import Any
 
 from fastapi import FastAPI
 
-from nemo_gym_prorl.agent.handler import LLMAccess
-from nemo_gym_prorl.llm import LLMBackendPool, make_dialect
-from nemo_gym_prorl.pipeline import HandlerRegistry, Pipeline
-from nemo_gym_prorl.sandbox import SandboxSpec
+from nemo_gym_prorl.llm.access import LLMAccess, LLMConfig
+from nemo_gym_prorl.pipeline import HandlerRegistry, Pipeline, PipelineConfig
+from nemo_gym_prorl.pipeline.deps import HandlerDeps
 from nemo_gym_prorl.service.app import create_app
 from nemo_gym_prorl.service.backends import BackendRegistry, PoolBackendRegistry
 from nemo_gym_prorl.service.batch_manager import DatasetCatalog
 from nemo_gym_prorl.service.config import ConfigError, ServeConfig
-from nemo_gym_prorl.service.core import RolloutService
+from nemo_gym_prorl.service.core import RolloutService, ServiceOptions
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class HandlerDeps:
-    """What a task handler factory gets: `factory(deps, **options) -> RolloutHandler`."""
-
-    sandbox: SandboxSpec
-    llm: LLMAccess
-    backends: BackendRegistry
-    config: ServeConfig
 
 
 def import_target(target: str, what: str) -> Callable[..., Any]:
@@ -49,20 +41,35 @@ def import_target(target: str, what: str) -> Callable[..., Any]:
     return factory
 
 
-async def build_llm(config: ServeConfig) -> tuple[LLMAccess, PoolBackendRegistry]:
-    """The one LLM pool of the service: rollouts are balanced over it, the API manages it."""
-    settings = config.llm
-    pool = LLMBackendPool(settings)
-    await pool.start()  # probes the configured backends; starts the periodic health check
-    llm = LLMAccess(
-        pool=pool,
-        dialect=make_dialect(settings.dialect),
-        model=settings.model,
-        default_sampling=settings.sampling,
-        max_model_len=settings.max_model_len,
-        tool_prompt=settings.tool_prompt,
-    )
-    return llm, PoolBackendRegistry(pool)
+@dataclass
+class RolloutStack:
+    """Everything behind a rollout API: the LLM access (its pool), the backend registry over
+    that pool, the pipeline over the handlers, and the service. Nothing is started yet:
+    `await stack.start()` inside the serving event loop (the pool's HTTP client binds to it)."""
+
+    llm: LLMAccess
+    backends: PoolBackendRegistry
+    pipeline: Pipeline
+    service: RolloutService
+
+    async def start(self) -> None:
+        await self.llm.pool.start()  # probes the configured backends; starts the health check
+        await self.service.start()
+
+
+HandlersFactory = Callable[[LLMAccess, BackendRegistry], HandlerRegistry]
+
+
+def build_rollout_stack(
+    llm: LLMConfig, pipeline: PipelineConfig, options: ServiceOptions, handlers: HandlersFactory
+) -> RolloutStack:
+    """The one builder of pool, access, registry, pipeline and service, for `prorl serve`, the
+    NeMo Gym agent and the benchmarks alike; `handlers` registers the task handlers, which all
+    share the one LLM pool."""
+    access = LLMAccess.from_config(llm)
+    backends = PoolBackendRegistry(access.pool)
+    engine = Pipeline(handlers(access, backends), pipeline)
+    return RolloutStack(access, backends, engine, RolloutService(engine, backends, options))
 
 
 def build_handlers(config: ServeConfig, llm: LLMAccess, backends: BackendRegistry) -> HandlerRegistry:
@@ -90,13 +97,15 @@ def build_handlers(config: ServeConfig, llm: LLMAccess, backends: BackendRegistr
 
 
 async def build_service(config: ServeConfig) -> RolloutService:
-    llm, backends = await build_llm(config)
-    try:
-        pipeline = Pipeline(build_handlers(config, llm, backends), config.pipeline)
-    except BaseException:
-        await backends.aclose()
-        raise
-    return RolloutService(pipeline, backends, config.service)
+    """`prorl serve`'s service, its LLM pool started."""
+    stack = build_rollout_stack(
+        config.llm,
+        config.pipeline,
+        config.service,
+        lambda llm, backends: build_handlers(config, llm, backends),
+    )
+    await stack.llm.pool.start()  # probes the configured backends; starts the periodic health check
+    return stack.service
 
 
 def build_app(config: ServeConfig, service: RolloutService) -> FastAPI:

@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """Task domains (math, STEM, code, SWE): workspace setup, tools offered, evaluators. See `base.py`
 for the contract the pipeline and the agent use."""
 

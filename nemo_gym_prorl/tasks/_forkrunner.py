@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """The in-sandbox half of the test runner: a warm Python process that forks one fresh child
 per test. It is started *inside* a sandbox as `python -I -c <this file's source>`, so it may
 import only the standard library, and nothing in the sandbox can modify its code.

@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """What every task domain provides, and the shapes they share.
 
 A domain (math, STEM, code, SWE) is used in three places, always the same way:

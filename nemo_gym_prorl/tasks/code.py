@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """Code: write a program; hidden tests decide. Tools: bash, editor, python (IPython).
 
 Two test styles, both in `row["verifier_metadata"]` (the layout of NeMo Gym's `code_gen`):

@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """`command_output`: run a shell command and report exactly what it printed.
 
 The simplest agentic task there is: one tool call, one answer, checked by exact match. It

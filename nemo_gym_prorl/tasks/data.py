@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """Real task data, read offline from installed packages, turned into NeMo Gym JSONL rows.
 
 Sources (nothing here downloads anything, and no dataset copy is committed):

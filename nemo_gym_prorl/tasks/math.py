@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """Math: a problem, an IPython tool in the sandbox, a final answer in `\\boxed{}`.
 
 Checking: a fast exact/numeric comparison first, then `math-verify` (equivalent forms,

@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """Running untrusted test programs fast, each isolated: warm sandboxes with a forking runner.
 
 A `ForkRunner` is one sandbox (bubblewrap by default) holding one warm Python process

@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """STEM: multiple choice (letter extraction from free text) and numeric answers with units.
 
 Multiple choice: the answer letter is taken from, in order of precedence, `\\boxed{C}`, an

@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """The agent's tools inside a sandbox: a persistent PTY bash, an IPython kernel, a file editor,
 their OpenAI function specs, and `ToolBox`, the one dispatcher from a model's tool call to an
 observation."""

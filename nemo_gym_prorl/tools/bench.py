@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """Round-trip measurements of shell tool designs, side by side, for `prorl bench tools`.
 
 Every method runs the same command (`echo hi`) and counts a round trip as done only when it

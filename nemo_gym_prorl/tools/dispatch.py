@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """From a model's tool call (name, JSON arguments) to a tool in a sandbox, and back to text.
 
 `ToolBox.call` is the one place a rollout touches tools. Whatever the model sends (an unknown
@@ -11,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -67,6 +70,45 @@ def _format_validation(name: str, exc: ValidationError) -> str:
     return f"Invalid arguments for tool `{name}`:\n" + "\n".join(problems)
 
 
+def unknown_tool(name: str, available: Iterable[str]) -> ToolObservation:
+    """The model called a tool this rollout does not offer."""
+    return _error(f"Unknown tool `{name}`. Available tools: {', '.join(available)}.")
+
+
+def parse_arguments(tool: ToolName, arguments: str | Mapping[str, Any] | None) -> BaseModel | ToolObservation:
+    """The model's arguments (OpenAI's JSON string, or an already-decoded object) validated
+    against the tool's schema, or the observation that tells the model what is wrong."""
+    if arguments is None or (isinstance(arguments, str) and not arguments.strip()):
+        raw: Any = {}
+    elif isinstance(arguments, str):
+        try:
+            raw = json.loads(arguments)
+        except json.JSONDecodeError as exc:
+            return _error(
+                f"The arguments for tool `{tool}` are not valid JSON ({exc.msg} at line {exc.lineno} "
+                f"column {exc.colno}). Send one JSON object, e.g. {_EXAMPLES[tool]}."
+            )
+    else:
+        raw = dict(arguments)
+    if not isinstance(raw, dict):
+        return _error(
+            f"The arguments for tool `{tool}` must be a JSON object, not {type(raw).__name__}; "
+            f"e.g. {_EXAMPLES[tool]}."
+        )
+    try:
+        return ARGUMENT_MODELS[tool].model_validate(raw)
+    except ValidationError as exc:
+        return _error(_format_validation(tool, exc))
+
+
+_EXAMPLES: dict[str, str] = {
+    "bash": '{"command": "ls"}',
+    "ipython": '{"code": "print(1 + 1)"}',
+    "editor": '{"command": "view", "path": "."}',
+    "submit": '{"answer": "42"}',
+}
+
+
 class ToolBox:
     """The tools of one sandbox. The shell and the kernel start on first use."""
 
@@ -98,10 +140,9 @@ class ToolBox:
         if self._closed:
             return _error("The tools of this session are closed.")
         if name not in self.config.tools:
-            available = ", ".join(self.config.tools)
-            return _error(f"Unknown tool `{name}`. Available tools: {available}.")
+            return unknown_tool(name, self.config.tools)
         tool: ToolName = name  # type: ignore[assignment]
-        parsed = self._parse(tool, arguments)
+        parsed = parse_arguments(tool, arguments)
         if isinstance(parsed, ToolObservation):
             return parsed
         try:
@@ -121,40 +162,6 @@ class ToolBox:
         except Exception as exc:  # a bug or a broken environment: report it, keep the loop alive
             logger.exception("tool %s failed", tool)
             return _error(f"{tool} failed unexpectedly: {type(exc).__name__}: {exc}")
-
-    def _parse(
-        self, tool: ToolName, arguments: str | Mapping[str, Any] | None
-    ) -> BaseModel | ToolObservation:
-        if arguments is None or (isinstance(arguments, str) and not arguments.strip()):
-            raw: Any = {}
-        elif isinstance(arguments, str):
-            try:
-                raw = json.loads(arguments)
-            except json.JSONDecodeError as exc:
-                return _error(
-                    f"The arguments for tool `{tool}` are not valid JSON ({exc.msg} at line {exc.lineno} "
-                    f"column {exc.colno}). Send one JSON object, e.g. {self._example(tool)}."
-                )
-        else:
-            raw = dict(arguments)
-        if not isinstance(raw, dict):
-            return _error(
-                f"The arguments for tool `{tool}` must be a JSON object, not {type(raw).__name__}; "
-                f"e.g. {self._example(tool)}."
-            )
-        try:
-            return ARGUMENT_MODELS[tool].model_validate(raw)
-        except ValidationError as exc:
-            return _error(_format_validation(tool, exc))
-
-    @staticmethod
-    def _example(tool: ToolName) -> str:
-        return {
-            "bash": '{"command": "ls"}',
-            "ipython": '{"code": "print(1 + 1)"}',
-            "editor": '{"command": "view", "path": "."}',
-            "submit": '{"answer": "42"}',
-        }[tool]
 
     # -- tools ----------------------------------------------------------------------------------------
     async def shell(self) -> PtyShell:

@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """The file editor tool: view, create, str_replace, insert, undo_edit on workspace files.
 
 It works from the host, on the workspace directory, so an edit costs a few system calls rather

@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """An IPython kernel inside a sandbox, driven from outside with jupyter_client: the `ipython` tool.
 
 Transport: `ipc` (Unix sockets). With bubblewrap's private network namespace a TCP port inside

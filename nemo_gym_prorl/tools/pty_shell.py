@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """A persistent bash on a pseudo-terminal inside a sandbox: the agent's `bash` tool.
 
 Why a PTY and a prompt marker rather than tmux or a process per command: one round trip is a

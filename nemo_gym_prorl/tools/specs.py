@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """The tools as the model sees them: OpenAI function-tool JSON schemas, generated from the same
 pydantic models that validate the model's arguments, so schema and validation cannot drift."""
 

@@ -1,9 +1,16 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """prorl_math: math problems with a sandboxed IPython tool; `\\boxed{}` answers checked by math-verify
 under a time limit enforced outside the checker. Logic: `nemo_gym_prorl.tasks.math`."""
 
 from pydantic import Field
 
-from nemo_gym_prorl.tasks.gym_server import ProRLServerConfig, ProRLTaskServer, verifier_fixture
+from nemo_gym_prorl.integrations.gym.resources_server import (
+    ProRLServerConfig,
+    ProRLTaskServer,
+    verifier_fixture,
+)
 from nemo_gym_prorl.tasks.math import MathConfig, MathTask
 
 

@@ -1,7 +1,14 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """prorl_stem: multiple-choice and numeric (with units) science questions, optional Python tool.
 Logic: `nemo_gym_prorl.tasks.stem`."""
 
-from nemo_gym_prorl.tasks.gym_server import ProRLServerConfig, ProRLTaskServer, verifier_fixture
+from nemo_gym_prorl.integrations.gym.resources_server import (
+    ProRLServerConfig,
+    ProRLTaskServer,
+    verifier_fixture,
+)
 from nemo_gym_prorl.tasks.stem import StemTask
 
 

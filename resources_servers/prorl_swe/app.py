@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """prorl_swe: SWE-bench-format instances. /seed_session puts the repository at /testbed (offline
 instances built from PyPI sdists by `prorl swe build`, or per-instance Apptainer images on
 clusters); tools bash and editor; /verify takes the session's git diff, applies it in a fresh
@@ -6,13 +9,18 @@ sandbox and grades FAIL_TO_PASS / PASS_TO_PASS with the swebench package. Logic:
 
 from pydantic import Field
 
-from nemo_gym_prorl.tasks.gym_server import ProRLServerConfig, ProRLTaskServer, verifier_fixture
+from nemo_gym_prorl.integrations.gym.resources_server import (
+    ProRLServerConfig,
+    ProRLTaskServer,
+    verifier_fixture,
+)
 from nemo_gym_prorl.tasks.swe import SweConfig, SweTask
+from nemo_gym_prorl.tools import ToolBoxConfig
 
 
 class ProRLSweConfig(ProRLServerConfig):
     swe: SweConfig = Field(default_factory=SweConfig)
-    bash_timeout_s: float = 300.0
+    tools: ToolBoxConfig = Field(default_factory=lambda: ToolBoxConfig(bash_timeout_s=300.0))
 
 
 class ProRLSweServer(ProRLTaskServer):

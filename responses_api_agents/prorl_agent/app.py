@@ -1,9 +1,12 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """prorl_agent: a NeMo Gym agent whose `/run` takes a dataset row through the ProRL pipeline
 (INIT `/seed_session` -> RUN token-exact agent loop -> EVAL `/verify`) and answers the Gym verify
 response with token fields on every generated item. The same process serves the project's
 rollout API (`/v1/rollouts`, ProRL's `/process`, `/status`, `/metrics`).
 
-A thin face: the logic is `nemo_gym_prorl.integrations.gym_agent`.
+A thin face: the logic is `nemo_gym_prorl.integrations.gym` (runtime, transport, config).
 """
 
 from __future__ import annotations
@@ -19,43 +22,39 @@ from nemo_gym.base_resources_server import BaseRunRequest
 from nemo_gym.base_responses_api_agent import BaseResponsesAPIAgentConfig, SimpleResponsesAPIAgent
 from nemo_gym.config_types import ModelServerRef, ResourcesServerRef
 from nemo_gym.openai_utils import NeMoGymResponse, NeMoGymResponseCreateParamsNonStreaming
-from pydantic import ConfigDict, Field, PrivateAttr
+from pydantic import ConfigDict, Field, PrivateAttr, model_validator
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from nemo_gym_prorl.agent.loop import AgentLimits
-from nemo_gym_prorl.integrations.gym_agent import (
-    ModelAccessConfig,
-    ProRLAgentSettings,
-    ProRLGymRuntime,
-    ServerClientTransport,
-    resolve_model_access,
-)
-from nemo_gym_prorl.integrations.nemo_rl_result import InfrastructureFailureAnswer, answer_for_trainer
-from nemo_gym_prorl.llm.records import SamplingParams
-from nemo_gym_prorl.pipeline import PipelineConfig
+from nemo_gym_prorl.integrations.gym.config import ProRLAgentSettings, resolve_model_access
+from nemo_gym_prorl.integrations.gym.runtime import ProRLGymRuntime
+from nemo_gym_prorl.integrations.gym.transport import GymServerClient
+from nemo_gym_prorl.integrations.nemo_rl_result import answer_for_trainer
 
 # Paths Gym itself serves on every server (liveness) or that FastAPI adds: not taken from the
 # rollout API's app.
 _GYM_OWNED_PATHS = frozenset({"/healthz", "/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc"})
 
 
-class ProRLAgentConfig(BaseResponsesAPIAgentConfig):
+class ProRLAgentConfig(BaseResponsesAPIAgentConfig, ProRLAgentSettings):
+    """Gym's agent config plus the agent's own settings (`ProRLAgentSettings`: `llm`,
+    `pipeline`, `agent`, `rollout_timeout_s`), embedded as they are."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _moved_keys(cls, data: Any) -> Any:
+        # Extra keys are ignored (Gym's own config may carry more); a key that moved is not.
+        if isinstance(data, dict) and "sampling" in data:
+            raise ValueError("`sampling` moved to `llm.sampling` (the service's LLM settings)")
+        return data
+
     model_server: ModelServerRef
     resources_server: ResourcesServerRef | None = Field(
         None, description="the default resources server (rows without a known data_source)"
     )
     resources_servers: dict[str, ResourcesServerRef] = Field(
         default_factory=dict, description="data_source -> resources server; one agent serves many"
-    )
-    llm: ModelAccessConfig = Field(default_factory=ModelAccessConfig)
-    pipeline: PipelineConfig = Field(default_factory=lambda: PipelineConfig(active_time_s=3600.0))
-    agent: AgentLimits = Field(default_factory=lambda: AgentLimits(max_turns=16, max_time_s=1800.0))
-    sampling: SamplingParams = Field(default_factory=SamplingParams)
-    rollout_timeout_s: float | None = Field(None, gt=0)
-    infrastructure_failures: InfrastructureFailureAnswer = Field(
-        "http_status",
-        description="5xx from /run (NeMo RL's single controller retries them) or a masked 200 result "
-        "(NeMo RL's synchronous GRPO aborts training on any non-200)",
     )
     rollout_api: bool = Field(True, description="also serve the rollout API (/v1/rollouts, /process, ...)")
     rollout_api_token: str | None = Field(None, min_length=8, description="bearer token for the rollout API")
@@ -87,18 +86,14 @@ class ProRLAgent(SimpleResponsesAPIAgent):
             cfg = self.config
             global_config = self.server_client.global_config_dict
             access = resolve_model_access(cfg.llm, global_config, cfg.model_server.name)
-            settings = ProRLAgentSettings(
-                llm=cfg.llm,
-                pipeline=cfg.pipeline,
-                agent=cfg.agent,
-                sampling=cfg.sampling,
-                rollout_timeout_s=cfg.rollout_timeout_s,
+            settings = ProRLAgentSettings.model_validate(
+                cfg.model_dump(include=set(ProRLAgentSettings.model_fields))
             )
             default = cfg.resources_server.name if cfg.resources_server is not None else None
             self._runtime = ProRLGymRuntime(
                 settings,
                 self.resources_map(),
-                ServerClientTransport(self.server_client),
+                GymServerClient(self.server_client),
                 access,
                 default_task=default,
             )

@@ -1,11 +1,14 @@
-"""Fixtures for agent-loop unit tests: the scripted model (tests/scripted_model.py), a dead backend."""
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
+"""Fixtures for agent-loop unit tests: the scripted model (tests/support/scripted_model.py), a dead backend."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
 import pytest
-from scripted_model import ScriptedDialect
+from support.scripted_model import ScriptedDialect
 
 from nemo_gym_prorl.llm.errors import RetriesExhaustedError
 from nemo_gym_prorl.llm.pool import LLMBackendPool

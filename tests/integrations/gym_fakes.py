@@ -1,4 +1,7 @@
-"""Test doubles for the Gym agent's unit tests: the scripted model (tests/scripted_model.py)
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
+"""Test doubles for the Gym agent's unit tests: the scripted model (tests/support/scripted_model.py)
 and an in-memory resources server speaking the prorl_* routes (seed, tools, verify, close)."""
 
 from __future__ import annotations
@@ -6,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from scripted_model import ScriptedDialect  # noqa: F401 (re-exported for the agent tests)
+from support.scripted_model import ScriptedDialect  # noqa: F401 (re-exported for the agent tests)
 
-from nemo_gym_prorl.integrations.gym_agent import ResourcesReply, ResourcesUnavailableError
+from nemo_gym_prorl.integrations.gym.transport import ResourcesReply, ResourcesUnavailableError
 
 
 class FakeResources:

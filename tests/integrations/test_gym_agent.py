@@ -1,4 +1,7 @@
-"""The Gym agent's pipeline (`nemo_gym_prorl.integrations.gym_agent`) with a scripted model and an
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
+"""The Gym agent's pipeline (`nemo_gym_prorl.integrations.gym.runtime`) with a scripted model and an
 in-memory resources server: /run statuses, cookies, token fields, masking, routing."""
 
 from __future__ import annotations
@@ -9,14 +12,15 @@ from collections.abc import AsyncIterator
 import pytest
 from gym_fakes import FakeResources, ScriptedDialect
 
-from nemo_gym_prorl.integrations.gym_agent import (
+from nemo_gym_prorl.integrations.gym.config import (
     ModelAccessConfig,
     ProRLAgentSettings,
-    ProRLGymRuntime,
     ResolvedModelAccess,
     resolve_model_access,
 )
-from nemo_gym_prorl.integrations.gym_contract import assert_conforms, check_group, check_result
+from nemo_gym_prorl.integrations.gym.contract import assert_conforms, check_group, check_result
+from nemo_gym_prorl.integrations.gym.runtime import ProRLGymRuntime
+from nemo_gym_prorl.llm.access import LLMConfig
 from nemo_gym_prorl.llm.errors import RetriesExhaustedError
 from nemo_gym_prorl.pipeline import PipelineConfig
 
@@ -45,7 +49,10 @@ async def make_runtime() -> AsyncIterator:
 
     async def make(replies: list, resources: FakeResources) -> ProRLGymRuntime:
         settings = ProRLAgentSettings(pipeline=PipelineConfig(init_workers=4, run_workers=4, eval_workers=4))
-        access = ResolvedModelAccess(["http://127.0.0.1:9"], "vllm", "m", None, None, "urls")
+        access = ResolvedModelAccess(
+            LLMConfig(backends=["http://127.0.0.1:9"], dialect="vllm", model="m", health_path=None),
+            "backends",
+        )
         runtime = ProRLGymRuntime(
             settings, {"prorl_math": "prorl_math", "prorl_code": "prorl_code"}, resources, access
         )
@@ -135,7 +142,7 @@ async def test_unknown_tool_is_answered_without_a_request(make_runtime) -> None:
     runtime = await make_runtime([bad, ANSWER], resources)
     body = (await runtime.run(row())).body
     outputs = [i for i in body["response"]["output"] if i["type"] == "function_call_output"]
-    assert "unknown tool" in outputs[0]["output"]
+    assert outputs[0]["output"] == "Unknown tool `rm_rf`. Available tools: ipython."  # dispatch.py's wording
     assert "/rm_rf" not in [c[1] for c in resources.calls]
 
 
@@ -156,20 +163,23 @@ def test_model_access_resolution() -> None:
         "policy_model_name": "pol",
         "policy_api_key": "k",
     }
-    access = resolve_model_access(ModelAccessConfig(), nemo_rl, "policy_model")
-    assert access.source == "policy_base_url" and access.dialect == "nemo_rl"
+    resolved = resolve_model_access(ModelAccessConfig(), nemo_rl, "policy_model")
+    access = resolved.settings
+    assert resolved.source == "policy_base_url" and access.dialect == "nemo_rl"
     assert (
-        access.urls == ["http://a:1/v1", "http://b:2/v1"] and access.model == "pol" and access.api_key == "k"
+        access.backends == ["http://a:1/v1", "http://b:2/v1"]
+        and access.model == "pol"
+        and access.api_key == "k"
     )
-    urls = resolve_model_access(ModelAccessConfig(urls=["http://v:8000"]), nemo_rl, "policy_model")
-    assert urls.source == "urls" and urls.dialect == "vllm"
+    urls = resolve_model_access(ModelAccessConfig(backends=["http://v:8000"]), nemo_rl, "policy_model")
+    assert urls.source == "backends" and urls.settings.dialect == "vllm"
     gym = {"policy_model": {"responses_api_models": {"vllm_model": {"host": "h", "port": 5, "model": "x"}}}}
     via = resolve_model_access(ModelAccessConfig(), gym, "policy_model")
     assert (
         via.source == "model_server"
-        and via.urls == ["http://h:5"]
-        and via.model == "x"
-        and via.health_path is None
+        and via.settings.backends == ["http://h:5"]
+        and via.settings.model == "x"
+        and via.settings.health_path is None
     )
     with pytest.raises(ValueError):
         resolve_model_access(ModelAccessConfig(source="policy_base_url"), gym, "policy_model")

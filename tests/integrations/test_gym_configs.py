@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """Configs: the 0.7 catalog entries validate (`gym env validate`), the launcher composes and links
 the shared venv, the NeMo RL recipes use NeMo RL's key names and point at our Gym configs."""
 
@@ -9,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from nemo_gym_prorl.integrations.gym_launcher import REPO_ROOT, compose, link_venvs, server_dirs
+from nemo_gym_prorl.integrations.gym.launcher import REPO_ROOT, compose, link_venvs, server_dirs
 
 ENVIRONMENTS = ["prorl_math", "prorl_stem", "prorl_code", "prorl_swe", "prorl_mixed"]
 

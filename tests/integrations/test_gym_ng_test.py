@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """Every resources server's tests pass the NeMo Gym way: `ng_test`, in the project's one venv."""
 
 from __future__ import annotations
@@ -6,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from nemo_gym_prorl.integrations.gym_launcher import LaunchError, run_server_tests
+from nemo_gym_prorl.integrations.gym.launcher import LaunchError, run_server_tests
 
 
 @pytest.mark.bwrap

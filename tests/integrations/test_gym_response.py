@@ -1,11 +1,14 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """Trajectory -> Gym output items, and the NeMo RL contract checker on good and bad results."""
 
 from __future__ import annotations
 
 import math
 
-from nemo_gym_prorl.integrations.gym_contract import check_group, check_result
-from nemo_gym_prorl.integrations.gym_response import chat_tool_specs, output_items
+from nemo_gym_prorl.integrations.gym.contract import check_group, check_result
+from nemo_gym_prorl.integrations.gym.response import chat_tool_specs, output_items
 from nemo_gym_prorl.llm.records import ToolCall, TurnRecord
 
 

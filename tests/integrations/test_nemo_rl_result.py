@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """`/run` results with no generated turn are still ones NeMo RL can consume (`nemo_rl_result`).
 
 NeMo RL's consumption rules, from `nemo_rl/environments/nemo_gym.py` (7ea279a): at least one
@@ -13,12 +16,14 @@ from collections.abc import AsyncIterator
 
 import pytest
 from gym_fakes import FakeResources, ScriptedDialect
-from scripted_model import TurnContext
+from support.scripted_model import TurnContext
 
 from nemo_gym_prorl.agent.loop import AgentLimits
-from nemo_gym_prorl.integrations.gym_agent import ProRLAgentSettings, ProRLGymRuntime, ResolvedModelAccess
-from nemo_gym_prorl.integrations.gym_contract import check_result, trainable_turns
+from nemo_gym_prorl.integrations.gym.config import ProRLAgentSettings, ResolvedModelAccess
+from nemo_gym_prorl.integrations.gym.contract import check_result, trainable_turns
+from nemo_gym_prorl.integrations.gym.runtime import ProRLGymRuntime
 from nemo_gym_prorl.integrations.nemo_rl_result import ensure_trainable, has_trainable_item
+from nemo_gym_prorl.llm.access import LLMConfig
 from nemo_gym_prorl.pipeline import PipelineConfig
 
 ROW = {
@@ -44,7 +49,10 @@ async def runtime_with() -> AsyncIterator:
             pipeline=PipelineConfig(init_workers=2, run_workers=2, eval_workers=2),
             agent=limits or AgentLimits(max_turns=4),
         )
-        access = ResolvedModelAccess(["http://127.0.0.1:9"], "vllm", "m", None, None, "urls")
+        access = ResolvedModelAccess(
+            LLMConfig(backends=["http://127.0.0.1:9"], dialect="vllm", model="m", health_path=None),
+            "backends",
+        )
         runtime = ProRLGymRuntime(settings, {"prorl_math": "prorl_math"}, FakeResources(reward=0.0), access)
         runtime.llm.dialect = dialect
         made.append(runtime)

@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """The NeMo RL sampler against the documented behaviour of NeMo RL's single-controller path.
 
 NeMo RL is not installable here, so `FakeBuffer` / `FakeMeta` reproduce what the sampler relies

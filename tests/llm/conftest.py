@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """Fixtures of the inference-layer tests.
 
 - `fake_llm`: a factory of in-process fake backends (real HTTP on loopback), stopped after

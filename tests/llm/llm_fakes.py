@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """Scripted, in-process stand-ins for vLLM and NeMo RL's policy server (tests only).
 
 `FakeLLM` is a real HTTP server (uvicorn on a loopback socket, in the test's event loop) with a

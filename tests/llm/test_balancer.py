@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """The generic balancer: least in-flight, sticky keys, caps, health, drain (no HTTP)."""
 
 from __future__ import annotations

@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """`prorl model serve`: the real embedded server comes up, and an interrupt stops all of it,
 even when started as a shell background job (which inherits SIGINT ignored)."""
 

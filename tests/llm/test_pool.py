@@ -1,4 +1,8 @@
-"""The LLM backend pool against real (fake) HTTP backends: the bad-input list of issue 3 §5."""
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
+"""The LLM backend pool against real (fake) HTTP backends: down, hanging, 5xx, garbage and
+wrong-shape answers, backends killed mid-trajectory, added, drained and removed at runtime."""
 
 from __future__ import annotations
 

@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """A 500 that every backend repeats (NeMo RL's policy server refusing the sampling parameters) is
 this request's error: the pool stops after two backends instead of spreading it to every rank."""
 

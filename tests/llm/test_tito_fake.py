@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """Token-in/token-out sessions against the scripted backend (exact, readable token maths)."""
 
 from __future__ import annotations

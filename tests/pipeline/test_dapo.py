@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """DAPO dynamic sampling with asynchronous replenishment, over the real pipeline with per-sample
 scripted handlers (pure asyncio: each test runs in well under a second or two)."""
 
@@ -10,12 +13,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.scripted_groups import GroupScriptedHandler
 
 from nemo_gym_prorl.pipeline import HandlerRegistry, Pipeline, PipelineConfig, Stage
 from nemo_gym_prorl.pipeline.dapo import BatchFailedError, DapoConfig, DapoScheduler
-from nemo_gym_prorl.pipeline.dapo_scripted import GroupScriptedHandler
 from nemo_gym_prorl.pipeline.groups import GroupStatus, UniformRule, judge, reward_std
-from nemo_gym_prorl.pipeline.prompts import CyclingSource, JsonlSource, RowsSource
+from nemo_gym_prorl.pipeline.prompt_source import CyclingSource, JsonlSource, RowsSource
 
 
 def informative(key: str, g: int = 4, run_s: float = 0.01, **extra: Any) -> dict[str, Any]:

@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """Pipeline semantics: overlap, backpressure, priorities, budgets, cancellation, failures."""
 
 from __future__ import annotations
@@ -7,6 +10,7 @@ import time
 from typing import Any
 
 import pytest
+from support.scripted_stages import ScriptedHandler
 
 from nemo_gym_prorl.pipeline import (
     DuplicateJobError,
@@ -17,7 +21,6 @@ from nemo_gym_prorl.pipeline import (
     Stage,
     UnknownTaskError,
 )
-from nemo_gym_prorl.pipeline.scripted import ScriptedHandler
 
 
 def spec(**script: Any) -> JobSpec:

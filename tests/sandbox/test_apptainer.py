@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """The Apptainer backend: exact command lines (pinned here, since no binary exists on these
 machines) and, where `apptainer`/`singularity` is installed, a real instance."""
 

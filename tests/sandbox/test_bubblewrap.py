@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """The bubblewrap sandbox: isolation, limits and hygiene, checked against real `bwrap`."""
 
 from __future__ import annotations

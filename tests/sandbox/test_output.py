@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """Output capture keeps memory bounded and shows both ends of a flood."""
 
 from nemo_gym_prorl.sandbox.output import CappedBuffer, strip_ansi

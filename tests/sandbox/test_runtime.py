@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """The sandboxes' own Python runtime: built from the lock, holding no graders, used by default."""
 
 from __future__ import annotations

@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """The security suite's ledger and its printed report.
 
 Every attack test records one line (what was tried, whether it was contained, the figure that

@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """The policy's worst attempts at the answers, run inside a sandbox by its own Python.
 
 Reads `{"needles": [...], "roots": [...] | null}` on stdin (never argv: its own command line

@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """Attacks from inside RUN sandboxes, each contained, while a real service keeps serving.
 
 A real `prorl serve` (own process, real port, API token) runs sandboxed rollouts for the whole

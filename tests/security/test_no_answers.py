@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """No reference answer is reachable from a RUN sandbox, for each task domain.
 
 Each domain's RUN sandbox is opened the way the rollout handler opens it (`task.sandbox_spec`,

@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """Service fixtures: the app over scripted handlers, in-process (ASGI)."""
 
 from __future__ import annotations
@@ -8,8 +11,8 @@ from typing import Any
 import httpx
 import pytest
 from service_helpers import Api, MakeApi, make_service
+from support.scripted_stages import ScriptedHandler
 
-from nemo_gym_prorl.pipeline.scripted import ScriptedHandler
 from nemo_gym_prorl.service import RolloutService, create_app
 
 

@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """Helpers for the service tests (a uniquely named module: several test dirs have a conftest)."""
 
 from __future__ import annotations
@@ -12,10 +15,10 @@ from typing import Any
 
 import httpx
 import uvicorn
+from support.scripted_stages import ScriptedHandler
 
 from nemo_gym_prorl.llm import LLMBackendPool, PoolConfig
 from nemo_gym_prorl.pipeline import HandlerRegistry, Pipeline, PipelineConfig
-from nemo_gym_prorl.pipeline.scripted import ScriptedHandler
 from nemo_gym_prorl.service import PoolBackendRegistry, RolloutService, ServiceOptions, create_app
 
 TOKEN = "s3cret-token-for-tests"

@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """The native /v1 API, operations endpoints and error shapes."""
 
 from __future__ import annotations
@@ -134,16 +137,18 @@ async def test_metrics_and_healthz(api: Api) -> None:
     assert (await api.http.get("/healthz")).json() == {"status": "ok"}
 
 
-def test_hand_written_exposition_matches_the_format() -> None:
-    from nemo_gym_prorl.service.metrics import Metric, render_text
+def test_the_exposition_reads_back_with_prometheus_parser() -> None:
+    from prometheus_client.parser import text_string_to_metric_families
 
-    text = render_text(
+    from nemo_gym_prorl.service.metrics import Metric, render
+
+    text = render(
         [Metric("x", "counter", "help", "k", [('a"b', 2.0)]), Metric("y", "gauge", "h", None, [(None, 1.5)])]
     )
-    assert text.decode().splitlines() == [
-        "# HELP x_total help", "# TYPE x_total counter", 'x_total{k="a\\"b"} 2.0',
-        "# HELP y h", "# TYPE y gauge", "y 1.5",
-    ]  # fmt: skip
+    families = {f.name: f for f in text_string_to_metric_families(text.decode())}
+    assert families["x"].type == "counter" and families["y"].type == "gauge"
+    assert [(s.name, s.labels, s.value) for s in families["x"].samples] == [("x_total", {"k": 'a"b'}, 2.0)]
+    assert [(s.name, s.labels, s.value) for s in families["y"].samples] == [("y", {}, 1.5)]
 
 
 async def test_openapi_schema_lists_the_api(api: Api) -> None:

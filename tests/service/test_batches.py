@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """`/v1/batches`: DAPO batches over HTTP (ASGI in-process, and one real socket for the sync client)."""
 
 from __future__ import annotations
@@ -13,8 +16,8 @@ import httpx
 import pytest
 from fastapi import FastAPI
 from service_helpers import TOKEN, live_server, make_service
+from support.scripted_groups import GroupScriptedHandler
 
-from nemo_gym_prorl.pipeline.dapo_scripted import GroupScriptedHandler
 from nemo_gym_prorl.service import RolloutService, create_app
 from nemo_gym_prorl.service.batch_manager import DatasetCatalog
 from nemo_gym_prorl.service.client import AsyncRolloutClient, RolloutClient

@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """Fuzz every operation of the OpenAPI schema (schemathesis): no request may cause a 5xx."""
 
 from __future__ import annotations

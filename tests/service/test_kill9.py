@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """`kill -9` of a running service leaves no sandbox process alive.
 
 The service runs as `prorl serve` would (the same entry point, in a subprocess) with a handler
@@ -19,7 +22,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from nemo_gym_prorl.cli_serve import READY_PREFIX
+from nemo_gym_prorl.cli.serve import READY_PREFIX
 
 pytestmark = [
     pytest.mark.bwrap,
@@ -46,16 +49,18 @@ def cgroup_members(path: str) -> list[int]:
 def start_service(tmp_path: Path, record: Path) -> tuple[subprocess.Popen[str], str]:
     overrides = [
         "tasks=none",
-        "+tasks.box.handler=nemo_gym_prorl.pipeline.scripted:build_sandbox_scripted",
+        "+tasks.box.handler=support.scripted_stages:build_sandbox_scripted",
         f"+tasks.box.options.record_file={record}",
         "server.port=0",
         "server.log_level=warning",
         "service.require_backend=false",
         "llm.health_path=null",
     ]
-    env = {**os.environ, "PRORL_SANDBOX_ROOT": str(tmp_path / "sandboxes")}
+    # The scripted handler is test support (tests/support/): the child process imports it too.
+    tests_dir = str(Path(__file__).resolve().parents[1])
+    env = {**os.environ, "PRORL_SANDBOX_ROOT": str(tmp_path / "sandboxes"), "PYTHONPATH": tests_dir}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "nemo_gym_prorl.cli_serve", *overrides],
+        [sys.executable, "-m", "nemo_gym_prorl.cli.serve", *overrides],
         stdout=subprocess.PIPE,
         text=True,
         env=env,

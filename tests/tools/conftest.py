@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """Fixtures for the tool tests: real sandboxes (bubblewrap, or local_unsafe where isolation is
 not the point), torn down after each test."""
 

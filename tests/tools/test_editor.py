@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """The file editor: viewing, creating, replacing, inserting and undoing, confined to the
 workspace however the path is spelled."""
 

@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """The IPython tool: a kernel inside the sandbox, what one cell returns, and how the kernel
 survives timeouts and its own death."""
 

@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """The persistent PTY shell: what a command returns, what persists, and how it survives
 timeouts, floods, interrupts, `exit`, and misuse."""
 

@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """The tool specs the model sees and the dispatcher that turns its calls into observations:
 whatever the model sends, the answer is an observation, never an exception."""
 

@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """Preflight for a NeMo RL recipe: would NeMo RL start it, and does it fit this project's agent?
 
 Three layers, all without NeMo RL installed:
@@ -27,7 +30,7 @@ from nemo_gym_prorl.integrations.nemo_rl.schema import RUNNERS, Problem, load_re
 REPO_ROOT = Path(__file__).resolve().parents[3]
 AGENT_NAME = "prorl_agent"
 # Keys of the agent block that are its own settings (the rest are Gym's server references).
-AGENT_SETTING_KEYS = ("llm", "pipeline", "agent", "sampling", "rollout_timeout_s")
+AGENT_SETTING_KEYS = ("llm", "pipeline", "agent", "rollout_timeout_s", "infrastructure_failures")
 # Config files NeMo Gym itself ships; they live in Gym's checkout, not ours.
 GYM_OWN_PREFIXES = ("responses_api_models/",)
 
@@ -65,7 +68,7 @@ def _gym_blocks(config: Mapping[str, Any]) -> Mapping[str, Any]:
 
 
 def _our_rules(config: Mapping[str, Any], runner: str) -> tuple[list[Problem], list[Problem]]:
-    from nemo_gym_prorl.integrations.gym_agent import ProRLAgentSettings
+    from nemo_gym_prorl.integrations.gym.config import ProRLAgentSettings
 
     errors: list[Problem] = []
     warnings: list[Problem] = []

@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """Re-derive the recorded NeMo RL config schema from NeMo RL's own source, without importing it.
 
 NeMo RL validates a recipe by building its `MasterConfig` (pydantic models and TypedDicts; its

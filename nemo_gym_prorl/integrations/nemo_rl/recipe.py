@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """Load a NeMo RL recipe as NeMo RL's `load_config` does (`nemo_rl/utils/config.py`, 7ea279a).
 
 `defaults:` names parent files (a string or a list, relative to the file's directory), merged in

@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """NeMo RL's runner rules (the checks its entry points make after `MasterConfig`), as data.
 
 Each rule in `record.json` names the runners it applies to, an operation over dotted config

@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """NeMo RL's config schema, rebuilt as pydantic types from the recorded data (`record.json`).
 
 NeMo RL's runners build `MasterConfig(**config)` (pydantic) and its own config test validates

@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """Model dialects: one interface (`Dialect.generate`), one module per server protocol."""
 
 from nemo_gym_prorl.llm.dialects.base import Dialect, Generation, TurnContext

@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """The dialect interface: how one turn's prompt reaches a server and how its answer is read.
 
 A dialect is stateless apart from caches that depend only on the model and the tool list;

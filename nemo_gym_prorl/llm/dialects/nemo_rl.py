@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """Dialect `nemo_rl`: `/v1/chat/completions` as NeMo RL's policy server wants it.
 
 NeMo RL's per-rank vLLM HTTP server (`policy_base_url`) accepts only requests whose sampling

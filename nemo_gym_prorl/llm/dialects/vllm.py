@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """Dialect `vllm`: token-id prompts to `/v1/completions`, deltas through `/tokenize`.
 
 The prompt of turn k is the exact token history (previous prompt + sampled ids) followed by

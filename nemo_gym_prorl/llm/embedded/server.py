@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """Start, wait for and stop a vLLM OpenAI-compatible server (`prorl model serve`).
 
 The server runs under `supervise.py` in its own session/process group, so stopping it (and

@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """`prorl model setup`: build the embedded vLLM-CPU backend once, idempotently.
 
 Steps (each skipped when its stamp matches the recipe, so a second run takes milliseconds):

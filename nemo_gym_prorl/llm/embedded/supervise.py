@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """A tiny supervisor between prorl and a model server process tree (stdlib only).
 
 Why not just PR_SET_PDEATHSIG on the server? vLLM forks engine/worker processes, and a

@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """SWE tasks: SWE-bench-format instances, offline ones built from PyPI sdists, graded with swebench."""
 
 from nemo_gym_prorl.tasks.swe.build import build_all, ensure_built, load_instances, load_recipes

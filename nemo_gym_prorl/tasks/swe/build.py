@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """`prorl swe build`: SWE-bench-format instances from real projects, offline after one download.
 
 SWE-smith style: for each recipe (`recipes/recipes.json`, committed with its bug diff):

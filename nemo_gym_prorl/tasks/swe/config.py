@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """Where SWE instances, repositories and images live; how a sandbox for one is made.
 
 Two ways to get an instance's repository at `/testbed` (the SWE-bench convention):

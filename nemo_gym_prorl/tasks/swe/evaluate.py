@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """SWE EVAL: in a fresh sandbox, apply the model's patch (git apply, then `patch --fuzz`), run
 the instance's SWE-bench eval script (it applies `test_patch` and runs the tests between the
 SWE-bench output markers), and grade with the `swebench` package's own log parser and report

@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """SWE: a repository at /testbed, a problem statement, bash and editor tools; the result is the
 git diff at the end of RUN, graded in a fresh sandbox (see `evaluate.py`)."""
 

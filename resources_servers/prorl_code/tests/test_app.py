@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """prorl_code through NeMo Gym's own contract checks and over HTTP with real sandboxes."""
 
 import asyncio

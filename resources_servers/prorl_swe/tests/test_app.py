@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """prorl_swe through NeMo Gym's own contract checks and a full session over HTTP: the repository
 at /testbed, a fix made with the bash tool, the git diff collected and graded by swebench.
 Needs the offline instances (built on first use: pip downloads four small sdists from PyPI once)."""

@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """The agent's HTTP face, built as Gym builds it (MagicMock ServerClient + TestClient): /run answers
 the runtime's status and body; the rollout API is served by the same app; Gym's liveness stays."""
 
@@ -9,7 +12,7 @@ from fastapi.testclient import TestClient
 from nemo_gym.server_utils import ServerClient
 from omegaconf import OmegaConf
 
-from nemo_gym_prorl.integrations.gym_agent import RunOutcome
+from nemo_gym_prorl.integrations.gym.result import RunOutcome
 from responses_api_agents.prorl_agent.app import ProRLAgent, ProRLAgentConfig
 
 
@@ -18,7 +21,7 @@ def make_agent() -> ProRLAgent:
         host="127.0.0.1", port=0, entrypoint="app.py", name="prorl_agent",
         model_server={"type": "responses_api_models", "name": "policy_model"},
         resources_servers={"prorl_math": {"type": "resources_servers", "name": "prorl_math"}},
-        llm={"urls": ["http://127.0.0.1:9"], "health_path": None, "model": "m"},
+        llm={"backends": ["http://127.0.0.1:9"], "health_path": None, "model": "m"},
     )  # fmt: skip
     client = MagicMock(spec=ServerClient)
     client.global_config_dict = OmegaConf.create({})
@@ -57,7 +60,7 @@ def test_resources_map_and_routes() -> None:
 def test_run_answers_infrastructure_failures_as_masked_results_for_nemo_rl_sync() -> None:
     from nemo_gym.openai_utils import NeMoGymResponse
 
-    from nemo_gym_prorl.integrations.gym_contract import check_result
+    from nemo_gym_prorl.integrations.gym.contract import check_result
 
     agent = make_agent()
     agent.config.infrastructure_failures = "masked_result"

@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """Recipes load as NeMo RL's `load_config` loads them: `defaults` parents, `_override_`, resolvers."""
 
 from __future__ import annotations

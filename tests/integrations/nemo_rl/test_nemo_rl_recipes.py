@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """Every shipped recipe is one NeMo RL (at the recorded commit) would start; broken ones are refused by name."""
 
 from __future__ import annotations

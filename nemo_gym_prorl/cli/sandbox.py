@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """`prorl sandbox setup` and `prorl sandbox check`: the CLI face of `nemo_gym_prorl.sandbox.runtime`.
 
 The main CLI calls `add_sandbox_parser(subparsers)`; each subcommand sets `func` to its handler,

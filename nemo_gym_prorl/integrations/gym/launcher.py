@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """`prorl gym up/down/status`: the NeMo Gym stack (`gym env start`) in the project's one venv, offline.
 
 `up` automates the shared-venv recipe: every server of the composition gets a symlink
@@ -30,7 +33,7 @@ import httpx
 import psutil
 from pydantic import BaseModel, Field
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[3]
 DOMAINS = ("math", "stem", "code", "swe")
 DEFAULT_STATE_DIR = Path(".prorl") / "gym"
 DEFAULT_HEAD_PORT = 11000

@@ -1,6 +1,9 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """`prorl serve`: compose the Hydra config, validate it, and run the rollout service (uvicorn).
 
-Also runnable alone: `python -m nemo_gym_prorl.cli_serve [overrides...]`.
+Also runnable alone: `python -m nemo_gym_prorl.cli.serve [overrides...]`.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ def add_serve_parser(subparsers: Any) -> argparse.ArgumentParser:
         "serve",
         help="run the rollout service (HTTP API)",
         description="Run the rollout service. Configuration: configs/service/serve.yaml, composed "
-        "with Hydra; pass overrides such as `sandbox=apptainer pipeline.run_workers=64 tasks=scripted`.",
+        "with Hydra; pass overrides such as `sandbox=apptainer pipeline.run_workers=64 tasks=default`.",
     )
     _add_arguments(parser)
     parser.set_defaults(func=handle_serve)

@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """The NeMo Gym resources-server face shared by the four domains (each `app.py` is a subclass).
 
 Routes (on top of Gym's `/seed_session`, `/verify`, `/close_session`, `/aggregate_metrics`):
@@ -20,6 +23,7 @@ import contextlib
 import logging
 import time
 from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from fastapi import Body, FastAPI, Request
@@ -38,8 +42,10 @@ from nemo_gym.base_resources_server import (
 from nemo_gym.server_utils import SESSION_ID_KEY
 from pydantic import ConfigDict, Field, PrivateAttr
 
-from nemo_gym_prorl.sandbox import SandboxSpec, open_sandbox
+from nemo_gym_prorl.sandbox import Sandbox, SandboxSpec
 from nemo_gym_prorl.tasks.base import EvalOutcome, TaskDomain, final_text_from_response
+from nemo_gym_prorl.tasks.workspace import Workspace, open_workspace
+from nemo_gym_prorl.tools.dispatch import ToolBox, ToolBoxConfig
 
 logger = logging.getLogger(__name__)
 
@@ -49,9 +55,10 @@ _GYM_FIELDS = {"responses_create_params", "response", "capture_rollout_id", "_ng
 class ProRLServerConfig(BaseResourcesServerConfig):
     sandbox: SandboxSpec = Field(default_factory=SandboxSpec, description="RUN sandboxes (math, STEM, code).")
     max_sessions: int = Field(256, gt=0, description="Open sessions (sandboxes) at once.")
-    bash_timeout_s: float = Field(120.0, gt=0)
-    ipython_timeout_s: float = Field(120.0, gt=0)
-    tool_max_output_bytes: int = Field(32 * 1024, gt=0)
+    tools: ToolBoxConfig = Field(
+        default_factory=ToolBoxConfig,
+        description="Tool limits (timeouts, output size). Which tools a session gets is the domain's choice.",
+    )
 
 
 class ProRLSeedSessionRequest(BaseSeedSessionRequest):
@@ -87,16 +94,21 @@ def row_of(body: Any) -> dict[str, Any]:
     return {k: v for k, v in data.items() if k not in _GYM_FIELDS}
 
 
+@dataclass
 class _Session:
-    def __init__(self, sandbox: Any, toolbox: Any, row: dict[str, Any], info: dict[str, Any]) -> None:
-        self.sandbox, self.toolbox, self.row, self.info = sandbox, toolbox, row, info
-        self.created = time.time()
+    workspace: Workspace
+    row: dict[str, Any]
+
+    @property
+    def sandbox(self) -> Sandbox:
+        return self.workspace.sandbox
+
+    @property
+    def toolbox(self) -> ToolBox:
+        return self.workspace.tools
 
     async def close(self) -> None:
-        with contextlib.suppress(Exception):
-            await self.toolbox.close()
-        with contextlib.suppress(Exception):
-            self.sandbox.close()
+        await self.workspace.close()
 
 
 class ProRLTaskServer(SimpleResourcesServer):
@@ -153,8 +165,6 @@ class ProRLTaskServer(SimpleResourcesServer):
 
     # -- sessions -------------------------------------------------------------------------------
     async def open_session(self, sid: str, row: Mapping[str, Any]) -> _Session:
-        from nemo_gym_prorl.tools import ToolBox, ToolBoxConfig
-
         if sid in self._sessions:
             return self._sessions[sid]
         lock = self._seeding.setdefault(sid, asyncio.Lock())
@@ -163,22 +173,9 @@ class ProRLTaskServer(SimpleResourcesServer):
                 return self._sessions[sid]
             if len(self._sessions) >= self.config.max_sessions:
                 raise RuntimeError(f"too many open sessions ({self.config.max_sessions})")
-            spec = self.task.sandbox_spec(row, self.config.sandbox)
-            sandbox = await asyncio.to_thread(open_sandbox, spec)
-            try:
-                info = await self.task.setup_workspace(sandbox, row)
-                tools = [t for t in self.task.tool_names(row) if t in self.task_tools] or list(
-                    self.task_tools
-                )
-                toolbox = ToolBox(sandbox, ToolBoxConfig(
-                    tools=tools, bash_timeout_s=self.config.bash_timeout_s,
-                    ipython_timeout_s=self.config.ipython_timeout_s,
-                    max_output_bytes=self.config.tool_max_output_bytes,
-                ))  # fmt: skip
-            except BaseException:
-                sandbox.close()
-                raise
-            session = _Session(sandbox, toolbox, dict(row), info)
+            tools = [t for t in self.task.tool_names(row) if t in self.task_tools] or list(self.task_tools)
+            workspace = await open_workspace(self.task, row, self.config.sandbox, self.config.tools, tools)
+            session = _Session(workspace, dict(row))
             self._sessions[sid] = session
             return session
 

@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """Where DAPO's prompts come from: an in-memory list or iterator, a JSONL file, or an epoch-aware
 cycle over either.
 

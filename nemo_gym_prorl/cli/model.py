@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """`prorl model setup` and `prorl model serve`: the CLI face of `nemo_gym_prorl.llm.embedded`.
 
 The main CLI calls `add_model_parser(subparsers)`; each subcommand sets `func` to its handler,

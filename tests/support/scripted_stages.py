@@ -1,9 +1,12 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """Scripted handlers for tests and benchmarks: stage durations and failures come from a script,
 not from a model. They are never wired in by default; a config names them explicitly.
 
 `ScriptedHandler` is pure asyncio (cheap: 1,000s of jobs in seconds). `SandboxScriptedHandler`
 opens a real sandbox in INIT, runs real tool processes in RUN and a real "test" process in EVAL,
-with scripted think-time in between: the benchmark workload of issue 4 §6.
+with scripted think-time in between: the workload of `benchmarks/bench_pipeline.py`.
 
 Per job, `instance["script"]` may override any default: `init_s`, `run_s`, `eval_s`, `fail`
 ("init"|"run"|"eval"), `reward`, `turns`, `keepalive` (spawn a long-lived process in INIT).
@@ -23,7 +26,7 @@ from nemo_gym_prorl.pipeline.job import Evaluation, Job, Stage, Trajectory
 from nemo_gym_prorl.sandbox import Sandbox, SandboxSpec, open_sandbox
 
 if TYPE_CHECKING:
-    from nemo_gym_prorl.service.wiring import HandlerDeps
+    from nemo_gym_prorl.pipeline.deps import HandlerDeps
 
 
 class Script(BaseModel):

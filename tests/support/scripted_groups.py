@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """A scripted handler whose script varies per sample of a prompt group (DAPO tests, benchmark).
 
 The plain `ScriptedHandler` scripts a job from `instance["script"]`; every sample of a group
@@ -17,10 +20,10 @@ from typing import TYPE_CHECKING, Any
 from pydantic import Field
 
 from nemo_gym_prorl.pipeline.job import Evaluation, Job, Stage, Trajectory
-from nemo_gym_prorl.pipeline.scripted import Script, ScriptedHandler, ScriptedState
+from support.scripted_stages import Script, ScriptedHandler, ScriptedState
 
 if TYPE_CHECKING:
-    from nemo_gym_prorl.service.wiring import HandlerDeps
+    from nemo_gym_prorl.pipeline.deps import HandlerDeps
 
 
 def _sample_and_attempt(job: Job) -> tuple[int | None, int]:

@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """`prorl nemo-rl check CONFIG...`: would NeMo RL start this recipe? (no NeMo RL needed)"""
 
 from __future__ import annotations

@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """`prorl data ...` and `prorl swe ...`: task data from installed packages, SWE instances from PyPI sdists.
 
 prorl data prepare [--domain all|math|stem|code|swe] [--out DIR] [--validation-fraction F]
@@ -24,7 +27,7 @@ from nemo_gym_prorl.tasks.data import DEFAULT_AGENT, pick_examples, split_rows, 
 DOMAINS = ("math", "stem", "code", "swe")
 DOMAIN_TOOLS = {"math": ("ipython", "submit"), "stem": ("ipython", "submit"), "code": ("bash", "editor", "ipython"),
                 "swe": ("bash", "editor")}  # fmt: skip
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 def responses_tools(domain: str) -> list[dict[str, Any]]:

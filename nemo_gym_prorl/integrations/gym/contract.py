@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """A checker of NeMo RL's contract for NeMo Gym `/run` results.
 
 It reads a result the way NeMo RL's Gym environment does (`nemo_rl/environments/nemo_gym.py`,
@@ -25,7 +28,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from nemo_gym_prorl.integrations.gym_response import TOKEN_FIELDS
+from nemo_gym_prorl.integrations.gym.response import TOKEN_FIELDS
 
 GENERATED_TYPES = frozenset({"function_call", "reasoning"})
 

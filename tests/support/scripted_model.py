@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """A scripted model dialect for unit tests (never a default, never a demo): turn i answers
 `replies[i]` (the last reply repeats; an exception instance is raised instead). The prompt is
 the history plus one fixed token per new message, so prompts are deterministic and contiguous."""

@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """From an agent trajectory to the NeMo Gym `/run` result: Responses-API output items with token
 fields, and the tools of a Gym row in the shape the agent's prompt uses.
 

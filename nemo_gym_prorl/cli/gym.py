@@ -1,5 +1,8 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """`prorl gym up/down/status`: the NeMo Gym stack (ProRL agent + resources servers) offline, in the
-project's one venv. Logic: `nemo_gym_prorl.integrations.gym_launcher`.
+project's one venv. Logic: `nemo_gym_prorl.integrations.gym.launcher`.
 
   prorl gym up [--domain math|stem|code|swe|mixed ...] (--model-url URL | --serve-model)
                [--head-port 11000] [--state-dir .prorl/gym] [-- extra `gym env start` overrides]
@@ -19,7 +22,7 @@ from pathlib import Path
 
 
 def _up(args: argparse.Namespace) -> int:
-    from nemo_gym_prorl.integrations.gym_launcher import LaunchError, up
+    from nemo_gym_prorl.integrations.gym.launcher import LaunchError, up
 
     domains = [d for group in (args.domain or ["mixed"]) for d in group.split(",") if d]
     extra = [a for a in (args.overrides or []) if a != "--"]
@@ -47,14 +50,14 @@ def _up(args: argparse.Namespace) -> int:
 
 
 def _down(args: argparse.Namespace) -> int:
-    from nemo_gym_prorl.integrations.gym_launcher import down
+    from nemo_gym_prorl.integrations.gym.launcher import down
 
     down(Path(args.state_dir))
     return 0
 
 
 def _status(args: argparse.Namespace) -> int:
-    from nemo_gym_prorl.integrations.gym_launcher import status
+    from nemo_gym_prorl.integrations.gym.launcher import status
 
     info = status(Path(args.state_dir))
     if args.json:
@@ -66,7 +69,7 @@ def _status(args: argparse.Namespace) -> int:
 
 
 def _test(args: argparse.Namespace) -> int:
-    from nemo_gym_prorl.integrations.gym_launcher import LaunchError, run_server_tests
+    from nemo_gym_prorl.integrations.gym.launcher import LaunchError, run_server_tests
 
     domains = [d for arg in (args.domain or ["mixed"]) for d in arg.split(",") if d]
     try:

@@ -1,0 +1,41 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
+"""`prorl bench NAME`: run a benchmark side by side with its baseline."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+BENCHMARKS_DIR = Path(__file__).resolve().parents[2] / "benchmarks"
+BENCHMARK_NAMES = ("tools", "balancer", "pipeline", "eval", "dapo")
+
+
+def load_benchmark(name: str) -> ModuleType:
+    """Benchmarks live in `benchmarks/bench_<name>.py` of the source checkout (`make` installs
+    the project editable from it), so they are measured code, not shipped code."""
+    path = BENCHMARKS_DIR / f"bench_{name}.py"
+    if not path.exists():
+        raise SystemExit(f"prorl bench {name}: {path} not found (benchmarks need the source checkout)")
+    if str(BENCHMARKS_DIR) not in sys.path:  # their shared helpers sit beside them
+        sys.path.insert(0, str(BENCHMARKS_DIR))
+    spec = importlib.util.spec_from_file_location(f"prorl_bench_{name}", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _bench(args: argparse.Namespace) -> int:
+    return int(load_benchmark(args.name).main(as_json=args.json) or 0)
+
+
+def add_bench_parser(subparsers: argparse._SubParsersAction) -> None:
+    bench = subparsers.add_parser("bench", help="run a benchmark side by side with its baseline")
+    bench.add_argument("name", choices=BENCHMARK_NAMES)
+    bench.add_argument("--json", action="store_true", help="print one JSON object")
+    bench.set_defaults(func=_bench)

@@ -1,0 +1,20 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
+"""`prorl demo`: the main job on the embedded defaults."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from nemo_gym_prorl.demo import run_demo
+
+    return run_demo(quick=args.quick)
+
+
+def add_demo_parser(subparsers: argparse._SubParsersAction) -> None:
+    demo = subparsers.add_parser("demo", help="the main job on the embedded defaults")
+    demo.add_argument("--quick", action="store_true", help="a smaller run")
+    demo.set_defaults(func=_demo)

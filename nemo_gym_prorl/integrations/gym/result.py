@@ -1,0 +1,88 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
+"""The body and status `/run` answers: NeMo Gym's verify response for a finished rollout."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, NamedTuple
+
+from nemo_gym_prorl.integrations.nemo_rl_result import ensure_trainable
+from nemo_gym_prorl.pipeline import JobResult
+
+
+def sampling_from_row(row: Mapping[str, Any]) -> dict[str, Any]:
+    """NeMo RL stamps temperature/top_p/max_output_tokens on responses_create_params."""
+    params = row.get("responses_create_params") or {}
+    out: dict[str, Any] = {}
+    for src, dst in (("temperature", "temperature"), ("top_p", "top_p"), ("max_output_tokens", "max_tokens")):
+        if params.get(src) is not None:
+            out[dst] = params[src]
+    return out
+
+
+def run_result(row: Mapping[str, Any], result: JobResult) -> dict[str, Any]:
+    """The Gym verify response `/run` returns for a finished job."""
+    trajectory = result.trajectory
+    assert trajectory is not None
+    extra = trajectory.model_extra or {}
+    report = result.report
+    verify: dict[str, Any] = dict(report.get("verify") or {})
+    body: dict[str, Any] = {k: v for k, v in row.items() if k not in verify}
+    body.update(verify)
+    body["responses_create_params"] = row.get("responses_create_params")
+    body["response"] = extra["gym_response"]
+    reward = float(result.reward or 0.0)
+    inference_failed = bool(extra.get("infrastructure_failed"))
+    masked = bool(verify.get("mask_sample")) or bool(report.get("mask_sample")) or inference_failed
+    body["reward"] = reward
+    body["reward_components"] = dict(result.reward_components) or {"reward": reward}
+    body["mask_sample"] = masked
+    instance_config = (
+        verify.get("instance_config") if isinstance(verify.get("instance_config"), Mapping) else {}
+    )
+    body["instance_config"] = {**instance_config, "mask_sample": masked}
+    if masked and not body.get("failure_kind"):
+        if inference_failed:
+            failure = extra.get("failure") or {}
+            body["failure_kind"] = "provider_unavailable"
+            body["failure_reason"] = (
+                f"inference failed mid-trajectory: {failure.get('kind')}: {failure.get('message')}"
+            )
+        else:
+            body["failure_kind"] = report.get("failure_kind") or "verifier_error"
+            body["failure_reason"] = report.get("failure_reason")
+    timing = result.timing
+    steps = extra.get("steps") or []
+    # Numeric top-level fields: NeMo RL logs them as metrics.
+    body.update(
+        init_time_s=timing.init_time,
+        run_time_s=timing.run_time,
+        eval_time_s=timing.eval_time,
+        queue_wait_s=timing.init_wait + timing.run_wait + timing.eval_wait,
+        total_time_s=timing.total_elapsed,
+        num_turns=int(extra.get("num_turns") or 0),
+        generated_tokens=int(extra.get("generated_tokens") or 0),
+        num_tool_calls=len(steps),
+        tool_errors=int(extra.get("tool_errors") or 0),
+        end_properly=float(bool(trajectory.end_properly)),
+    )
+    body["prorl"] = {
+        "job_id": result.id,
+        "task": result.task,
+        "stop_reason": trajectory.stop_reason,
+        "reroutes": extra.get("reroutes") or [],
+        "http_retries": extra.get("http_retries", 0),
+    }
+    # NeMo RL cannot consume a result without a generated turn (first prompt overflowed, time ran out).
+    return ensure_trainable(body, trajectory_id=result.id, reason=str(trajectory.stop_reason))
+
+
+class RunOutcome(NamedTuple):
+    status: int
+    body: dict[str, Any]
+
+
+def error_outcome(status: int, kind: str, message: str) -> RunOutcome:
+    return RunOutcome(status, {"error": kind, "detail": message})

@@ -1,0 +1,238 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
+"""A rollout whose tools and scoring live in a NeMo Gym resources server, reached over HTTP.
+
+    INIT  POST <server>/seed_session (row)           cookies kept per rollout
+    RUN   each tool call is a POST to <server>/<tool> with those cookies
+    EVAL  POST <server>/verify (row + response)      the server then closes its session
+    release: POST /close_session when /verify was never reached (cancelled, failed)
+
+The handler above it (`agent.handler.AgentRolloutHandler`) is the same one `prorl serve` runs;
+this module is only the transport. Tool calls are checked here with the same vocabulary as
+in-process tools (`tools.dispatch`: unknown tool, arguments that are not JSON or do not fit the
+schema), so the model reads the same observation on both paths.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, NamedTuple, Protocol
+
+from nemo_gym_prorl.agent.handler import RolloutFailure, ToolServiceUnavailableError
+from nemo_gym_prorl.agent.loop import AgentTrajectory
+from nemo_gym_prorl.integrations.gym.response import chat_tool_specs, gym_response
+from nemo_gym_prorl.pipeline import Evaluation, Job, Trajectory
+from nemo_gym_prorl.tools.dispatch import ToolObservation, parse_arguments, unknown_tool
+from nemo_gym_prorl.tools.specs import ARGUMENT_MODELS
+
+
+class ResourcesReply(NamedTuple):
+    status: int
+    body: Any
+    cookies: dict[str, str]
+
+
+class ResourcesUnavailableError(ToolServiceUnavailableError):
+    """The resources server could not be reached (connection refused, reset, timeout)."""
+
+
+class ResourcesClient(Protocol):
+    """POST to a resources server by instance name, with per-rollout cookies."""
+
+    async def post(self, server: str, path: str, body: Any, cookies: Mapping[str, str]) -> ResourcesReply: ...
+
+
+class GymServerClient:
+    """A `ResourcesClient` over NeMo Gym's `ServerClient` (aiohttp, names resolved from the
+    global config)."""
+
+    def __init__(self, server_client: Any) -> None:
+        self.server_client = server_client
+
+    async def post(self, server: str, path: str, body: Any, cookies: Mapping[str, str]) -> ResourcesReply:
+        import aiohttp
+
+        kwargs: dict[str, Any] = {"cookies": dict(cookies)}
+        if body is not None:
+            kwargs["json"] = body
+        try:
+            response = await self.server_client.post(server_name=server, url_path=path, **kwargs)
+            raw = await response.read()
+        except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+            raise ResourcesUnavailableError(f"{server}{path}: {type(exc).__name__}: {exc}") from exc
+        try:
+            data = json.loads(raw) if raw else None
+        except ValueError:
+            data = raw.decode(errors="replace")
+        new = {str(k): str(getattr(v, "value", v)) for k, v in response.cookies.items()}
+        return ResourcesReply(response.status, data, {**cookies, **new})
+
+
+class ResourcesToolExecutor:
+    """The agent loop's tools: each call is a POST to the resources server's tool route. The
+    server's reply is the `ToolObservation` its `ToolBox` produced."""
+
+    def __init__(
+        self, client: ResourcesClient, server: str, cookies: dict[str, str], specs: list[dict[str, Any]]
+    ) -> None:
+        self.client, self.server, self.cookies, self._specs = client, server, cookies, specs
+        self.names = [s["function"]["name"] for s in specs]
+
+    def specs(self) -> list[dict[str, Any]]:
+        return self._specs
+
+    async def call(self, name: str, arguments: str | Mapping[str, Any] | None) -> ToolObservation:
+        if name not in self.names:
+            return unknown_tool(name, self.names)
+        if name in ARGUMENT_MODELS:  # one of ours: the same checks as in process, before the POST
+            parsed = parse_arguments(name, arguments)  # type: ignore[arg-type]
+            if isinstance(parsed, ToolObservation):
+                return parsed
+        body = _decoded(arguments)
+        if isinstance(body, ToolObservation):
+            return body
+        reply = await self.client.post(self.server, f"/{name}", body, self.cookies)
+        self.cookies.update(reply.cookies)
+        if reply.status >= 500:
+            raise ResourcesUnavailableError(
+                f"{self.server}/{name} answered HTTP {reply.status}: {str(reply.body)[:300]}"
+            )
+        if reply.status >= 400:  # bad arguments: the model sees the complaint and may retry
+            return ToolObservation(
+                text=f"The tool `{name}` rejected the call (HTTP {reply.status}): {str(reply.body)[:1000]}",
+                is_error=True,
+            )
+        reply_body = reply.body
+        if isinstance(reply_body, Mapping) and "text" in reply_body:
+            return ToolObservation.model_validate(
+                {
+                    "text": str(reply_body.get("text") or ""),
+                    **{k: v for k, v in reply_body.items() if k != "text"},
+                }
+            )
+        text = reply_body if isinstance(reply_body, str) else json.dumps(reply_body, ensure_ascii=False)
+        return ToolObservation(text=text)
+
+
+def _decoded(arguments: str | Mapping[str, Any] | None) -> dict[str, Any] | ToolObservation:
+    """The JSON object a tool route takes (tool-call arguments are OpenAI's JSON string)."""
+    if arguments is None or (isinstance(arguments, str) and not arguments.strip()):
+        return {}
+    if not isinstance(arguments, str):
+        return dict(arguments)
+    try:
+        value = json.loads(arguments)
+    except ValueError as exc:
+        return ToolObservation(text=f"The tool arguments are not valid JSON ({exc}).", is_error=True)
+    if not isinstance(value, dict):
+        return ToolObservation(text="The tool arguments must be a JSON object.", is_error=True)
+    return value
+
+
+@dataclass
+class ResourcesSession:
+    """One rollout's session on a resources server: its cookies and whether it is over."""
+
+    tools: ResourcesToolExecutor
+    verified: bool = False
+    closed: bool = False
+
+
+class ResourcesServerTransport:
+    """INIT, tools and EVAL through one resources server's routes."""
+
+    # The resources server's session (sandbox, workspace) must live until /verify has collected
+    # what it needs (SWE: the diff), so the pipeline releases the state only after EVAL.
+    eval_needs_run_state = True
+
+    def __init__(self, server: str, client: ResourcesClient) -> None:
+        self.server = server
+        self.client = client
+
+    async def open(self, job: Job) -> ResourcesSession:
+        try:
+            reply = await self.client.post(self.server, "/seed_session", job.instance, {})
+        except ResourcesUnavailableError as exc:
+            raise RolloutFailure("infrastructure", f"seed_session: {exc}") from exc
+        if reply.status >= 500:
+            raise RolloutFailure(
+                "infrastructure",
+                f"{self.server}/seed_session answered HTTP {reply.status}: {str(reply.body)[:500]}",
+            )
+        if reply.status >= 400:
+            raise RolloutFailure(
+                "data",
+                f"{self.server}/seed_session refused the row (HTTP {reply.status}): {str(reply.body)[:500]}",
+            )
+        cookies = dict(reply.cookies)
+        tools = ResourcesToolExecutor(self.client, self.server, cookies, chat_tool_specs(job.instance))
+        return ResourcesSession(tools=tools)
+
+    async def finish_run(
+        self, job: Job, state: ResourcesSession, agent: AgentTrajectory, trajectory: Trajectory, model: str
+    ) -> None:
+        # Gym's /run answers 503 (retried by NeMo RL) or 422 when no turn ran at all, rather
+        # than a masked sample that carries nothing.
+        if not agent.tokens.turns:
+            failure = agent.tokens.failure
+            detail = f"{failure.kind}: {failure.message}" if failure else agent.stop_reason
+            if agent.stop_reason == "infrastructure_error":
+                raise RolloutFailure("infrastructure", f"inference failed before the first turn: {detail}")
+            if agent.stop_reason == "model_error":
+                raise RolloutFailure("data", f"the model server refused the first turn: {detail}", 422)
+        extra = trajectory.model_extra
+        assert extra is not None
+        extra["gym_response"] = gym_response(agent, row=job.instance, model=model)
+        extra["tool_errors"] = sum(1 for s in agent.steps if s.is_error)
+        extra["http_retries"] = agent.tokens.http_retries
+
+    async def evaluate(self, job: Job, state: ResourcesSession | None, trajectory: Trajectory) -> Evaluation:
+        assert state is not None
+        extra = trajectory.model_extra or {}
+        body = {**job.instance, "response": extra["gym_response"]}
+        try:
+            reply = await self.client.post(self.server, "/verify", body, state.tools.cookies)
+        except ResourcesUnavailableError as exc:
+            return masked_evaluation("verifier_error", f"/verify unreachable: {exc}")
+        state.verified = True  # the server closes its session in /verify, whatever it answers
+        if reply.status != 200 or not isinstance(reply.body, Mapping):
+            return masked_evaluation(
+                "verifier_error",
+                f"{self.server}/verify answered HTTP {reply.status}: {str(reply.body)[:500]}",
+            )
+        verify = dict(reply.body)
+        reward = verify.get("reward")
+        if not isinstance(reward, int | float) or isinstance(reward, bool) or reward != reward:
+            return masked_evaluation("verifier_error", f"/verify returned a non-numeric reward {reward!r}")
+        components = verify.get("reward_components")
+        components = (
+            {str(k): float(v) for k, v in components.items()}
+            if isinstance(components, Mapping) and abs(sum(components.values()) - reward) <= 1e-6
+            else {"reward": float(reward)}
+        )
+        resolved = verify.get("resolved")
+        return Evaluation(
+            reward=float(reward),
+            reward_components=components,
+            resolved=resolved if isinstance(resolved, bool) else None,
+            report={"verify": verify},
+        )
+
+    async def release(self, state: ResourcesSession) -> None:
+        if state.verified or state.closed:
+            return
+        state.closed = True
+        with contextlib.suppress(Exception):
+            await self.client.post(self.server, "/close_session", None, state.tools.cookies)
+
+
+def masked_evaluation(kind: str, reason: str) -> Evaluation:
+    return Evaluation(
+        reward=0.0,
+        reward_components={"reward": 0.0},
+        report={"verify": None, "mask_sample": True, "failure_kind": kind, "failure_reason": reason},
+    )
