@@ -39,6 +39,7 @@ import time
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal, NamedTuple, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -46,6 +47,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from nemo_gym_prorl.agent.handler import LLMAccess, to_trajectory
 from nemo_gym_prorl.agent.loop import AgentLimits, AgentTrajectory, run_agent
 from nemo_gym_prorl.agent.prompts import PromptError, ToolPromptStyle, initial_messages
+from nemo_gym_prorl.integrations import gym_observability
 from nemo_gym_prorl.integrations.gym_response import chat_tool_specs, gym_response
 from nemo_gym_prorl.integrations.nemo_rl_result import ensure_trainable
 from nemo_gym_prorl.llm.dialects import make_dialect
@@ -390,6 +392,7 @@ class GymRolloutHandler:
         extra["gym_response"] = gym_response(agent, row=row, model=model)
         extra["tool_errors"] = sum(1 for s in agent.steps if s.is_error)
         extra["http_retries"] = agent.tokens.http_retries
+        extra[gym_observability.EXTRA_KEY] = gym_observability.observe_agent(agent, model=model)
         return trajectory
 
     async def evaluate(self, job: Job, state: GymRolloutState | None, trajectory: Trajectory) -> Evaluation:
@@ -533,6 +536,7 @@ class ProRLGymRuntime:
         model_access: ResolvedModelAccess,
         *,
         default_task: str | None = None,
+        model_call_capture_dir: Path | None = None,
     ) -> None:
         if not resources:
             raise ValueError("the agent needs at least one resources server")
@@ -542,6 +546,7 @@ class ProRLGymRuntime:
         self.model_access = model_access
         self.default_task = default_task or (next(iter(self.resources)) if len(self.resources) == 1 else None)
         self.failures: dict[str, RolloutFailure] = {}
+        self.model_call_capture_dir = model_call_capture_dir  # Gym's, when observability is on
         # Built here, started in `start()` (inside the serving loop): the HTTP faces need the
         # service object when their routes are declared.
         from nemo_gym_prorl.service.backends import PoolBackendRegistry
@@ -635,7 +640,10 @@ class ProRLGymRuntime:
         finally:
             failure = self.failures.pop(spec.id, None)
         if result.state is JobState.DONE:
-            return RunOutcome(200, run_result(row, result))
+            body = run_result(row, result)
+            return RunOutcome(
+                200, await gym_observability.publish(row, result, body, self.model_call_capture_dir)
+            )
         if failure is not None:
             return _error(failure.status, f"{failure.kind}_failure", str(failure))
         if result.critical_error == "timeout":

@@ -30,6 +30,7 @@ from nemo_gym_prorl.integrations.gym_agent import (
     ServerClientTransport,
     resolve_model_access,
 )
+from nemo_gym_prorl.integrations.gym_observability import capture_dir
 from nemo_gym_prorl.integrations.nemo_rl_result import InfrastructureFailureAnswer, answer_for_trainer
 from nemo_gym_prorl.llm.records import SamplingParams
 from nemo_gym_prorl.pipeline import PipelineConfig
@@ -101,6 +102,7 @@ class ProRLAgent(SimpleResponsesAPIAgent):
                 ServerClientTransport(self.server_client),
                 access,
                 default_task=default,
+                model_call_capture_dir=capture_dir(global_config),
             )
         return self._runtime
 
