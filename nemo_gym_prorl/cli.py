@@ -72,6 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
     _optional_parser("nemo_gym_prorl.cli_gym", "add_gym_parser", sub)
     _optional_parser("nemo_gym_prorl.cli_nemo_rl", "add_nemo_rl_parser", sub)
     _optional_parser("nemo_gym_prorl.cli_sandbox", "add_sandbox_parser", sub)
+    _optional_parser("nemo_gym_prorl.cli_show", "add_show_parser", sub)
     return parser
 
 
