@@ -30,7 +30,11 @@ class _Printer:
 
     def step(self, step: Step, limit: int | None) -> None:
         label = _LABELS[step.kind] + (f" {step.name}" if step.name else "")
-        text = step.text if limit is None or len(step.text) <= limit else step.text[:limit] + f" … (+{len(step.text) - limit} chars)"
+        text = (
+            step.text
+            if limit is None or len(step.text) <= limit
+            else step.text[:limit] + f" … (+{len(step.text) - limit} chars)"
+        )
         body = textwrap.indent(text.rstrip() or "(empty)", "      ")
         self.line(f"   {label}:", step.kind)
         self.line(body, step.kind)
@@ -76,7 +80,9 @@ def show(path: Path, *, index: int | None = None, full: bool = False, out: TextI
 
 def add_show_parser(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser("show", help="render a trajectories JSONL in the terminal")
-    parser.add_argument("file", type=Path, help="a JSONL of rollout records (e.g. outputs/demo/trajectories.jsonl)")
+    parser.add_argument(
+        "file", type=Path, help="a JSONL of rollout records (e.g. outputs/demo/trajectories.jsonl)"
+    )
     parser.add_argument("--line", type=int, default=None, help="only the rollout on this line (1-based)")
     parser.add_argument("--full", action="store_true", help="do not shorten long texts")
     parser.set_defaults(func=lambda args: show(args.file, index=args.line, full=args.full))

@@ -46,7 +46,9 @@ class TrajectoryView:
     @property
     def title(self) -> str:
         f = self.facts
-        return f"#{self.index} {f['task']} reward={f['reward']} stop={f['stop_reason']} turns={len(self.turns)}"
+        return (
+            f"#{self.index} {f['task']} reward={f['reward']} stop={f['stop_reason']} turns={len(self.turns)}"
+        )
 
 
 def _text(content: Any) -> str:

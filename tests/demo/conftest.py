@@ -11,14 +11,14 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integrations"))
 
-from gym_fakes import FakeResources, ScriptedDialect  # noqa: E402
+from gym_fakes import FakeResources, ScriptedDialect
 
-from nemo_gym_prorl.integrations.gym_agent import (  # noqa: E402
+from nemo_gym_prorl.integrations.gym_agent import (
     ProRLAgentSettings,
     ProRLGymRuntime,
     ResolvedModelAccess,
 )
-from nemo_gym_prorl.pipeline import PipelineConfig  # noqa: E402
+from nemo_gym_prorl.pipeline import PipelineConfig
 
 TOOL = {"type": "function", "name": "ipython", "description": "run python", "strict": False,
         "parameters": {"type": "object", "properties": {"code": {"type": "string"}}, "required": ["code"]}}  # fmt: skip

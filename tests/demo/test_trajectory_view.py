@@ -49,5 +49,5 @@ def test_bad_files_get_a_clear_error(tmp_path: Path, capsys) -> None:
     assert show(bad) == 2
     assert "not a rollout record" in capsys.readouterr().err
     bad.write_text("{oops\n")
-    with pytest.raises(TrajectoryFileError, match="bad.jsonl:1: not JSON"):
+    with pytest.raises(TrajectoryFileError, match=r"bad\.jsonl:1: not JSON"):
         list(read_views(bad))
