@@ -29,7 +29,11 @@ async def main(url: str, backend: str | None, prompts: int, group_size: int, max
         # 1. submit without blocking, stream results back as each finishes
         ids = await client.submit([{"instance": rows[0], "sampling_params": sampling}])
         async for result in client.stream(ids, timeout_s=600):
-            turns = [m for m in result.trajectory.messages if m["role"] == "assistant"] if result.trajectory else []
+            turns = (
+                [m for m in result.trajectory.messages if m["role"] == "assistant"]
+                if result.trajectory
+                else []
+            )
             print(
                 f"rollout {result.id}: state={result.state} reward={result.reward} turns={len(turns)} "
                 f"stop={result.trajectory.stop_reason if result.trajectory else None} "
@@ -62,4 +66,6 @@ if __name__ == "__main__":
     parser.add_argument("--group-size", type=int, default=2)
     parser.add_argument("--max-tokens", type=int, default=128)
     args = parser.parse_args()
-    raise SystemExit(asyncio.run(main(args.url, args.backend, args.prompts, args.group_size, args.max_tokens)))
+    raise SystemExit(
+        asyncio.run(main(args.url, args.backend, args.prompts, args.group_size, args.max_tokens))
+    )

@@ -28,7 +28,10 @@ async def main(url: str, llm_servers: list[str], samples: int, max_tokens: int) 
         print("status:", (await http.get("/status")).json())
 
         replies = await asyncio.gather(
-            *(http.post("/process", json={"instance": instance, "sampling_params": sampling}) for _ in range(samples))
+            *(
+                http.post("/process", json={"instance": instance, "sampling_params": sampling})
+                for _ in range(samples)
+            )
         )
     for reply in replies:
         reply.raise_for_status()
