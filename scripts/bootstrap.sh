@@ -13,6 +13,7 @@ step() { printf '\033[1m[setup]\033[0m %s\n' "$*"; }
 missing=()
 command -v bwrap >/dev/null 2>&1 || missing+=(bubblewrap)
 command -v tmux >/dev/null 2>&1 || missing+=(tmux)
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)  # the HTML report test opens it headless
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     step "installing ${missing[*]} with apt-get"

@@ -21,7 +21,8 @@ from typing import Any
 
 from tqdm import tqdm
 
-from nemo_gym_prorl.demo.report import plot_timeline, rollouts_of, summary_table, write_jsonl
+from nemo_gym_prorl.demo.html_report import write_html_report
+from nemo_gym_prorl.demo.report import plot_timeline, rollouts_of, summary_rows, summary_table, write_jsonl
 from nemo_gym_prorl.integrations.gym import launcher as gym_launcher
 from nemo_gym_prorl.integrations.gym.contract import check_group, check_result, group_by_task
 from nemo_gym_prorl.integrations.gym.result import run_result
@@ -148,6 +149,8 @@ def run_demo(quick: bool = False) -> int:
     say(f"every rollout, same format: {out / 'all_rollouts.jsonl'} ({len(everything)})")
     if png:
         say(f"stage timeline and throughput: {png}")
+    report = write_html_report(out / "report.html", title="ProRL agent demo", rows=summary_rows(rollouts, judged, domain_of), records=everything, timeline_png=png)  # fmt: skip
+    say(f"everything above in one page (open it in a browser): {report}")
     return 0 if rollouts else 1
 
 

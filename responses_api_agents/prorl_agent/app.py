@@ -26,6 +26,7 @@ from pydantic import ConfigDict, Field, PrivateAttr, model_validator
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from nemo_gym_prorl.integrations.gym.config import ProRLAgentSettings, resolve_model_access
+from nemo_gym_prorl.integrations.gym.observability import capture_dir
 from nemo_gym_prorl.integrations.gym.runtime import ProRLGymRuntime
 from nemo_gym_prorl.integrations.gym.transport import GymServerClient
 from nemo_gym_prorl.integrations.nemo_rl_result import answer_for_trainer
@@ -96,6 +97,7 @@ class ProRLAgent(SimpleResponsesAPIAgent):
                 GymServerClient(self.server_client),
                 access,
                 default_task=default,
+                model_call_capture_dir=capture_dir(global_config),
             )
         return self._runtime
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from nemo_gym_prorl.demo.report import plot_timeline, rollouts_of, stage_spans, summary_table
+from nemo_gym_prorl.demo.report import plot_timeline, rollouts_of, stage_spans, summary_rows, summary_table
 from nemo_gym_prorl.pipeline.groups import GroupResult, GroupStatus
 from nemo_gym_prorl.pipeline.job import JobResult, JobState, Timing, Trajectory
 
@@ -64,3 +64,15 @@ def test_summary_counts_rollouts_rewards_and_informative_groups(tmp_path: Path) 
     assert row.split()[5] == "40"
     png = plot_timeline(rollouts, tmp_path / "t.png")
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_summary_rows_are_data_per_domain() -> None:
+    groups = [
+        (group([1.0, 0.0], GroupStatus.INFORMATIVE), True),
+        (group([0.0, 0.0], GroupStatus.UNIFORM), False),
+    ]
+    rows = summary_rows(rollouts_of(groups, {"prorl_math": "math"}), groups, {"prorl_math": "math"})
+    (row,) = rows
+    assert row["domain"] == "math" and row["rollouts"] == 4
+    assert row["mean reward"] == 0.25 and row["informative groups"] == "1/2"
+    assert row["generated tokens"] == 40

@@ -141,7 +141,9 @@ def gym_response(
     tokens = agent.tokens
     items = output_items(tokens.turns, agent.steps, tokens.trajectory_id)
     params = row.get("responses_create_params") or {}
-    input_tokens = len(tokens.turns[0].prompt_token_ids) if tokens.turns else 0
+    # Summed over the model calls, as Gym's own agents accumulate usage (and as its rollout
+    # health check compares it with the captured calls).
+    input_tokens = sum(len(t.prompt_token_ids) for t in tokens.turns if t.generation_token_ids)
     reason = _INCOMPLETE.get(agent.stop_reason)
     return {
         "id": f"resp_{tokens.trajectory_id}",

@@ -33,9 +33,11 @@ import logging
 import time
 import uuid
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from nemo_gym_prorl.agent.handler import AgentRolloutHandler, RolloutFailure
+from nemo_gym_prorl.integrations.gym import observability
 from nemo_gym_prorl.integrations.gym.config import ProRLAgentSettings, ResolvedModelAccess
 from nemo_gym_prorl.integrations.gym.result import RunOutcome, error_outcome, run_result, sampling_from_row
 from nemo_gym_prorl.integrations.gym.transport import ResourcesClient, ResourcesServerTransport
@@ -62,6 +64,7 @@ class ProRLGymRuntime:
         model_access: ResolvedModelAccess,
         *,
         default_task: str | None = None,
+        model_call_capture_dir: Path | None = None,
     ) -> None:
         if not resources:
             raise ValueError("the agent needs at least one resources server")
@@ -71,6 +74,7 @@ class ProRLGymRuntime:
         self.model_access = model_access
         self.default_task = default_task or (next(iter(self.resources)) if len(self.resources) == 1 else None)
         self.failures: dict[str, RolloutFailure] = {}
+        self.model_call_capture_dir = model_call_capture_dir  # Gym's, when observability is on
         # Built here, started in `start()` (inside the serving loop): the HTTP faces need the
         # service object when their routes are declared.
         self.stack = build_rollout_stack(
@@ -153,7 +157,10 @@ class ProRLGymRuntime:
         finally:
             failure = self.failures.pop(spec.id, None)
         if result.state is JobState.DONE:
-            return RunOutcome(200, run_result(row, result))
+            body = run_result(row, result)
+            return RunOutcome(
+                200, await observability.publish(row, result, body, self.model_call_capture_dir)
+            )
         if failure is not None:
             return error_outcome(failure.status, f"{failure.kind}_failure", str(failure))
         if result.critical_error == "timeout":

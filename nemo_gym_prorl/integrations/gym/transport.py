@@ -24,6 +24,7 @@ from typing import Any, NamedTuple, Protocol
 
 from nemo_gym_prorl.agent.handler import RolloutFailure, ToolServiceUnavailableError
 from nemo_gym_prorl.agent.loop import AgentTrajectory
+from nemo_gym_prorl.integrations.gym import observability
 from nemo_gym_prorl.integrations.gym.response import chat_tool_specs, gym_response
 from nemo_gym_prorl.pipeline import Evaluation, Job, Trajectory
 from nemo_gym_prorl.tools.dispatch import ToolObservation, parse_arguments, unknown_tool
@@ -189,6 +190,7 @@ class ResourcesServerTransport:
         extra["gym_response"] = gym_response(agent, row=job.instance, model=model)
         extra["tool_errors"] = sum(1 for s in agent.steps if s.is_error)
         extra["http_retries"] = agent.tokens.http_retries
+        extra[observability.EXTRA_KEY] = observability.observe_agent(agent, model=model)
 
     async def evaluate(self, job: Job, state: ResourcesSession | None, trajectory: Trajectory) -> Evaluation:
         assert state is not None
