@@ -8,7 +8,11 @@ same HTTP client settings; only the routing policy differs:
 - ours: `LLMBackendPool` (least requests in flight, sticky per trajectory, health-aware);
 - prorl_heap: ProRL Agent's policy, a min-heap of (assignments, backend): each trajectory
   takes the least-assigned backend and keeps it; the count never goes down;
+- least_connections: every request to the backend with the fewest requests in flight, no
+  stickiness (what a plain L7 load balancer does; it loses the backends' prefix caches);
 - round_robin: every request to the next backend (no stickiness).
+Simulated: the backends (`balancer_sim.py`: token-rate servers with a prefix cache and 1x/1x/2x/4x
+slowdowns) and the tool time between turns; the pool, HTTP client and token session are real.
 The workload: N multi-turn trajectories (seeded), at most `concurrency` in flight, with tool
 time between turns. Also measured: the token session's client overhead per turn against a
 direct HTTP call to the same server.
@@ -30,12 +34,19 @@ from typing import Any
 import httpx
 from pydantic import BaseModel, Field
 
+import provenance  # first: it notes the load average the run starts under
 from balancer_sim import SimBackendSpec, SimulatedBackends
 from nemo_gym_prorl.llm.balancer import BalancerConfig
 from nemo_gym_prorl.llm.dialects.vllm import VLLMCompletionsDialect
 from nemo_gym_prorl.llm.pool import LLMBackendPool, PoolConfig, Route
 from nemo_gym_prorl.llm.records import SamplingParams
 from nemo_gym_prorl.llm.tito import TokenSession
+
+POLICIES = ("ours", "prorl_heap", "least_connections", "round_robin")
+SIMULATED = [
+    "LLM backends: simulated token-rate servers with a prefix cache, 1x/1x/2x/4x slowdowns (balancer_sim.py)",
+    "tool time between turns: scripted sleeps",
+]
 
 
 class BenchConfig(BaseModel):
@@ -186,6 +197,19 @@ async def run_policy(
                 return bound[key]
 
             raw = await _drive(workload, config.concurrency, send, lambda key: None)
+        elif policy == "least_connections":
+            in_flight = dict.fromkeys(urls, 0)
+
+            async def send(key: str, body: dict[str, Any]) -> str:
+                url = min(urls, key=lambda u: in_flight[u])  # ties: the first listed
+                in_flight[url] += 1
+                try:
+                    await _post(client, url, body)
+                finally:
+                    in_flight[url] -= 1
+                return url
+
+            raw = await _drive(workload, config.concurrency, send, lambda key: None)
         elif policy == "round_robin":
             cycle = itertools.cycle(urls)
 
@@ -271,7 +295,7 @@ async def run_benchmark(
     workload = make_workload(config)
     specs = [SimBackendSpec(slowdown=s) for s in config.slowdowns]
     results: dict[str, PolicyResult] = {}
-    for policy in ("ours", "prorl_heap", "round_robin"):
+    for policy in POLICIES:
         with SimulatedBackends(specs) as urls:  # fresh backends: every policy starts cold
             say(f"running {policy} ({config.trajectories} trajectories, {len(urls)} backends)")
             results[policy] = await run_policy(policy, urls, workload, config)
@@ -283,15 +307,20 @@ async def run_benchmark(
         say("measuring the token session's overhead per turn")
         tito = await measure_tito_overhead(url, config)
     ours, prorl, rr = results["ours"], results["prorl_heap"], results["round_robin"]
+    lc = results["least_connections"]
     return {
         "throughput_ours": ours.throughput,
         "throughput_prorl_heap": prorl.throughput,
+        "throughput_least_connections": lc.throughput,
         "throughput_round_robin": rr.throughput,
         "speedup_vs_prorl_heap": ours.throughput / prorl.throughput,
+        "speedup_vs_least_connections": ours.throughput / lc.throughput,
         "speedup_vs_round_robin": ours.throughput / rr.throughput,
         "p95_latency_ours_s": ours.p95_turn_latency_s,
         "p95_latency_prorl_heap_s": prorl.p95_turn_latency_s,
+        "p95_latency_least_connections_s": lc.p95_turn_latency_s,
         "p95_latency_round_robin_s": rr.p95_turn_latency_s,
+        "simulated": SIMULATED,
         "sticky_hit_rate": ours.sticky_hit_rate,
         **tito,
         "config": config.model_dump(),
@@ -300,16 +329,18 @@ async def run_benchmark(
 
 
 def format_report(result: dict[str, Any]) -> str:
-    lines = ["policy        traj/s   p95 turn   p95 traj   sticky   turns per backend (1x,1x,2x,4x)"]
+    lines = ["policy             traj/s   p95 turn   p95 traj   sticky   turns per backend (1x,1x,2x,4x)"]
     for name, r in result["policies"].items():
         lines.append(
-            f"{name:<12} {r['throughput']:7.2f} {r['p95_turn_latency_s'] * 1000:8.0f} ms {r['p95_trajectory_s']:8.2f} s"
+            f"{name:<17} {r['throughput']:7.2f} {r['p95_turn_latency_s'] * 1000:8.0f} ms {r['p95_trajectory_s']:8.2f} s"
             f" {r['sticky_hit_rate']:7.3f}   {r['turns_per_backend']}"
         )
     lines.append(
         f"ours vs ProRL heap: {result['speedup_vs_prorl_heap']:.2f}x throughput (target >= 1.3x); "
+        f"vs least connections (no stickiness): {result['speedup_vs_least_connections']:.2f}x; "
         f"vs round robin: {result['speedup_vs_round_robin']:.2f}x"
     )
+    lines.append("simulated: " + "; ".join(result["simulated"]))
     lines.append(
         f"sticky hit rate (ours, all backends healthy): {result['sticky_hit_rate'] * 100:.1f}% (target 100%)"
     )
@@ -320,6 +351,15 @@ def format_report(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def summary(r: dict[str, Any]) -> str:
+    return (
+        f"{r['speedup_vs_prorl_heap']:.2f}x ProRL's throughput, {r['speedup_vs_least_connections']:.2f}x least "
+        f"connections, {r['speedup_vs_round_robin']:.2f}x round robin; p95 turn {r['p95_latency_ours_s']:.2f} s vs "
+        f"{r['p95_latency_prorl_heap_s']:.2f} s (heap), {r['p95_latency_least_connections_s']:.2f} s (least conn.); "
+        f"{r['sticky_hit_rate']:.0%} sticky; token session {r['tito_overhead_ms']:.1f} ms/turn"
+    )
+
+
 def main(as_json: bool = False) -> int:
     """`prorl bench balancer [--json]`: with --json, progress goes to stderr and stdout holds one
     JSON object."""
@@ -328,6 +368,13 @@ def main(as_json: bool = False) -> int:
         print(f"[bench balancer] {message}", file=sys.stderr if as_json else sys.stdout, flush=True)
 
     result = asyncio.run(run_benchmark(BenchConfig(), progress=progress))
+    if as_json:
+        provenance.record(
+            "balancer", result, simulated=SIMULATED,
+            ours="least-in-flight + sticky pool (4 simulated backends at 1x/1x/2x/4x)",
+            against="ProRL's assignment heap; least connections without stickiness; round robin",
+            measured=summary(result),
+        )  # fmt: skip
     print(json.dumps(result) if as_json else format_report(result))
     return 0
 

@@ -17,6 +17,13 @@ the same order, with the same per-sample durations and rewards.
   unfinished work carried into the next step.
 - async with `on_ready: cancel`, for contrast: redundant jobs are cancelled at each step's end.
 
+At every batch close the run counts what was still in flight (unfinished rollouts, finished
+rollouts of unfinished groups, judged groups beyond B) and what became of it: carried over to
+the next step, cancelled, or discarded; the synchronous baseline has nothing in flight at a close
+(it waits for the whole generation batch) and discards the informative groups beyond B.
+Simulated: the rollouts themselves (scripted durations and rewards); the pipeline, its worker
+pools and the DAPO scheduler are the real ones.
+
 All modes get the same concurrency: P = M prompts, P*G pipeline workers per stage. Each mode
 collects STEPS training steps of B informative groups.
 """
@@ -30,6 +37,7 @@ import sys
 import time
 from typing import Any
 
+import provenance  # first: it notes the load average the run starts under
 from nemo_gym_prorl.pipeline import HandlerRegistry, JobSpec, Pipeline, PipelineConfig
 from nemo_gym_prorl.pipeline.dapo import DapoConfig, DapoScheduler
 from nemo_gym_prorl.pipeline.groups import GroupStatus, UniformRule, judge
@@ -42,6 +50,10 @@ STEPS = 4
 M = 16  # prompts in flight (async) = prompts per generation batch (sync, batch_multiplier 2)
 MAX_GEN_BATCHES = 10  # NeMo RL's default grpo.dynamic_sampling_max_gen_batches
 MEDIAN_S, SIGMA, CAP_S = 0.08, 1.0, 2.5  # log-normal rollout duration
+SIMULATED = [
+    "rollouts: scripted durations (log-normal) and 0/1 rewards, no model and no sandbox "
+    "(the pipeline, worker pools and DAPO scheduler are real)",
+]
 SEED = 9  # a stream whose first prompts are ~60% uniform, as the issue asks (measured value reported)
 
 
@@ -77,7 +89,7 @@ def _pipeline() -> Pipeline:
     return Pipeline(registry, config)
 
 
-async def run_async(rows: list[dict[str, Any]], on_ready: str) -> dict[str, Any]:
+async def run_async(rows: list[dict[str, Any]], on_ready: str, steps: int = STEPS) -> dict[str, Any]:
     pipeline = _pipeline()
     await pipeline.start()
     config = DapoConfig(
@@ -85,13 +97,30 @@ async def run_async(rows: list[dict[str, Any]], on_ready: str) -> dict[str, Any]
     )  # type: ignore[arg-type]
     scheduler = DapoScheduler(pipeline, RowsSource(rows), config)
     step_times = []
+    at_close: list[dict[str, int]] = []
     try:
         started = time.monotonic()
-        for _ in range(STEPS):
+        for _ in range(steps):
             t0 = time.monotonic()
             groups, stats = await scheduler.next_batch()
             assert len(groups) == B and all(g.status is GroupStatus.INFORMATIVE for g in groups), stats
             step_times.append(time.monotonic() - t0)
+            at_close.append(
+                {
+                    "carried_prompts": stats.carried_prompts,
+                    # carried_finished counts the ready groups' samples too; the rest of the
+                    # carried prompts' G samples were still running
+                    "carried_unfinished_rollouts": max(
+                        0,
+                        stats.carried_prompts * G
+                        - (stats.carried_finished_rollouts - stats.carried_ready_groups * G),
+                    ),
+                    "carried_finished_rollouts": stats.carried_finished_rollouts,
+                    "carried_ready_groups": stats.carried_ready_groups,
+                    "cancelled_rollouts": stats.cancelled_rollouts,
+                    "discarded_finished_rollouts": stats.discarded_finished_rollouts,
+                }
+            )
         elapsed = time.monotonic() - started
         totals = scheduler.totals()
         leftover = await scheduler.close()
@@ -101,15 +130,16 @@ async def run_async(rows: list[dict[str, Any]], on_ready: str) -> dict[str, Any]
         "time_s": elapsed,
         "step_times_s": step_times,
         "rollouts_spent": totals["rollouts_spent"],
-        "rollouts_per_group": totals["rollouts_spent"] / (STEPS * B),
+        "rollouts_per_group": totals["rollouts_spent"] / (steps * B),
         "discarded_finished_rollouts": totals["discarded_finished_rollouts"],
         "cancelled_rollouts": totals["cancelled_rollouts"],
         "prompts_started": totals["prompts_started"],
         "leftover_finished_rollouts_at_close": leftover,
+        "in_flight_at_batch_close": at_close,
     }
 
 
-async def run_sync(rows: list[dict[str, Any]]) -> dict[str, Any]:
+async def run_sync(rows: list[dict[str, Any]], steps: int = STEPS) -> dict[str, Any]:
     """NeMo RL's `dynamic_sampling`: whole generation batches, filter, repeat, slice to B."""
     pipeline = _pipeline()
     await pipeline.start()
@@ -119,7 +149,7 @@ async def run_sync(rows: list[dict[str, Any]]) -> dict[str, Any]:
     step_times = []
     try:
         started = time.monotonic()
-        for step in range(STEPS):
+        for step in range(steps):
             t0 = time.monotonic()
             cache = 0
             for gen in range(1, MAX_GEN_BATCHES + 2):
@@ -157,23 +187,23 @@ async def run_sync(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "time_s": elapsed,
         "step_times_s": step_times,
         "rollouts_spent": finished,
-        "rollouts_per_group": finished / (STEPS * B),
+        "rollouts_per_group": finished / (steps * B),
         "discarded_finished_rollouts": discarded,
         "gen_batches": gen_batches,
         "prompts_started": prompts,
     }
 
 
-async def benchmark() -> dict[str, Any]:
-    rows = make_rows(STEPS * MAX_GEN_BATCHES * M)
-    sync = await run_sync(rows)
-    carry = await run_async(rows, "carry_over")
-    cancel = await run_async(rows, "cancel")
+async def benchmark(steps: int = STEPS) -> dict[str, Any]:
+    rows = make_rows(steps * MAX_GEN_BATCHES * M)
+    sync = await run_sync(rows, steps)
+    carry = await run_async(rows, "carry_over", steps)
+    cancel = await run_async(rows, "cancel", steps)
     return {
         "workload": {
             "group_size": G,
             "groups_per_step": B,
-            "steps": STEPS,
+            "steps": steps,
             "prompts_in_flight": M,
             "pipeline_workers_per_stage": M * G,
             "rollout_s": {"lognormal_median": MEDIAN_S, "sigma": SIGMA, "cap": CAP_S},
@@ -194,8 +224,17 @@ async def benchmark() -> dict[str, Any]:
         "rollouts_per_group_async_cancel": round(cancel["rollouts_per_group"], 2),
         "discarded_finished_rollouts_cancel": cancel["discarded_finished_rollouts"],
         "cancelled_rollouts_cancel": cancel["cancelled_rollouts"],
+        "in_flight_at_batch_close_async": _in_flight_totals(carry["in_flight_at_batch_close"]),
+        "in_flight_at_batch_close_async_cancel": _in_flight_totals(cancel["in_flight_at_batch_close"]),
+        "in_flight_at_batch_close_sync": {"unfinished_rollouts": 0, "note": "waits for the whole batch"},
         "target_met": sync["time_s"] / carry["time_s"] >= 2.0 and carry["discarded_finished_rollouts"] == 0,
+        "simulated": SIMULATED,
     }
+
+
+def _in_flight_totals(closes: list[dict[str, int]]) -> dict[str, int]:
+    """Summed over the run's batch closes; the last close's leftovers are counted separately."""
+    return {k: sum(c[k] for c in closes) for k in closes[0]} if closes else {}
 
 
 def format_report(r: dict[str, Any]) -> str:
@@ -214,6 +253,12 @@ def format_report(r: dict[str, Any]) -> str:
         f"  async replenishment, cancel             {r['async_cancel_time_s']:7.2f} s   "
         f"{r['rollouts_per_group_async_cancel']:5.2f} rollouts/group   "
         f"{r['discarded_finished_rollouts_cancel']} finished rollouts discarded",
+        "  in flight at the batch closes (summed over steps): carry-over "
+        + _fmt_in_flight(r["in_flight_at_batch_close_async"])
+        + "; cancel "
+        + _fmt_in_flight(r["in_flight_at_batch_close_async_cancel"])
+        + f"; after the last step {r['async_leftover_finished_rollouts_at_close']} finished rollouts were "
+        "left unused when the run stopped",
         f"  speedup (sync / async carry-over): {r['speedup']:.2f}x "
         f"(target >= 2x, no finished rollout discarded: {'met' if r['target_met'] else 'NOT met'})",
         f"  rollouts per informative group: async {r['rollouts_per_group_async']:.2f} vs sync "
@@ -223,9 +268,38 @@ def format_report(r: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _fmt_in_flight(t: dict[str, int]) -> str:
+    return (
+        f"{t.get('carried_unfinished_rollouts', 0)} unfinished + {t.get('carried_finished_rollouts', 0)} finished "
+        f"rollouts carried, {t.get('cancelled_rollouts', 0)} cancelled, "
+        f"{t.get('discarded_finished_rollouts', 0)} finished discarded"
+    )
+
+
+def summary(r: dict[str, Any]) -> str:
+    c = r["in_flight_at_batch_close_async"]
+    return (
+        f"{r['speedup']:.1f}x faster; {r['rollouts_per_group_async']:.2f} vs {r['rollouts_per_group_sync']:.2f} "
+        f"rollouts per informative group; finished rollouts discarded: {r['discarded_finished_rollouts']} "
+        f"(sync: {r['discarded_finished_rollouts_sync']}); in flight at batch closes: "
+        f"{c.get('carried_unfinished_rollouts', 0)} unfinished + {c.get('carried_finished_rollouts', 0)} finished "
+        f"carried over, {c.get('cancelled_rollouts', 0)} cancelled; "
+        f"{r['async_leftover_finished_rollouts_at_close']} finished left unused when the run stopped"
+    )
+
+
 def main(as_json: bool = False) -> int:
     """`prorl bench dapo [--json]`."""
     report = asyncio.run(benchmark())
+    if as_json:
+        provenance.record(
+            "dapo", report, simulated=SIMULATED,
+            ours="async replenishment with carry-over (real pipeline and DAPO scheduler)",
+            against="NeMo RL's synchronous batch re-sampling (`use_dynamic_sampling`), same concurrency",
+            measured=summary(report),
+        )  # fmt: skip
+    else:
+        print("simulated: " + "; ".join(SIMULATED))
     print(json.dumps(report) if as_json else format_report(report), flush=True)
     return 0
 

@@ -31,6 +31,7 @@ from typing import Any
 
 import httpx
 
+import provenance  # first: it notes the load average the run starts under
 from nemo_gym_prorl.pipeline.config import PipelineConfig
 from nemo_gym_prorl.pipeline.engine import Pipeline
 from nemo_gym_prorl.pipeline.handler import HandlerRegistry
@@ -39,6 +40,10 @@ from nemo_gym_prorl.sandbox import SandboxSpec
 from scripted_handlers import SandboxScriptedHandler, ScriptedHandler, subprocess_env
 
 INIT_S, RUN_S, EVAL_S, TURNS = 0.1, 1.0, 1.0, 4
+SIMULATED = [
+    "LLM generation: scripted think-time sleeps while holding one of S generation slots (no model)",
+    "stage durations: scripted (sandboxes, tool and test processes are real bubblewrap ones)",
+]
 
 
 def _script(scale: float) -> dict[str, Any]:
@@ -190,13 +195,15 @@ def _mean(results: list[JobResult], field: str) -> float:
     return statistics.fmean(getattr(r.timing, field) for r in results)
 
 
-async def benchmark(jobs: int = 256, slots: int = 16, scale: float = 1.0) -> dict[str, Any]:
+async def benchmark(
+    jobs: int = 256, slots: int = 16, scale: float = 1.0, http_round_trips: int = 200
+) -> dict[str, Any]:
     spec = SandboxSpec()  # bubblewrap over the host system: a real, rootless sandbox per job
     wall = time.monotonic()
     makespan, results = await run_pipeline(jobs, slots, scale, spec)
     failed = [r for r in results if r.state is not JobState.DONE]
     coupled_makespan, coupled_stages = await run_coupled(jobs, slots, scale, spec)
-    http = await measure_http_overhead()
+    http = await measure_http_overhead(http_round_trips)
 
     init_m, run_m, eval_m = (_mean(results, f) for f in ("init_time", "run_time", "eval_time"))
     lower_bound = (
@@ -235,6 +242,7 @@ async def benchmark(jobs: int = 256, slots: int = 16, scale: float = 1.0) -> dic
         "cpu_count": os.cpu_count(),
         "load_average_1m": os.getloadavg()[0],
         "sandbox_backend": spec.backend,
+        "simulated": SIMULATED,
     }
     report["meets_targets"] = (
         report["efficiency"] >= 0.85
@@ -267,9 +275,26 @@ def format_report(r: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def summary(r: dict[str, Any]) -> str:
+    return (
+        f"efficiency {r['efficiency']:.2f} of the lower bound; {r['speedup_vs_coupled']:.2f}x the coupled loop "
+        f"({r['speedup_fraction_of_ideal']:.2f} of the ideal {r['ideal_speedup']:.2f}x); "
+        f"{r['overhead_per_job_ms']:.2f} ms HTTP overhead per job in a batch, {r['overhead_single_job_ms']:.1f} ms alone"
+    )
+
+
 def main(as_json: bool = False) -> int:
     """`prorl bench pipeline [--json]`."""
     report = asyncio.run(benchmark())
+    if as_json:
+        provenance.record(
+            "pipeline", report, simulated=SIMULATED,
+            ours=f"INIT/RUN/EVAL pipeline, {report['jobs']} jobs, {report['generation_slots']} generation slots",
+            against="the busiest stage's lower bound; a coupled worker loop holding its slot INIT to EVAL",
+            measured=summary(report),
+        )  # fmt: skip
+    else:
+        print("simulated: " + "; ".join(SIMULATED))
     print(json.dumps(report) if as_json else format_report(report), flush=True)
     return 0
 

@@ -5,12 +5,14 @@
 
 Side by side in one run, each measured over the same command (`echo hi`, marker-detected):
   - our persistent PTY shell inside a bubblewrap sandbox,
-  - a tmux-driven shell (send-keys + capture-pane), checked immediately and polled every 0.1 s,
-    as tmux-based agent runtimes (and ProRL Agent before its PTY rewrite) do,
+  - a tmux-driven shell at its best: send-keys, completion signalled through tmux's own
+    `wait-for` channel (no polling, no sleep); and send-keys + capture-pane in a tight loop;
+    the ratio is against whichever of the two is faster,
   - a fresh subprocess per command,
   - our IPython kernel (`1+1`) inside the sandbox,
   - bubblewrap sandbox start + first process + close.
-Ratios are printed against tmux and against ProRL Agent's published 0.42 s shell action.
+ProRL Agent's published 0.42 s shell action was measured on other hardware: it is shown as
+context, never divided into a ratio. Nothing here is simulated.
 """
 
 from __future__ import annotations
@@ -23,12 +25,13 @@ import tempfile
 import time
 from pathlib import Path
 
+import provenance  # first: it notes the load average the run starts under
 from nemo_gym_prorl.sandbox import SandboxSpec, open_sandbox
 from nemo_gym_prorl.tools import bench as tool_bench
 
-PRORL_PAPER_SHELL_S = 0.42  # ProRL Agent, ptyprocess shell action latency (tmux: 0.78 s)
-CALLS = 200  # the issue asks for at least 200 calls per method
-TMUX_POLLED_CALLS = 50  # each call costs >= 100 ms by construction; 50 already pins the median
+PRORL_PAPER_SHELL_S = 0.42  # ProRL Agent's published shell action latency: context only
+CALLS = 200  # at least 200 calls per method
+SIMULATED: list[str] = []  # every method runs the real thing
 
 
 def percentile(samples: list[float], q: float) -> float:
@@ -49,39 +52,42 @@ async def sandbox_start_close_ms(n: int) -> list[float]:
     return samples
 
 
-async def measure() -> dict[str, float | int | str]:
-    pty = await tool_bench.pty_roundtrips(CALLS)
-    ipython = await tool_bench.ipython_roundtrips(CALLS)
-    sandbox = await sandbox_start_close_ms(CALLS)
-    subprocess_ms = await asyncio.to_thread(tool_bench.subprocess_roundtrips, CALLS)
-    tmux_now = await asyncio.to_thread(tool_bench.tmux_roundtrips, CALLS, None)
-    tmux_poll = await asyncio.to_thread(tool_bench.tmux_roundtrips, TMUX_POLLED_CALLS, 0.1)
+async def measure(calls: int = CALLS) -> dict[str, float | int | str]:
+    pty = await tool_bench.pty_roundtrips(calls)
+    ipython = await tool_bench.ipython_roundtrips(calls)
+    sandbox = await sandbox_start_close_ms(calls)
+    subprocess_ms = await asyncio.to_thread(tool_bench.subprocess_roundtrips, calls)
+    tmux_wait = await asyncio.to_thread(tool_bench.tmux_roundtrips, calls, "wait_for")
+    tmux_capture = await asyncio.to_thread(tool_bench.tmux_roundtrips, calls, "capture")
     pty_p50 = statistics.median(pty)
+    tmux_best = min(statistics.median(tmux_wait), statistics.median(tmux_capture))
     return {
-        "calls": CALLS,
+        "calls": calls,
         "pty_p50_ms": pty_p50,
         "pty_p90_ms": percentile(pty, 0.9),
-        "tmux_immediate_p50_ms": statistics.median(tmux_now),
-        "tmux_immediate_p90_ms": percentile(tmux_now, 0.9),
-        "tmux_poll100ms_p50_ms": statistics.median(tmux_poll),
-        "tmux_poll100ms_p90_ms": percentile(tmux_poll, 0.9),
+        "tmux_wait_for_p50_ms": statistics.median(tmux_wait),
+        "tmux_wait_for_p90_ms": percentile(tmux_wait, 0.9),
+        "tmux_capture_p50_ms": statistics.median(tmux_capture),
+        "tmux_capture_p90_ms": percentile(tmux_capture, 0.9),
         "subprocess_p50_ms": statistics.median(subprocess_ms),
         "subprocess_p90_ms": percentile(subprocess_ms, 0.9),
         "ipython_p50_ms": statistics.median(ipython),
         "ipython_p90_ms": percentile(ipython, 0.9),
         "sandbox_start_close_p50_ms": statistics.median(sandbox),
         "sandbox_start_close_p90_ms": percentile(sandbox, 0.9),
-        "speedup_vs_tmux_immediate": statistics.median(tmux_now) / pty_p50,
-        "speedup_vs_tmux_poll100ms": statistics.median(tmux_poll) / pty_p50,
-        "speedup_vs_prorl_paper": PRORL_PAPER_SHELL_S * 1000 / pty_p50,
+        "tmux_best_p50_ms": tmux_best,
+        "speedup_vs_tmux_best": tmux_best / pty_p50,
+        "speedup_vs_subprocess": statistics.median(subprocess_ms) / pty_p50,
+        "context_prorl_paper_shell_ms": PRORL_PAPER_SHELL_S * 1000,
+        "simulated": SIMULATED,
     }
 
 
 def render(r: dict[str, float | int | str]) -> str:
     rows = [
         ("PTY shell in bubblewrap (ours)", "pty"),
-        ("tmux, checked immediately", "tmux_immediate"),
-        ("tmux, polled every 0.1 s", "tmux_poll100ms"),
+        ("tmux, wait-for signalled", "tmux_wait_for"),
+        ("tmux, capture-pane loop", "tmux_capture"),
         ("fresh subprocess per command", "subprocess"),
         ("IPython kernel 1+1 (ours)", "ipython"),
         ("sandbox start + first process + close", "sandbox_start_close"),
@@ -91,15 +97,33 @@ def render(r: dict[str, float | int | str]) -> str:
         lines.append(f"{label:<40} {r[f'{key}_p50_ms']:>10.3f} {r[f'{key}_p90_ms']:>10.3f}")
     lines += [
         "",
-        f"PTY shell vs tmux (immediate):  {r['speedup_vs_tmux_immediate']:.1f}x faster",
-        f"PTY shell vs tmux (0.1 s poll): {r['speedup_vs_tmux_poll100ms']:.0f}x faster",
-        f"PTY shell vs ProRL Agent's published 0.42 s: {r['speedup_vs_prorl_paper']:.0f}x faster",
+        f"PTY shell vs tmux at its best: {r['speedup_vs_tmux_best']:.1f}x faster",
+        f"PTY shell vs a fresh subprocess: {r['speedup_vs_subprocess']:.1f}x faster",
+        f"context (other hardware, not a ratio): ProRL Agent publishes {r['context_prorl_paper_shell_ms']:.0f} ms "
+        "per shell action",
+        "simulated: nothing",
     ]
     return "\n".join(lines)
 
 
+def summary(r: dict[str, float | int | str]) -> str:
+    return (
+        f"shell {r['pty_p50_ms']:.2f} ms p50: {r['speedup_vs_tmux_best']:.0f}x tmux at its best "
+        f"({r['tmux_best_p50_ms']:.1f} ms), {r['speedup_vs_subprocess']:.0f}x a fresh subprocess; "
+        f"IPython {r['ipython_p50_ms']:.1f} ms; sandbox start+run+close {r['sandbox_start_close_p50_ms']:.1f} ms "
+        f"(context: the paper's 0.42 s, other hardware)"
+    )
+
+
 def main(as_json: bool = False) -> int:
     results = asyncio.run(measure())
+    if as_json:
+        provenance.record(
+            "tools", results, simulated=SIMULATED,
+            ours="PTY shell in bubblewrap, IPython kernel, sandbox start",
+            against="tmux at its best (wait-for signalling; capture-pane loop), a fresh subprocess",
+            measured=summary(results),
+        )  # fmt: skip
     print(json.dumps(results) if as_json else render(results))
     return 0
 

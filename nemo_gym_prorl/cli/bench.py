@@ -12,18 +12,22 @@ from pathlib import Path
 from types import ModuleType
 
 BENCHMARKS_DIR = Path(__file__).resolve().parents[2] / "benchmarks"
-BENCHMARK_NAMES = ("tools", "balancer", "pipeline", "eval", "dapo")
+BENCHMARK_NAMES = ("tools", "balancer", "pipeline", "eval", "dapo", "real")
 
 
 def load_benchmark(name: str) -> ModuleType:
     """Benchmarks live in `benchmarks/bench_<name>.py` of the source checkout (`make` installs
     the project editable from it), so they are measured code, not shipped code."""
-    path = BENCHMARKS_DIR / f"bench_{name}.py"
+    return _load_module(f"bench_{name}")
+
+
+def _load_module(stem: str) -> ModuleType:
+    path = BENCHMARKS_DIR / f"{stem}.py"
     if not path.exists():
-        raise SystemExit(f"prorl bench {name}: {path} not found (benchmarks need the source checkout)")
+        raise SystemExit(f"prorl bench: {path} not found (benchmarks need the source checkout)")
     if str(BENCHMARKS_DIR) not in sys.path:  # their shared helpers sit beside them
         sys.path.insert(0, str(BENCHMARKS_DIR))
-    spec = importlib.util.spec_from_file_location(f"prorl_bench_{name}", path)
+    spec = importlib.util.spec_from_file_location(f"prorl_{stem}", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -31,11 +35,16 @@ def load_benchmark(name: str) -> ModuleType:
 
 
 def _bench(args: argparse.Namespace) -> int:
+    if args.name == "report":  # the README table from benchmarks/results/*.json
+        return int(_load_module("provenance").main(as_json=args.json, check=args.check) or 0)
     return int(load_benchmark(args.name).main(as_json=args.json) or 0)
 
 
 def add_bench_parser(subparsers: argparse._SubParsersAction) -> None:
     bench = subparsers.add_parser("bench", help="run a benchmark side by side with its baseline")
-    bench.add_argument("name", choices=BENCHMARK_NAMES)
-    bench.add_argument("--json", action="store_true", help="print one JSON object")
+    bench.add_argument("name", choices=(*BENCHMARK_NAMES, "report"), help="a benchmark, or `report`: "
+                       "regenerate the README table from benchmarks/results/*.json")  # fmt: skip
+    bench.add_argument("--json", action="store_true",
+                       help="print one JSON object and write benchmarks/results/NAME.json")  # fmt: skip
+    bench.add_argument("--check", action="store_true", help="report: fail if the README table is stale")
     bench.set_defaults(func=_bench)

@@ -26,9 +26,9 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import resource
 import selectors
-import shutil
 import signal
 import struct
 import sys
@@ -169,18 +169,56 @@ def _reap_all() -> None:
             break
 
 
-def _wipe(directory: str) -> None:
-    with contextlib.suppress(OSError):
-        for entry in os.listdir(directory):
-            path = os.path.join(directory, entry)
-            if os.path.isdir(path) and not os.path.islink(path):
-                shutil.rmtree(path, ignore_errors=True)
+def _mount_points() -> set[str]:
+    """Every mount point in this (the sandbox's) mount namespace, read once at start-up.
+
+    Binds of host paths can sit under a directory we wipe: a venv in a checkout under /tmp is
+    bound at its own path inside the sandbox's /tmp. They are read-only and may hold tens of
+    thousands of files; walking them after every test cost hundreds of milliseconds and could
+    delete nothing. Tests cannot add mounts to this namespace, so the set stays valid."""
+    found: set[str] = set()
+    with contextlib.suppress(OSError), open("/proc/self/mountinfo", encoding="utf-8") as f:
+        for line in f:
+            fields = line.split()
+            if len(fields) > 4:
+                # octal escapes (\040 for a space) as the kernel writes them
+                found.add(re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), fields[4]))
+    return found
+
+
+def _wipe(directory: str, keep: frozenset[str]) -> None:
+    """Remove everything under `directory` except the mount points in `keep` (and the
+    directories leading to them); never descends into a mount."""
+    with contextlib.suppress(OSError), os.scandir(directory) as entries:
+        for entry in entries:
+            path = entry.path
+            if path in keep:
+                continue
+            try:
+                is_dir = entry.is_dir(follow_symlinks=False)
+            except OSError:
+                is_dir = False
+            if is_dir:
+                _wipe(path, keep)
+                with contextlib.suppress(OSError):
+                    os.rmdir(path)  # fails, as it should, on a parent of a kept mount
             else:
                 with contextlib.suppress(OSError):
                     os.unlink(path)
 
 
-def run_one(req: dict, wipe_dirs: list[str]) -> dict:
+def _protected(wipe_dirs: list[str]) -> frozenset[str]:
+    """Mount points strictly below the wiped directories: left alone by `_wipe`."""
+    roots = [os.path.realpath(d) for d in wipe_dirs]
+    below = set()
+    for mount in _mount_points():
+        for root in roots:
+            if mount != root and mount.startswith(root.rstrip("/") + "/"):
+                below.add(mount)
+    return frozenset(below)
+
+
+def run_one(req: dict, wipe_dirs: list[str], keep: frozenset[str] = frozenset()) -> dict:
     timeout = float(req.get("timeout_s") or 10.0)
     cap = int(req.get("max_output_bytes") or 65536)
     tmp_root = wipe_dirs[0]
@@ -256,7 +294,7 @@ def run_one(req: dict, wipe_dirs: list[str]) -> dict:
     duration = time.perf_counter() - started
     _reap_all()
     for directory in wipe_dirs:
-        _wipe(directory)
+        _wipe(directory, keep)
     exit_code = os.waitstatus_to_exitcode(status)
     sig = -exit_code if exit_code < 0 else 0
     error_type = None
@@ -293,10 +331,10 @@ def main() -> None:
         with contextlib.suppress(Exception):
             __import__(name)
     subreaper = _become_subreaper()
-    tmp_root = tempfile.gettempdir()
-    wipe_dirs = [tmp_root]
+    wipe_dirs = [os.path.realpath(tempfile.gettempdir())]
     if "--wipe-cwd" in sys.argv[1:]:
-        wipe_dirs.append(os.getcwd())
+        wipe_dirs.append(os.path.realpath(os.getcwd()))
+    keep = _protected(wipe_dirs)
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     hello = json.dumps({"ready": True, "pid": os.getpid(), "subreaper": subreaper}).encode()
     stdout.write(struct.pack(">I", len(hello)) + hello)
@@ -309,7 +347,7 @@ def main() -> None:
         if body is None:
             return
         try:
-            reply = run_one(json.loads(body), wipe_dirs)
+            reply = run_one(json.loads(body), wipe_dirs, keep)
         except Exception as exc:  # a runner bug must not take the runner down
             reply = {"runner_error": f"{type(exc).__name__}: {exc}"}
         data = json.dumps(reply).encode()

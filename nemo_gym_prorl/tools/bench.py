@@ -9,9 +9,9 @@ designs rather than shortcuts. Each function returns per-call latencies in milli
 
 - `pty_roundtrips`: our PtyShell (prompt marker) in a bubblewrap sandbox.
 - `ipython_roundtrips`: `1+1` on our IPython kernel in a bubblewrap sandbox.
-- `tmux_roundtrips`: bash in tmux driven by `send-keys` and `capture-pane`, the way tmux-based
-  agent runtimes drive it, with a numbered prompt as the marker; checked at once in a loop, or
-  after sleeping `poll_interval_s` before each check (as polling runtimes do).
+- `tmux_roundtrips`: bash in tmux driven by `send-keys`, completion signalled with tmux's own
+  `wait-for` channel (tmux at its best: no polling, no sleep), or detected by `capture-pane` in a
+  tight loop with a numbered prompt as the marker.
 - `subprocess_roundtrips`: a fresh `bash -c 'echo hi'` per command (completion = exit).
 """
 
@@ -24,12 +24,14 @@ import shutil
 import subprocess
 import time
 from collections.abc import Callable
+from typing import Literal
 
 from nemo_gym_prorl.sandbox import SandboxSpec, open_sandbox
 from nemo_gym_prorl.tools.ipython_kernel import IPythonKernel
 from nemo_gym_prorl.tools.pty_shell import PtyShell
 
 _WARMUP = 5
+TmuxMode = Literal["wait_for", "capture"]
 
 
 class BenchError(RuntimeError):
@@ -79,11 +81,16 @@ async def ipython_roundtrips(n: int, spec: SandboxSpec | None = None) -> list[fl
     return times
 
 
-def tmux_roundtrips(n: int, poll_interval_s: float | None) -> list[float]:
-    """`echo hi` in bash under tmux: send-keys, then capture-pane until the next numbered prompt
-    (and the output line) appear. `poll_interval_s=None` checks again at once, in a loop.
+def tmux_roundtrips(n: int, mode: TmuxMode = "wait_for") -> list[float]:
+    """`echo hi` in bash under tmux, `send-keys` then completion detected by `mode`:
+      - "wait_for": tmux at its best: the command line ends with `tmux wait-for -S <channel>`
+        and the driver blocks in `tmux wait-for <channel>` (no polling, no sleep), then reads the
+        output once with `capture-pane`;
+      - "capture": `capture-pane` in a tight loop until the next numbered prompt follows `hi`.
 
     Runs on a private tmux server (`-L prorl-bench-<pid>`) and kills only that server."""
+    if mode not in ("wait_for", "capture"):
+        raise ValueError(f"tmux mode must be 'wait_for' or 'capture', not {mode!r}")
     tmux = shutil.which("tmux")
     if tmux is None:
         raise BenchError("tmux is not installed ('apt-get install tmux')")
@@ -104,13 +111,25 @@ def tmux_roundtrips(n: int, poll_interval_s: float | None) -> list[float]:
         capture_output=True,
     )
     try:
-        state = {"prompt": _wait_prompt(tmux_cmd, None, 0.0, timeout=10.0)}
+        state = {"prompt": _wait_prompt(tmux_cmd, None, timeout=10.0)}
 
-        def once() -> None:
+        def once_capture() -> None:
             tmux_cmd("send-keys", "-t", "bench", "echo hi", "Enter")
-            state["prompt"] = _wait_prompt(tmux_cmd, state["prompt"], poll_interval_s, timeout=30.0)
+            state["prompt"] = _wait_prompt(tmux_cmd, state["prompt"], timeout=30.0)
 
-        return _timed(n, once)
+        def once_wait_for() -> None:
+            # The shell inside inherits $TMUX, so its `tmux wait-for -S` reaches this server; a
+            # signal sent before the driver waits is remembered by tmux, so there is no race.
+            tmux_cmd("send-keys", "-t", "bench", "echo hi; tmux wait-for -S prorl-done", "Enter")
+            tmux_cmd("wait-for", "prorl-done")
+            lines = tmux_cmd("capture-pane", "-p", "-t", "bench").rstrip("\n").split("\n")
+            sent = max(
+                i for i, line in enumerate(lines) if line.endswith("echo hi; tmux wait-for -S prorl-done")
+            )
+            if sent + 1 >= len(lines) or lines[sent + 1] != "hi":
+                raise BenchError(f"tmux pane does not show the output: {lines[-5:]!r}")
+
+        return _timed(n, once_wait_for if mode == "wait_for" else once_capture)
     finally:
         subprocess.run([*base, "kill-server"], capture_output=True, check=False)
         # kill-server leaves the socket file behind; it is ours (named after our pid).
@@ -122,16 +141,12 @@ def tmux_roundtrips(n: int, poll_interval_s: float | None) -> list[float]:
 _PROMPT = re.compile(r"^__P(\d+)__ ?(.*)$")
 
 
-def _wait_prompt(
-    tmux_cmd: Callable[..., str], after: int | None, poll_interval_s: float | None, *, timeout: float
-) -> int:
-    """Poll the pane until its last prompt is numbered above `after`, right after the line `hi`
-    (the command's output) — the same completion rule as the PTY shell's prompt marker."""
+def _wait_prompt(tmux_cmd: Callable[..., str], after: int | None, *, timeout: float) -> int:
+    """Capture the pane in a loop until its last prompt is numbered above `after`, right after
+    the line `hi` (the command's output): the same completion rule as the PTY shell's marker."""
     deadline = time.monotonic() + timeout
     pane = ""
     while time.monotonic() < deadline:
-        if poll_interval_s:  # polling runtimes wait before they look, every time
-            time.sleep(poll_interval_s)
         pane = tmux_cmd("capture-pane", "-p", "-t", "bench")
         lines = pane.rstrip("\n").split("\n")
         last = _PROMPT.match(lines[-1])

@@ -10,7 +10,7 @@ import pytest
 
 from nemo_gym_prorl.tasks.code import CodeConfig, CodeTask, extract_code, outputs_match
 from nemo_gym_prorl.tasks.data import humaneval_problems, humaneval_rows
-from nemo_gym_prorl.tasks.runner import ForkRunner, RunRequest
+from nemo_gym_prorl.tasks.runner import ForkRunner, RunRequest, default_runner_spec
 
 pytestmark = pytest.mark.bwrap
 
@@ -71,3 +71,41 @@ async def test_tests_are_isolated_and_limited():
         assert out.ok and out.stdout == "cba\n"
     finally:
         runner.close()
+
+
+async def test_wiping_between_tests_leaves_read_only_binds_under_tmp_alone(tmp_path):
+    """A checkout (and its venv) under /tmp is bound read-only inside the runner's /tmp. The wipe
+    after each test removes what the test wrote, even beside such a bind, but never walks into
+    the bind: it could delete nothing there, and walking a venv took longer than the test."""
+    bound = tmp_path / "checkout"
+    (bound / "pkg").mkdir(parents=True)
+    (bound / "pkg" / "module.py").write_text("x = 1\n")
+    spec = default_runner_spec().model_copy(update={"ro_binds": [bound]})
+    runner = ForkRunner(spec)
+    try:
+        write = (f"import os\nopen('/tmp/mine', 'w').write('x')\nopen('{tmp_path}/beside', 'w').write('x')\n"
+                 f"os.makedirs('{tmp_path}/newdir/sub')\nprint(os.listdir('{bound}/pkg'))")  # fmt: skip
+        out = await runner.run(RunRequest(code=write))
+        assert out.ok and "module.py" in out.stdout, out
+        look = (f"import os\nprint('mine' in os.listdir('/tmp'), sorted(os.listdir('{tmp_path}')),"
+                f" os.listdir('{bound}/pkg'))")  # fmt: skip
+        out = await runner.run(RunRequest(code=look))
+        assert out.stdout.strip() == "False ['checkout'] ['module.py']", out
+        assert (bound / "pkg" / "module.py").read_text() == "x = 1\n"
+    finally:
+        runner.close()
+
+
+def test_wipe_skips_kept_mount_points_and_removes_the_rest(tmp_path):
+    from nemo_gym_prorl.tasks import _forkrunner
+
+    (tmp_path / "outer" / "mount").mkdir(parents=True)
+    (tmp_path / "outer" / "mount" / "kept.py").write_text("x")
+    (tmp_path / "outer" / "written").write_text("x")
+    (tmp_path / "deep" / "er").mkdir(parents=True)
+    (tmp_path / "deep" / "er" / "f").write_text("x")
+    (tmp_path / "link").symlink_to(tmp_path / "outer" / "mount")
+    _forkrunner._wipe(str(tmp_path), frozenset({str(tmp_path / "outer" / "mount")}))
+    assert sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*")) == [
+        "outer", "outer/mount", "outer/mount/kept.py",
+    ]  # fmt: skip

@@ -1,0 +1,72 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
+"""Results files carry their paper trail, and the README's benchmark table is exactly the one
+generated from the committed results files."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+EXPECTED = {"tools", "balancer", "pipeline", "eval", "dapo"}
+
+
+def test_record_writes_figures_with_commit_machine_versions_and_simulated_parts(bench, tmp_path) -> None:
+    provenance = bench("provenance")
+    path = provenance.record(
+        "demo", {"speedup": 2.0}, simulated=["the model"], ours="x", against="y", measured="2x",
+        results_dir=tmp_path,
+    )  # fmt: skip
+    data = json.loads(path.read_text())
+    assert path == tmp_path / "demo.json" and data["figures"] == {"speedup": 2.0}
+    assert data["simulated"] == ["the model"] and data["command"] == "prorl bench demo"
+    assert len(data["commit"]["sha"]) == 40
+    machine = data["machine"]
+    assert machine["cores"] >= 1 and machine["cpu_model"] and machine["memory_gib"] > 0
+    assert len(machine["load_avg_start"]) == 3 and isinstance(machine["contended"], bool)
+    assert data["versions"]["python"] and "pydantic" in data["versions"]["packages"]
+    table = provenance.render_table(tmp_path)
+    assert "`prorl bench demo`" in table and "the model" in table and data["commit"]["sha"][:8] in table
+
+
+def test_readme_sync_rewrites_only_between_the_markers(bench, tmp_path) -> None:
+    provenance = bench("provenance")
+    provenance.record("eval", {}, simulated=[], ours="a", against="b", measured="c", results_dir=tmp_path)
+    readme = tmp_path / "README.md"
+    readme.write_text(f"before\n{provenance.TABLE_START}\nstale\n{provenance.TABLE_END}\nafter\n")
+    assert provenance.sync_readme(readme, tmp_path) is True
+    text = readme.read_text()
+    assert text.startswith("before\n") and text.endswith("after\n") and "stale" not in text
+    assert "none (all real)" in text
+    assert provenance.sync_readme(readme, tmp_path) is False  # idempotent
+    readme.write_text("no markers\n")
+    with pytest.raises(ValueError, match="markers"):
+        provenance.sync_readme(readme, tmp_path)
+
+
+def test_committed_results_cover_every_benchmark_with_a_paper_trail(bench) -> None:
+    provenance = bench("provenance")
+    results = {d["benchmark"]: d for d in provenance.load_results()}
+    assert set(results) >= EXPECTED, f"missing results files: {EXPECTED - set(results)}"
+    for name, d in results.items():
+        assert d["commit"]["sha"] and d["machine"]["cores"] and d["machine"]["cpu_model"], name
+        assert isinstance(d["simulated"], list) and d["figures"], name
+    assert (
+        results["eval"]["figures"]["humaneval_passed"] == results["eval"]["figures"]["humaneval_total"] == 164
+    )
+
+
+def test_readme_table_is_the_one_generated_from_the_results_files(bench) -> None:
+    provenance = bench("provenance")
+    assert provenance.readme_table() == provenance.render_table(), (
+        "README.md's benchmark table differs from benchmarks/results/*.json: run `prorl bench report`"
+    )
+
+
+def test_prorl_bench_report_check_passes_on_the_committed_table(capsys) -> None:
+    from nemo_gym_prorl.cli import main
+
+    assert main(["bench", "report", "--check"]) == 0
+    assert "matches" in capsys.readouterr().out
