@@ -12,7 +12,7 @@ from pathlib import Path
 from types import ModuleType
 
 BENCHMARKS_DIR = Path(__file__).resolve().parents[2] / "benchmarks"
-BENCHMARK_NAMES = ("tools", "balancer", "pipeline", "eval", "dapo", "real")
+BENCHMARK_NAMES = ("tools", "balancer", "pipeline", "eval", "dapo", "real", "scaleout")
 
 
 def load_benchmark(name: str) -> ModuleType:

@@ -12,7 +12,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from nemo_gym_prorl.pipeline.groups import GroupResult
 from nemo_gym_prorl.pipeline.job import JobResult, JobState
@@ -103,8 +103,16 @@ def stage_spans(result: JobResult) -> list[tuple[str, float, float]]:
     return spans
 
 
-def plot_timeline(rollouts: Sequence[Rollout], path: Path) -> Path:
-    """Each rollout a row of its INIT / RUN / EVAL spans; below, rollouts finished over time."""
+def node_of(result: JobResult) -> str:
+    """The node a rollout finished on (its last attempt), or `local` for the in-process executor."""
+    return (result.attempts[-1].node if result.attempts else None) or "local"
+
+
+def plot_timeline(
+    rollouts: Sequence[Rollout], path: Path, colour_by: Literal["stage", "node"] = "stage"
+) -> Path:
+    """Each rollout a row of its INIT / RUN / EVAL spans (coloured by stage, or by the node
+    it ran on); below, rollouts finished over time."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -118,14 +126,20 @@ def plot_timeline(rollouts: Sequence[Rollout], path: Path) -> Path:
     fig, (ax, ax2) = plt.subplots(
         2, 1, figsize=(11, 7), height_ratios=[3, 1], sharex=True, constrained_layout=True
     )
+    colours = dict(STAGE_COLOURS)
+    if colour_by == "node":
+        nodes = sorted({node_of(r.result) for r in finished})
+        palette = matplotlib.colormaps["tab10"]
+        colours = {"queue": STAGE_COLOURS["queue"]} | {n[:8]: palette(i % 10) for i, n in enumerate(nodes)}
     for row, rollout in enumerate(finished):
         for stage, start, end in stage_spans(rollout.result):
-            ax.barh(row, end - start, left=start - t0, height=0.8, color=STAGE_COLOURS[stage], linewidth=0)
+            key = stage if colour_by == "stage" or stage == "queue" else node_of(rollout.result)[:8]
+            ax.barh(row, end - start, left=start - t0, height=0.8, color=colours[key], linewidth=0)
     ax.set_yticks(range(len(finished)), [f"{r.domain} {i}" for i, r in enumerate(finished)], fontsize=5)
     ax.invert_yaxis()
     ax.set_ylabel("rollout")
     ax.set_title("Rollout stages over time: INIT, RUN and EVAL of different rollouts overlap")
-    ax.legend(handles=[Patch(color=c, label=s) for s, c in STAGE_COLOURS.items()], loc="upper right")
+    ax.legend(handles=[Patch(color=c, label=s) for s, c in colours.items()], loc="upper right")
     ends = sorted(r.result.finished_at - t0 for r in finished if r.result.finished_at)
     ax2.step(ends, range(1, len(ends) + 1), where="post", color="#333333")
     span = max(ends[-1], 1e-9)

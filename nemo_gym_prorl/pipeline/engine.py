@@ -24,12 +24,18 @@ import traceback
 from collections.abc import AsyncIterator, Iterable, Sequence
 from typing import Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from nemo_gym_prorl.pipeline.config import PipelineConfig
-from nemo_gym_prorl.pipeline.executor import InProcessExecutor, StageExecutor
+from nemo_gym_prorl.pipeline.executor import (
+    InfrastructureError,
+    InProcessExecutor,
+    NodeStatus,
+    StageExecutor,
+)
 from nemo_gym_prorl.pipeline.handler import HandlerRegistry
 from nemo_gym_prorl.pipeline.job import (
+    Attempt,
     CriticalError,
     Job,
     JobResult,
@@ -71,6 +77,10 @@ class PipelineStatus(BaseModel):
     finished_total: dict[JobState, int]
     critical_errors_total: dict[str, int]
     evicted_total: int
+    infra_retries_total: int = 0
+    nodes: list[NodeStatus] = Field(
+        default_factory=list, description="Where jobs run (empty for the in-process executor)."
+    )
 
 
 class StageTotals:
@@ -116,6 +126,7 @@ class Pipeline:
         self.submitted_total = 0
         self.finished_total = {s: 0 for s in JobState if s.terminal}
         self.critical_errors_total: dict[str, int] = {}
+        self.infra_retries_total = 0
         self.stage_totals = StageTotals()
 
     # -- lifecycle --------------------------------------------------------------------------
@@ -277,6 +288,8 @@ class Pipeline:
             finished_total=dict(self.finished_total),
             critical_errors_total=dict(self.critical_errors_total),
             evicted_total=self._store.evicted_total,
+            infra_retries_total=self.infra_retries_total,
+            nodes=self.executor.nodes(),
         )
 
     def live_ids(self) -> list[str]:
@@ -360,6 +373,8 @@ class Pipeline:
                 raise
 
     async def _execute(self, rec: JobRecord, stage: Stage) -> None:
+        if stage is Stage.INIT and not await self._wait_for_capacity(rec):
+            return
         rec.begin_active(stage)
         self._in_flight[stage] += 1
         counted = True
@@ -404,6 +419,22 @@ class Pipeline:
                 else f"active-time budget of {rec.job.active_time_s}s"
             )
             failure = ("timeout", f"{what} exceeded during {stage} (active {spent:.3f}s)", None)
+        except InfrastructureError as exc:
+            if counted:
+                self._count_stage_end(rec, stage)
+                counted = False
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._release(rec)  # the node is gone: this only frees bookkeeping
+            if rec.cancel_reason is not None:
+                if rec.cancel_is_timeout:
+                    self._finish(rec, JobState.FAILED, critical_error="timeout", error=rec.cancel_reason)
+                else:
+                    self._finish(rec, JobState.CANCELLED)
+                return
+            if self._retry_elsewhere(rec, stage, exc):
+                return
+            failure = (stage.value, f"{type(exc).__name__}: {exc}", None)  # type: ignore[assignment]
+            rec.mask_sample = True  # the infrastructure failed, not the policy
         except asyncio.CancelledError:
             if counted:
                 self._count_stage_end(rec, stage)
@@ -436,11 +467,49 @@ class Pipeline:
             await self._release(rec)  # a cancel now changes nothing: the job has failed
         self._finish(rec, JobState.FAILED, critical_error=kind, error=message, traceback_text=tb)
 
+    async def _wait_for_capacity(self, rec: JobRecord) -> bool:
+        """Wait (as INIT queue time) until the executor can place a job; False if the job was
+        cancelled meanwhile (and is finished here: it holds nothing yet)."""
+        try:
+            await self.executor.wait_for_capacity()
+        except asyncio.CancelledError:
+            if rec.cancel_reason is None:
+                rec.cancel_reason = "interrupted"
+                self._finish(rec, JobState.CANCELLED)
+                raise
+            if rec.cancel_is_timeout:
+                self._finish(rec, JobState.FAILED, critical_error="timeout", error=rec.cancel_reason)
+            else:
+                self._finish(rec, JobState.CANCELLED)
+            return False
+        return True
+
+    def _retry_elsewhere(self, rec: JobRecord, stage: Stage, exc: InfrastructureError) -> bool:
+        """A lost node: put the job back at the front of INIT for a fresh start elsewhere (its
+        state went with the node), unless its attempts are spent."""
+        if rec.attempts and rec.attempts[-1].lost is None:
+            rec.attempts[-1].lost = str(exc)
+        else:  # lost before INIT could report where it ran
+            rec.attempts.append(Attempt(node=exc.node, stage=stage, lost=str(exc)))
+        if self.executor.max_attempts <= len(rec.attempts):
+            return False
+        logger.info("job %s lost its node during %s (%s); running it again", rec.id, stage, exc)
+        rec.restart()
+        rec.infra_retries += 1
+        self.infra_retries_total += 1
+        self._queues[Stage.INIT].put_front(rec.id, rec)
+        return True
+
     async def _stage_body(self, rec: JobRecord, stage: Stage) -> None:
         ex, handler, job = self.executor, rec.handler, rec.job
+        if rec.attempts and rec.attempts[-1].lost is None:
+            rec.attempts[-1].stage = stage
         if stage is Stage.INIT:
             state = await ex.init(handler, job)
             rec.state, rec.has_state = state, True
+            node = ex.node_of(state)
+            if node is not None:
+                rec.attempts.append(Attempt(node=node, stage=stage))
         elif stage is Stage.RUN:
             rec.trajectory = await ex.run(handler, job, rec.state)
         else:

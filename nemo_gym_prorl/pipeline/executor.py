@@ -1,25 +1,16 @@
 # SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
 # SPDX-License-Identifier: Apache-2.0
 
-"""Where a stage actually executes: the seam that lets stage workers live elsewhere later.
+"""Where a stage actually executes: the seam between the pipeline's schedule and its workers.
 
 The pipeline decides *when* a stage of a job runs (queues, priorities, budgets, cancellation);
-a `StageExecutor` decides *where*. `InProcessExecutor` awaits the handler in this event loop.
+a `StageExecutor` decides *where*. `InProcessExecutor` awaits the handler in this event loop;
+`nemo_gym_prorl.pipeline.ray_executor.RayExecutor` runs it on an actor on some node of a Ray
+cluster and keeps the job's later stages on that node.
 
-How a Ray executor maps onto this (not implemented yet):
-- One Ray actor class hosting a `HandlerRegistry` (built from the same task config), created
-  per node or per stage pool with `max_concurrency` = that pool's worker count (async actor).
-- `init` calls `actor.init.remote(job)` on the least-loaded actor; the actor keeps the real
-  state (sandbox, kernel, tool processes live on the actor's node) in a dict keyed by job id
-  and returns a small picklable handle `(actor_id, job_id)`; that handle is what the pipeline
-  stores as the job's state.
-- `run`, `evaluate` and `release` route by the handle to the same actor (sticky), so the
-  sandbox never crosses nodes; an EVAL that needs no RUN state may go to any EVAL actor.
-- Cancellation: the pipeline cancels the awaiting task; the executor forwards it with
-  `ray.cancel(ref)` (async actors receive CancelledError in the stage coroutine) and then calls
-  `release` on the handle. Actor death is reported as a stage failure (critical_error = stage).
-- `close()` releases every handle still held and kills the actors (their sandboxes die with
-  them: bubblewrap is started with --die-with-parent).
+An executor that places jobs somewhere may run out of room (`wait_for_capacity`, which the
+pipeline counts as queue time) and may lose the place a job ran (`InfrastructureError`, after
+which the pipeline re-runs the job from INIT elsewhere, a bounded number of times).
 """
 
 from __future__ import annotations
@@ -27,11 +18,50 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Protocol
 
+from pydantic import BaseModel, Field
+
 from nemo_gym_prorl.pipeline.handler import RolloutHandler
 from nemo_gym_prorl.pipeline.job import Evaluation, Job, Trajectory
 
 
+class InfrastructureError(RuntimeError):
+    """The place a stage ran is gone (a node died or stopped answering): not the job's fault.
+
+    The job's state there is lost with it; the pipeline may run the job again from INIT.
+    """
+
+    def __init__(self, message: str, node: str | None = None) -> None:
+        super().__init__(message)
+        self.node = node
+
+
+class NodeStatus(BaseModel):
+    """One place jobs run, as `/v1/status` and the metrics show it."""
+
+    node: str = Field(description="Ray node id (or `local`).")
+    address: str | None = None
+    healthy: bool = Field(description="Answers its health checks; unhealthy nodes get no new work.")
+    slots: int = Field(description="Jobs with live state (a sandbox) it may hold at once.")
+    in_flight: int = Field(description="Jobs holding a slot on it now.")
+    placed_total: int = Field(0, description="Jobs placed on it since start.")
+    lost_jobs_total: int = Field(0, description="Jobs whose stage it lost (re-run elsewhere).")
+
+
 class StageExecutor(Protocol):
+    max_attempts: int
+    """How many times a job may be started (INIT) when earlier starts were lost to
+    `InfrastructureError`; 1 means never re-run."""
+
+    async def wait_for_capacity(self) -> None:
+        """Return once a new job could be placed (queue time for the pipeline)."""
+        ...
+
+    def node_of(self, state: Any) -> str | None:
+        """Where the job holding `state` runs (None: this process)."""
+        ...
+
+    def nodes(self) -> list[NodeStatus]: ...
+
     async def init(self, handler: RolloutHandler, job: Job) -> Any: ...
 
     async def run(self, handler: RolloutHandler, job: Job, state: Any) -> Trajectory: ...
@@ -59,6 +89,17 @@ def as_evaluation(value: Evaluation | Mapping[str, Any] | float) -> Evaluation:
 
 class InProcessExecutor:
     """Runs each stage as a coroutine in the pipeline's own event loop."""
+
+    max_attempts = 1
+
+    async def wait_for_capacity(self) -> None:
+        """Never waits: the pipeline's worker pools are the only bound."""
+
+    def node_of(self, state: Any) -> str | None:
+        return None
+
+    def nodes(self) -> list[NodeStatus]:
+        return []
 
     async def init(self, handler: RolloutHandler, job: Job) -> Any:
         return await handler.init(job)

@@ -135,6 +135,14 @@ class Timing(BaseModel):
     timeout_triggered: bool = False
 
 
+class Attempt(BaseModel):
+    """One start of a job on some node (only recorded by executors that place jobs on nodes)."""
+
+    node: str | None = Field(None, description="Where its INIT ran (None: lost before placement).")
+    stage: Stage = Field(Stage.INIT, description="The last stage it reached there.")
+    lost: str | None = Field(None, description="Why this attempt was lost (infrastructure), if it was.")
+
+
 class JobResult(BaseModel):
     """State of a job at any time; complete once `state` is terminal."""
 
@@ -157,4 +165,11 @@ class JobResult(BaseModel):
     error: str | None = None
     traceback: str | None = None
     cancel_reason: str | None = None
+    mask_sample: bool = Field(
+        False, description="The infrastructure failed the job (not the policy): do not train on it."
+    )
+    attempts: list[Attempt] = Field(
+        default_factory=list, description="Each start of the job on a node, the lost ones included."
+    )
+    infra_retries: int = Field(0, description="Times the job was re-run because its node was lost.")
     timing: Timing = Field(default_factory=Timing)

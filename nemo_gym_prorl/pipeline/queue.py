@@ -84,6 +84,15 @@ class StageQueue[T]:
             raise QueueFullError(f"queue full ({self.maxsize})")
         self._push(key, item, priority)
 
+    def put_front(self, key: str, item: T) -> None:
+        """Enqueue ahead of everything, even past the bound: for a job already admitted that
+        must run again (its node was lost), which may never be refused or left behind."""
+        if key in self._items:
+            raise ValueError(f"{key!r} is already queued")
+        self._items[key] = item
+        heapq.heappush(self._heap, (-(2**62), -next(self._seq), key))
+        self._wake_one(self._getters)
+
     async def put(self, key: str, item: T, priority: int = 0) -> None:
         """Wait for room (backpressure), then enqueue."""
         while len(self._items) >= self.maxsize:

@@ -11,6 +11,7 @@ from typing import Any
 
 from nemo_gym_prorl.pipeline.handler import RolloutHandler
 from nemo_gym_prorl.pipeline.job import (
+    Attempt,
     CriticalError,
     Evaluation,
     Job,
@@ -50,6 +51,9 @@ class JobRecord:
         self.trajectory: Trajectory | None = None
         self.evaluation: Evaluation | None = None
         self.report: dict[str, Any] = {}
+        self.attempts: list[Attempt] = []
+        self.infra_retries = 0
+        self.mask_sample = False
         # Control.
         self.task: asyncio.Task[None] | None = None  # the stage task, or the cancel cleanup
         self.cancel_reason: str | None = None
@@ -83,6 +87,20 @@ class JobRecord:
     def add_others(self, seconds: float) -> None:
         self.others += seconds
         self.mark += seconds  # the release interval is not also a wait
+
+    def restart(self) -> None:
+        """Forget a lost attempt's products so the job can start over from INIT.
+
+        The active time spent on the lost node becomes INIT wait: the job was waiting for a
+        working node, and the policy must not lose its budget to the infrastructure.
+        """
+        self._close_segment(time.monotonic())
+        lost = sum(self.active.values())
+        self.active = dict.fromkeys(Stage, 0.0)
+        self.waits[Stage.INIT] += lost
+        self.state, self.has_state, self.release_task = None, False, None
+        self.trajectory, self.evaluation = None, None
+        self.stage, self.waiting = Stage.INIT, True
 
     def counted_elapsed(self) -> float:
         now = time.monotonic()
@@ -152,6 +170,9 @@ class JobRecord:
             error=error,
             traceback=traceback,
             cancel_reason=self.cancel_reason if state is JobState.CANCELLED else None,
+            mask_sample=self.mask_sample,
+            attempts=[a.model_copy() for a in self.attempts],
+            infra_retries=self.infra_retries,
             timing=self.timing(timeout_triggered=critical_error == "timeout"),
         )
 

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from nemo_gym_prorl.llm.access import LLMConfig
 from nemo_gym_prorl.pipeline import PipelineConfig
+from nemo_gym_prorl.pipeline.ray_executor import ExecutorConfig
 from nemo_gym_prorl.sandbox import SandboxSpec
 from nemo_gym_prorl.service.core import ServiceOptions
 
@@ -64,6 +65,7 @@ class ServeConfig(BaseModel):
 
     server: ServerConfig = Field(default_factory=ServerConfig)
     pipeline: PipelineConfig = Field(default_factory=PipelineConfig)
+    executor: ExecutorConfig = Field(default_factory=ExecutorConfig)
     service: ServiceOptions = Field(default_factory=ServiceOptions)
     sandbox: SandboxSpec = Field(default_factory=SandboxSpec)
     llm: LLMConfig = Field(default_factory=LLMConfig)

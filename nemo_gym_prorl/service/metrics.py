@@ -17,7 +17,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_l
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from nemo_gym_prorl.pipeline import Pipeline, Stage
+from nemo_gym_prorl.pipeline import Pipeline, PipelineStatus, Stage
 from nemo_gym_prorl.service.backends import BackendInfo
 
 CONTENT_TYPE = CONTENT_TYPE_LATEST
@@ -46,7 +46,7 @@ def collect(pipeline: Pipeline, backends: list[BackendInfo], accepting: bool) ->
     for b in backends:
         key = "draining" if b.draining else {True: "healthy", False: "unhealthy", None: "unknown"}[b.healthy]
         backend_states[key] += 1
-    return [
+    metrics = [
         Metric(
             "prorl_accepting",
             "gauge",
@@ -118,6 +118,33 @@ def collect(pipeline: Pipeline, backends: list[BackendInfo], accepting: bool) ->
             "LLM backends by health.",
             "state",
             [(k, float(v)) for k, v in backend_states.items()],
+        ),
+    ]
+    if status.nodes:  # only executors that place jobs on nodes have these
+        metrics += node_metrics(status)
+    return metrics
+
+
+def node_metrics(status: PipelineStatus) -> list[Metric]:
+    """Per-node gauges and counters, labelled by Ray node id."""
+
+    def per_node(name: str, kind: Literal["counter", "gauge"], help_: str, attr: str) -> Metric:
+        return Metric(name, kind, help_, "node", [(n.node, float(getattr(n, attr))) for n in status.nodes])
+
+    return [
+        per_node("prorl_node_slots", "gauge", "Jobs with live state a node may hold.", "slots"),
+        per_node("prorl_node_in_flight", "gauge", "Jobs holding a slot on the node.", "in_flight"),
+        per_node("prorl_node_healthy", "gauge", "1 while the node answers and gets new work.", "healthy"),
+        per_node("prorl_node_jobs_placed", "counter", "Jobs placed on the node.", "placed_total"),
+        per_node(
+            "prorl_node_jobs_lost", "counter", "Jobs the node lost (re-run elsewhere).", "lost_jobs_total"
+        ),
+        Metric(
+            "prorl_jobs_infra_retries",
+            "counter",
+            "Jobs re-run because their node was lost.",
+            None,
+            [(None, float(status.infra_retries_total))],
         ),
     ]
 

@@ -20,6 +20,7 @@ from fastapi import FastAPI
 from nemo_gym_prorl.llm.access import LLMAccess, LLMConfig
 from nemo_gym_prorl.pipeline import HandlerRegistry, Pipeline, PipelineConfig
 from nemo_gym_prorl.pipeline.deps import HandlerDeps
+from nemo_gym_prorl.pipeline.executor import StageExecutor
 from nemo_gym_prorl.service.app import create_app
 from nemo_gym_prorl.service.backends import BackendRegistry, PoolBackendRegistry
 from nemo_gym_prorl.service.batch_manager import DatasetCatalog
@@ -61,14 +62,18 @@ HandlersFactory = Callable[[LLMAccess, BackendRegistry], HandlerRegistry]
 
 
 def build_rollout_stack(
-    llm: LLMConfig, pipeline: PipelineConfig, options: ServiceOptions, handlers: HandlersFactory
+    llm: LLMConfig,
+    pipeline: PipelineConfig,
+    options: ServiceOptions,
+    handlers: HandlersFactory,
+    executor: StageExecutor | None = None,
 ) -> RolloutStack:
     """The one builder of pool, access, registry, pipeline and service, for `prorl serve`, the
     NeMo Gym agent and the benchmarks alike; `handlers` registers the task handlers, which all
     share the one LLM pool."""
     access = LLMAccess.from_config(llm)
     backends = PoolBackendRegistry(access.pool)
-    engine = Pipeline(handlers(access, backends), pipeline)
+    engine = Pipeline(handlers(access, backends), pipeline, executor)
     return RolloutStack(access, backends, engine, RolloutService(engine, backends, options))
 
 
@@ -97,13 +102,22 @@ def build_handlers(config: ServeConfig, llm: LLMAccess, backends: BackendRegistr
 
 
 async def build_service(config: ServeConfig) -> RolloutService:
-    """`prorl serve`'s service, its LLM pool started."""
-    stack = build_rollout_stack(
-        config.llm,
-        config.pipeline,
-        config.service,
-        lambda llm, backends: build_handlers(config, llm, backends),
-    )
+    """`prorl serve`'s service, its LLM pool started; stages on Ray when `executor.kind=ray`."""
+    from nemo_gym_prorl.service.cluster import build_executor, with_cluster_backends
+
+    executor = await build_executor(config)
+    try:
+        stack = build_rollout_stack(
+            config.llm,
+            config.pipeline,
+            config.service,
+            lambda llm, backends: build_handlers(config, llm, backends),
+            executor,
+        )
+    except BaseException:
+        await executor.close()
+        raise
+    stack.service.backends = with_cluster_backends(stack.backends, executor)
     await stack.llm.pool.start()  # probes the configured backends; starts the periodic health check
     return stack.service
 

@@ -76,3 +76,15 @@ def test_summary_rows_are_data_per_domain() -> None:
     assert row["domain"] == "math" and row["rollouts"] == 4
     assert row["mean reward"] == 0.25 and row["informative groups"] == "1/2"
     assert row["generated tokens"] == 40
+
+
+def test_timeline_can_colour_rollouts_by_the_node_they_ran_on(tmp_path: Path) -> None:
+    from nemo_gym_prorl.demo.report import node_of
+    from nemo_gym_prorl.pipeline.job import Attempt
+
+    rollouts = rollouts_of([(group([1.0, 0.0], GroupStatus.INFORMATIVE), True)], {"prorl_math": "math"})
+    rollouts[0].result.attempts = [Attempt(node="aaaa1111", lost="died"), Attempt(node="bbbb2222")]
+    assert node_of(rollouts[0].result) == "bbbb2222"  # where it finished, not where it was lost
+    assert node_of(rollouts[1].result) == "local"
+    png = plot_timeline(rollouts, tmp_path / "nodes.png", colour_by="node")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -1,0 +1,605 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
+"""Stages on a Ray cluster: one long-lived rollout actor per node, jobs pinned to their node.
+
+The pipeline keeps the schedule (queues, priorities, budgets, cancellation, DAPO); this executor
+only decides where a stage runs:
+
+- One `RolloutNode` actor per eligible node (`num_cpus=0`, so it never takes CPUs a trainer's
+  placement groups want), pinned there with a hard node-affinity strategy. It builds its own
+  handlers (and LLM pool share) by calling the picklable `NodeBuilder` it was given, so
+  sandboxes, kernels and tool processes live on that node and never cross the network.
+- INIT goes to the healthy node with the most free slots; RUN, EVAL and release of that job go
+  to the same node (the state the pipeline holds is a small `RayJobHandle`). A slot is a job
+  with live state on the node; waiting for one is `wait_for_capacity`, which the pipeline
+  counts as queue time.
+- Cancelling a stage aborts it on the actor (its task is cancelled and the job's sandbox
+  released there) before the cancellation goes on.
+- A node that dies, or stops answering health checks for `node_timeout_s`, is lost: its
+  stages fail with `InfrastructureError` (the pipeline re-runs those jobs elsewhere) and it
+  gets no new work. Nodes that join later get an actor at the next health check.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import math
+import os
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from nemo_gym_prorl.pipeline.executor import (
+    InfrastructureError,
+    InProcessExecutor,
+    NodeStatus,
+    StageExecutor,
+    as_evaluation,
+    as_trajectory,
+)
+from nemo_gym_prorl.pipeline.handler import HandlerRegistry, RolloutHandler
+from nemo_gym_prorl.pipeline.job import Evaluation, Job, Trajectory
+
+logger = logging.getLogger(__name__)
+
+
+class RayExecutorConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    address: str | None = Field(
+        None,
+        description="Ray cluster to join (`auto`, `host:port`, `ray://host:10001`). None: RAY_ADDRESS, "
+        "then NeMo Gym's ray_head_node_address; with neither, a local Ray is started.",
+    )
+    namespace: str = Field("prorl", min_length=1, description="Ray namespace of the rollout actors.")
+    slots_per_node: int = Field(
+        64, ge=1, le=100_000, description="Jobs with live state (a sandbox) one node may hold at once."
+    )
+    node_labels: dict[str, str] = Field(
+        default_factory=dict, description="Use only nodes carrying all these Ray labels."
+    )
+    resource: str | None = Field(
+        None, description="Use only nodes offering this custom resource (e.g. `rollout`); else any with CPUs."
+    )
+    max_attempts: int = Field(
+        3, ge=1, le=100, description="Starts per job when its node is lost mid-stage (1: never re-run)."
+    )
+    health_interval_s: float = Field(
+        2.0, gt=0, description="How often nodes are checked (and new ones found)."
+    )
+    node_timeout_s: float = Field(
+        30.0, gt=0, description="A node silent this long is lost: its jobs are re-run elsewhere."
+    )
+    start_timeout_s: float = Field(
+        300.0, gt=0, description="How long to wait for the first node's actor to be ready."
+    )
+
+
+@dataclass
+class NodeRuntime:
+    """What a node's actor serves: the handlers, an optional LLM backend registry to keep in
+    step with the service's, and how to close them."""
+
+    handlers: HandlerRegistry
+    backends: Any | None = None
+    close: Callable[[], Awaitable[None]] | None = None
+
+
+@dataclass(frozen=True)
+class NodeShare:
+    """This node's place among the nodes found at start: it takes 1/count of shared caps."""
+
+    index: int
+    count: int
+
+    def of(self, total: int) -> int:
+        return max(1, math.ceil(total / self.count))
+
+
+NodeBuilder = Callable[[NodeShare], Awaitable[NodeRuntime]]
+"""Picklable (a module-level function or a functools.partial of one): runs on the node."""
+
+
+@dataclass(frozen=True)
+class RayJobHandle:
+    """What the pipeline holds as a job's state: where it lives, not the state itself."""
+
+    node: str
+    job_id: str
+    task: str
+
+
+class RolloutNode:
+    """The actor (wrapped with `ray.remote` at start): a job's state lives here between stages."""
+
+    def __init__(self, build: NodeBuilder, share: NodeShare) -> None:
+        self._build = build
+        self._share = share
+        self._runtime: NodeRuntime | None = None
+        self._states: dict[str, tuple[str, Any]] = {}  # job id -> (task, handler state)
+        self._tasks: dict[str, asyncio.Task[Any]] = {}
+
+    async def ready(self) -> dict[str, Any]:
+        if self._runtime is None:
+            self._runtime = await self._build(self._share)
+        import ray
+
+        return {"node": ray.get_runtime_context().get_node_id(), "pid": os.getpid()}
+
+    def _handler(self, task: str) -> RolloutHandler:
+        assert self._runtime is not None, "ready() first"
+        return self._runtime.handlers.get(task)
+
+    async def _tracked(self, job_id: str, coro: Awaitable[Any]) -> Any:
+        """Run one stage of a job as its own task, so `abort` can cancel it by job id."""
+        task = asyncio.ensure_future(coro)
+        self._tasks[job_id] = task
+        try:
+            return await task
+        finally:
+            if self._tasks.get(job_id) is task:
+                del self._tasks[job_id]
+
+    async def init(self, job: Job) -> None:
+        handler = self._handler(job.task)
+        state = await self._tracked(job.id, handler.init(job))
+        self._states[job.id] = (job.task, state)
+
+    async def run(self, job: Job) -> Trajectory:
+        _, state = self._states[job.id]
+        return as_trajectory(await self._tracked(job.id, self._handler(job.task).run(job, state)))
+
+    async def evaluate(self, job: Job, with_state: bool, trajectory: Trajectory) -> Evaluation:
+        state = self._states[job.id][1] if with_state else None
+        handler = self._handler(job.task)
+        return as_evaluation(await self._tracked(job.id, handler.evaluate(job, state, trajectory)))
+
+    async def release(self, job_id: str) -> None:
+        held = self._states.pop(job_id, None)
+        if held is not None:
+            task, state = held
+            await self._handler(task).release(state)
+
+    async def abort(self, job_id: str) -> None:
+        """Cancel the job's running stage (its handler cleans up what it started) and release
+        whatever state it holds here."""
+        running = self._tasks.get(job_id)
+        if running is not None and not running.done():
+            running.cancel()
+            with contextlib.suppress(BaseException):
+                await running
+        await self.release(job_id)
+
+    async def ping(self) -> int:
+        return len(self._states)
+
+    async def backends_call(self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        """Apply a backend change made through the service's API to this node's LLM pool."""
+        if self._runtime is not None and self._runtime.backends is not None:
+            await getattr(self._runtime.backends, method)(*args, **kwargs)
+
+    async def close(self) -> None:
+        for job_id in list(self._tasks):
+            task = self._tasks.get(job_id)
+            if task is not None:
+                task.cancel()
+        await asyncio.gather(*self._tasks.values(), return_exceptions=True)
+        for job_id in list(self._states):
+            try:
+                await self.release(job_id)
+            except Exception:
+                logger.warning("releasing job %s on close failed", job_id, exc_info=True)
+        runtime, self._runtime = self._runtime, None
+        if runtime is not None and runtime.close is not None:
+            await runtime.close()
+
+
+@dataclass
+class _Node:
+    id: str
+    address: str | None
+    actor: Any
+    slots: int
+    pid: int | None = None  # the actor's process, for checks that nothing outlives close()
+    jobs: set[str] = field(default_factory=set)
+    healthy: bool = True
+    last_seen: float = field(default_factory=time.monotonic)
+    lost: asyncio.Future[str] = field(default_factory=lambda: asyncio.get_running_loop().create_future())
+    placed_total: int = 0
+    lost_jobs_total: int = 0
+
+    @property
+    def alive(self) -> bool:
+        return not self.lost.done()
+
+    @property
+    def free(self) -> int:
+        return self.slots - len(self.jobs)
+
+    def status(self) -> NodeStatus:
+        return NodeStatus(
+            node=self.id,
+            address=self.address,
+            healthy=self.healthy and self.alive,
+            slots=self.slots,
+            in_flight=len(self.jobs),
+            placed_total=self.placed_total,
+            lost_jobs_total=self.lost_jobs_total,
+        )
+
+
+def resolve_address(configured: str | None, gym_head_address: str | None = None) -> str | None:
+    """The cluster to join: configured, then RAY_ADDRESS, then NeMo Gym's head address."""
+    return configured or os.environ.get("RAY_ADDRESS") or gym_head_address or None
+
+
+def _node_lost_errors() -> tuple[type[BaseException], ...]:
+    from ray import exceptions as rex
+
+    kinds: list[type[BaseException]] = [rex.RayActorError, rex.WorkerCrashedError, rex.ObjectLostError]
+    for name in ("NodeDiedError", "OwnerDiedError", "ActorUnavailableError"):
+        kind = getattr(rex, name, None)
+        if isinstance(kind, type):
+            kinds.append(kind)
+    return tuple(kinds)
+
+
+class RayExecutor:
+    """A `StageExecutor` over one `RolloutNode` actor per eligible Ray node."""
+
+    def __init__(
+        self, config: RayExecutorConfig, build: NodeBuilder, *, gym_head_address: str | None = None
+    ) -> None:
+        self.config = config
+        self.max_attempts = config.max_attempts
+        self._build = build
+        self._address = resolve_address(config.address, gym_head_address)
+        self._nodes: dict[str, _Node] = {}
+        self._changed = asyncio.Event()
+        self._health: asyncio.Task[None] | None = None
+        self._started_ray = False
+        self._actor_cls: Any = None
+        self._lost_errors: tuple[type[BaseException], ...] = ()
+        self._share_count = 1
+        self._closed = False
+
+    # -- lifecycle --------------------------------------------------------------------------
+    async def start(self) -> None:
+        import ray
+
+        if not ray.is_initialized():
+            # Joining a cluster needs its address; with none, Ray starts a local one (asked for
+            # by choosing this executor without an address).
+            await asyncio.to_thread(
+                ray.init,
+                address=self._address,
+                namespace=self.config.namespace,
+                include_dashboard=False,
+                log_to_driver=False,
+            )
+            self._started_ray = True
+        self._lost_errors = _node_lost_errors()
+        self._actor_cls = ray.remote(num_cpus=0, max_concurrency=max(1000, 4 * self.config.slots_per_node))(
+            RolloutNode
+        )
+        eligible = await asyncio.to_thread(self._eligible_nodes)
+        self._share_count = max(1, len(eligible))
+        deadline = time.monotonic() + self.config.start_timeout_s
+        await self._add_nodes(eligible)
+        while not self._nodes:
+            if time.monotonic() > deadline:
+                await self.close()
+                raise RuntimeError(
+                    f"no Ray node could host a rollout actor within {self.config.start_timeout_s}s "
+                    f"(address={self._address or 'local'}, labels={self.config.node_labels}, "
+                    f"resource={self.config.resource}); is the cluster up?"
+                )
+            await asyncio.sleep(min(1.0, self.config.health_interval_s))
+            await self._add_nodes(await asyncio.to_thread(self._eligible_nodes))
+        self._health = asyncio.create_task(self._watch(), name="ray-executor-health")
+
+    def _eligible_nodes(self) -> list[dict[str, Any]]:
+        import ray
+
+        wanted = self.config.node_labels
+        out = []
+        for node in ray.nodes():
+            if not node.get("Alive"):
+                continue
+            resources = node.get("Resources", {})
+            if self.config.resource is not None:
+                if resources.get(self.config.resource, 0) <= 0:
+                    continue
+            elif resources.get("CPU", 0) <= 0:
+                continue
+            labels = node.get("Labels") or {}
+            if any(labels.get(k) != v for k, v in wanted.items()):
+                continue
+            out.append(node)
+        return out
+
+    async def _add_nodes(self, found: list[dict[str, Any]]) -> None:
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        fresh = [n for n in found if n["NodeID"] not in self._nodes]
+        if not fresh:
+            return
+        started = []
+        for i, node in enumerate(fresh):
+            share = NodeShare(index=len(self._nodes) + i, count=self._share_count)
+            actor = self._actor_cls.options(
+                namespace=self.config.namespace,
+                scheduling_strategy=NodeAffinitySchedulingStrategy(node["NodeID"], soft=False),
+            ).remote(self._build, share)
+            started.append((node, actor, self._await(actor.ready.remote())))
+        for node, actor, ready in started:
+            try:
+                info = await asyncio.wait_for(ready, self.config.start_timeout_s)
+            except Exception as exc:  # the node vanished or its runtime could not be built
+                logger.warning("no rollout actor on node %s: %s", node["NodeID"], exc)
+                self._kill(actor)
+                continue
+            assert info["node"] == node["NodeID"], "node affinity was not honoured"
+            self._nodes[node["NodeID"]] = _Node(
+                id=node["NodeID"],
+                address=node.get("NodeManagerAddress"),
+                actor=actor,
+                slots=self.config.slots_per_node,
+                pid=info.get("pid"),
+            )
+            logger.info("rollout actor ready on node %s (%s)", node["NodeID"], node.get("NodeManagerAddress"))
+        self._notify()
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if self._health is not None:
+            self._health.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._health
+        # Each actor releases what it still holds (sandboxes close), then goes.
+        live = [n for n in self._nodes.values() if n.alive]
+        await asyncio.gather(
+            *(
+                asyncio.wait_for(self._await(n.actor.close.remote()), self.config.node_timeout_s)
+                for n in live
+            ),
+            return_exceptions=True,
+        )
+        for node in self._nodes.values():
+            self._kill(node.actor)
+            if not node.lost.done():
+                node.lost.set_result("executor closed")
+        self._nodes.clear()
+        self._notify()
+        if self._started_ray:
+            import ray
+
+            await asyncio.to_thread(ray.shutdown)
+
+    @staticmethod
+    def _kill(actor: Any) -> None:
+        import ray
+
+        with contextlib.suppress(Exception):
+            ray.kill(actor, no_restart=True)
+
+    # -- health -----------------------------------------------------------------------------
+    async def _watch(self) -> None:
+        while True:
+            await asyncio.sleep(self.config.health_interval_s)
+            try:
+                await self.check_nodes()
+            except Exception:
+                logger.warning("node health check failed", exc_info=True)
+
+    async def check_nodes(self) -> None:
+        """Mark dead or silent nodes lost, find new ones; the health loop calls it."""
+        found = await asyncio.to_thread(self._eligible_nodes)
+        alive_ids = {n["NodeID"] for n in found}
+        now = time.monotonic()
+        # A busy node may answer slowly; only a third of the loss timeout without an answer
+        # makes it unhealthy (no new work), the whole timeout makes it lost.
+        patience = max(self.config.health_interval_s, self.config.node_timeout_s / 3)
+        pings = {
+            node.id: asyncio.ensure_future(asyncio.wait_for(self._await(node.actor.ping.remote()), patience))
+            for node in self._nodes.values()
+            if node.alive and node.id in alive_ids
+        }
+        if pings:
+            await asyncio.wait(pings.values())
+        for node in list(self._nodes.values()):
+            if not node.alive:
+                continue
+            if node.id not in alive_ids:
+                self._lose(node, "Ray reports the node dead (or no longer eligible)")
+                continue
+            ping = pings[node.id]
+            if ping.exception() is None:
+                node.last_seen, node.healthy = now, True
+            elif isinstance(ping.exception(), self._lost_errors):
+                self._lose(node, f"its rollout actor died: {ping.exception()}")
+            else:
+                node.healthy = False  # silent: no new work; lost if it stays silent
+                if now - node.last_seen > self.config.node_timeout_s:
+                    self._lose(node, f"silent for {now - node.last_seen:.1f}s")
+        await self._add_nodes([n for n in found if n["NodeID"] not in self._nodes])
+        self._notify()
+
+    def _lose(self, node: _Node, why: str) -> None:
+        if node.lost.done():
+            return
+        logger.warning(
+            "node %s lost (%s); %d jobs there will run again elsewhere", node.id, why, len(node.jobs)
+        )
+        node.healthy = False
+        node.lost.set_result(why)
+        self._kill(node.actor)
+        self._notify()
+
+    def _notify(self) -> None:
+        self._changed.set()
+        self._changed = asyncio.Event()
+
+    # -- placement --------------------------------------------------------------------------
+    def _pick(self) -> _Node | None:
+        usable = [n for n in self._nodes.values() if n.alive and n.healthy and n.free > 0]
+        return max(usable, key=lambda n: (n.free, -n.placed_total), default=None)
+
+    async def wait_for_capacity(self) -> None:
+        """Return once some healthy node has a free slot (or the executor is closed: INIT then
+        fails). With every node gone, jobs wait here until nodes join or their deadline ends."""
+        while self._pick() is None and not self._closed:
+            await self._changed.wait()
+
+    def node_of(self, state: Any) -> str | None:
+        return state.node if isinstance(state, RayJobHandle) else None
+
+    def nodes(self) -> list[NodeStatus]:
+        return [n.status() for n in self._nodes.values()]
+
+    def actor_pids(self) -> list[int]:
+        return [n.pid for n in self._nodes.values() if n.pid is not None]
+
+    # -- stages -----------------------------------------------------------------------------
+    @staticmethod
+    async def _await(ref: Any) -> Any:
+        return await ref
+
+    async def _call(self, node: _Node, job: Job, method: str, *args: Any) -> Any:
+        """One actor call that fails with InfrastructureError when the node is lost, and aborts
+        the job's stage on the node when cancelled."""
+        if not node.alive:
+            raise InfrastructureError(f"node {node.id} was lost: {node.lost.result()}", node.id)
+        call = asyncio.ensure_future(self._await(getattr(node.actor, method).remote(*args)))
+        try:
+            await asyncio.wait({call, node.lost}, return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            call.cancel()
+            await asyncio.shield(self._abort(node, job))
+            raise
+        if not call.done():
+            call.cancel()
+            node.lost_jobs_total += 1
+            raise InfrastructureError(f"node {node.id} was lost: {node.lost.result()}", node.id)
+        try:
+            return call.result()
+        except self._lost_errors as exc:
+            node.lost_jobs_total += 1
+            # Its actor is gone for good (never restarted): no job may be placed there again,
+            # even before the next health check notices.
+            self._lose(node, f"its rollout actor died: {type(exc).__name__}")
+            raise InfrastructureError(f"node {node.id} was lost: {type(exc).__name__}", node.id) from exc
+        except Exception as exc:
+            cause = getattr(exc, "cause", None)  # RayTaskError: the handler's own exception
+            if isinstance(cause, Exception):
+                raise cause from None
+            raise
+
+    async def _abort(self, node: _Node, job: Job) -> None:
+        if not node.alive:
+            return
+        try:
+            await asyncio.wait_for(self._await(node.actor.abort.remote(job.id)), self.config.node_timeout_s)
+        except Exception as exc:
+            logger.warning("aborting job %s on node %s failed: %s", job.id, node.id, exc)
+
+    async def init(self, handler: RolloutHandler, job: Job) -> RayJobHandle:
+        node = self._pick()
+        while node is None:  # another job took the last slot since wait_for_capacity returned
+            if self._closed:
+                raise InfrastructureError("the Ray executor is closed")
+            await self.wait_for_capacity()
+            node = self._pick()
+        node.jobs.add(job.id)
+        node.placed_total += 1
+        try:
+            await self._call(node, job, "init", job)
+        except BaseException:
+            self._free(node, job.id)
+            raise
+        return RayJobHandle(node=node.id, job_id=job.id, task=job.task)
+
+    def _node(self, handle: RayJobHandle) -> _Node:
+        node = self._nodes.get(handle.node)
+        if node is None:
+            raise InfrastructureError(f"node {handle.node} is unknown (executor closed?)", handle.node)
+        return node
+
+    async def run(self, handler: RolloutHandler, job: Job, state: RayJobHandle) -> Trajectory:
+        return await self._call(self._node(state), job, "run", job)
+
+    async def evaluate(
+        self, handler: RolloutHandler, job: Job, state: RayJobHandle | None, trajectory: Trajectory
+    ) -> Evaluation:
+        if state is not None:
+            return await self._call(self._node(state), job, "evaluate", job, True, trajectory)
+        # No RUN state needed: any healthy node may score it (the evaluator opens what it needs).
+        node = self._pick() or next((n for n in self._nodes.values() if n.alive and n.healthy), None)
+        if node is None:
+            raise InfrastructureError("no healthy node to evaluate on")
+        return await self._call(node, job, "evaluate", job, False, trajectory)
+
+    async def release(self, handler: RolloutHandler, state: RayJobHandle) -> None:
+        node = self._nodes.get(state.node)
+        if node is None:
+            return
+        try:
+            if node.alive:
+                await asyncio.wait_for(
+                    self._await(node.actor.release.remote(state.job_id)),
+                    self.config.node_timeout_s,
+                )
+        except self._lost_errors:
+            pass  # the node took the state with it
+        finally:
+            self._free(node, state.job_id)
+
+    def _free(self, node: _Node, job_id: str) -> None:
+        node.jobs.discard(job_id)
+        self._notify()
+
+    # -- LLM backends -----------------------------------------------------------------------
+    async def broadcast_backends(self, method: str, *args: Any, **kwargs: Any) -> None:
+        """Apply a backend change (`add`, `remove`, `drain`) on every live node's pool."""
+        live = [n for n in self._nodes.values() if n.alive]
+        results = await asyncio.gather(
+            *(
+                asyncio.wait_for(
+                    self._await(n.actor.backends_call.remote(method, args, kwargs)),
+                    self.config.node_timeout_s,
+                )
+                for n in live
+            ),
+            return_exceptions=True,
+        )
+        for node, result in zip(live, results, strict=True):
+            if isinstance(result, BaseException):
+                logger.warning("backend %s on node %s failed: %s", method, node.id, result)
+
+
+class ExecutorConfig(BaseModel):
+    """Where stages run: `inprocess` (this process) or `ray` (actors on the cluster's nodes)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["inprocess", "ray"] = "inprocess"
+    ray: RayExecutorConfig = Field(default_factory=RayExecutorConfig)
+
+
+async def make_executor(
+    config: ExecutorConfig, build: NodeBuilder, *, gym_head_address: str | None = None
+) -> StageExecutor:
+    """The configured executor, started (Ray: cluster joined, one actor per node ready)."""
+    if config.kind == "inprocess":
+        return InProcessExecutor()
+    executor = RayExecutor(config.ray, build, gym_head_address=gym_head_address)
+    await executor.start()
+    return executor

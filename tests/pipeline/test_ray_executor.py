@@ -1,0 +1,191 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
+"""The Ray executor on a real local Ray cluster (two nodes, a third joins and is killed).
+
+Every node is a real raylet on this machine with `num_cpus=1` declared; the rollout actors open
+real bubblewrap sandboxes (the scripted handler's INIT), so "the sandbox is closed" is checked on
+real processes. Stage durations are scripted sleeps.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from nemo_gym_prorl.pipeline import JobSpec, JobState
+from nemo_gym_prorl.pipeline.ray_executor import RayExecutor
+from nemo_gym_prorl.pipeline.ray_local import (
+    add_local_node,
+    connect,
+    shutdown_local_cluster,
+    start_local_cluster,
+)
+from nemo_gym_prorl.service.config import validate_config
+from nemo_gym_prorl.service.core import RolloutService
+from nemo_gym_prorl.service.metrics import collect, render
+from nemo_gym_prorl.service.wiring import build_service
+
+ray = pytest.importorskip("ray")
+pytestmark = [pytest.mark.slow, pytest.mark.bwrap, pytest.mark.timeout(240)]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def _wait_dead(pids: list[int], within_s: float = 20.0) -> list[int]:
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        left = [p for p in pids if _alive(p)]
+        if not left:
+            return []
+        time.sleep(0.2)
+    return [p for p in pids if _alive(p)]
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[Any]:
+    """Two nodes (the head and one worker), one CPU each; a test may add and kill a third."""
+    # The nodes' workers import the scripted handlers from tests/support, as this process does.
+    tests_dir = str(Path(__file__).resolve().parents[1])
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [tests_dir, os.environ.get("PYTHONPATH")]))
+    c = start_local_cluster()
+    try:
+        add_local_node(c)
+        connect(c)
+        yield c
+    finally:
+        assert shutdown_local_cluster(c) == [], "Ray processes outlived the cluster"
+
+
+async def _service(tmp_path: Path, **ray_opts: Any) -> tuple[RolloutService, RayExecutor, Path]:
+    record = tmp_path / "sandboxes.jsonl"
+    config = validate_config(
+        {
+            "tasks": {
+                "box": {
+                    "handler": "support.scripted_stages:build_sandbox_scripted",
+                    "options": {"record_file": str(record), "run_s": 0.3, "eval_s": 0.1},
+                }
+            },
+            "pipeline": {"init_workers": 8, "run_workers": 8, "eval_workers": 8, "deadline_check_s": 0.05},
+            "executor": {
+                "kind": "ray",
+                "ray": {"slots_per_node": 2, "health_interval_s": 0.5, "node_timeout_s": 10, **ray_opts},
+            },
+            "service": {"require_backend": False},
+            "llm": {"health_path": None},
+        }
+    )
+    service = await build_service(config)
+    await service.start()
+    executor = service.pipeline.executor
+    assert isinstance(executor, RayExecutor)
+    return service, executor, record
+
+
+def _records(path: Path) -> dict[str, dict[str, Any]]:
+    if not path.exists():
+        return {}
+    return {line["job"]: line for line in map(json.loads, path.read_text().splitlines())}
+
+
+async def test_jobs_spread_over_nodes_and_keep_their_node_through_every_stage(
+    cluster: Any, tmp_path: Path
+) -> None:
+    service, executor, _ = await _service(tmp_path)
+    try:
+        node_ids = {n.node_id for n in cluster.list_all_nodes()}
+        assert {n.node for n in executor.nodes()} == node_ids  # one actor on each node
+        ids = service.pipeline.submit([JobSpec(task="box") for _ in range(6)])
+        results, pending = await service.pipeline.wait(ids, timeout=120)
+        assert pending == []
+        assert [r.state for r in results] == [JobState.DONE] * 6, [r.error for r in results]
+        # RUN and EVAL found the INIT state on the actor: they ran on the node INIT chose.
+        used = {r.attempts[0].node for r in results}
+        assert used == node_ids  # least-loaded placement used both nodes
+        for r in results:
+            assert len(r.attempts) == 1 and r.infra_retries == 0 and r.attempts[0].stage == "eval"
+        # 6 jobs over 2 nodes x 2 slots: some waited for a slot, and that was queue time.
+        assert max(r.timing.init_wait for r in results) > 0.2
+        assert all(r.timing.init_time < 30 for r in results)
+        status = service.pipeline.status()
+        assert sum(n.placed_total for n in status.nodes) == 6
+        assert all(n.in_flight == 0 and n.healthy for n in status.nodes)
+        metrics = render(collect(service.pipeline, [], True)).decode()
+        for node in node_ids:  # Prometheus series carry the node
+            assert f'prorl_node_jobs_placed_total{{node="{node}"}}' in metrics
+    finally:
+        await service.close()
+
+
+async def test_cancel_reaches_the_actor_and_closes_the_sandbox(cluster: Any, tmp_path: Path) -> None:
+    service, executor, record = await _service(tmp_path)
+    actors = executor.actor_pids()
+    try:
+        (job_id,) = service.pipeline.submit(
+            [JobSpec(task="box", instance={"script": {"keepalive": True, "run_s": 120}})]
+        )
+        for _ in range(600):
+            if service.pipeline.get(job_id).state is JobState.RUN:
+                break
+            await asyncio.sleep(0.05)
+        keepalive = _records(record)[job_id]["pids"]
+        assert keepalive and all(_alive(p) for p in keepalive)
+        result = await service.pipeline.cancel(job_id)
+        assert result.state is JobState.CANCELLED
+        assert await asyncio.to_thread(_wait_dead, keepalive) == []  # the sandbox's process died
+        assert all(n.in_flight == 0 for n in executor.nodes())
+    finally:
+        await service.close()
+    assert await asyncio.to_thread(_wait_dead, actors) == [], "rollout actors outlived close()"
+
+
+async def test_a_node_killed_mid_run_loses_no_job(cluster: Any, tmp_path: Path) -> None:
+    victim = add_local_node(cluster)  # in the main thread: Ray's node start sets signal handlers
+    cluster.wait_for_nodes()
+    service, executor, record = await _service(tmp_path)
+    try:
+        assert victim.node_id in {n.node for n in executor.nodes()}
+        specs = [JobSpec(task="box", instance={"script": {"run_s": 4, "keepalive": True}}) for _ in range(6)]
+        ids = service.pipeline.submit(specs)
+        for _ in range(600):  # 3 nodes x 2 slots: every job is placed, two of them on the victim
+            on_victim = [n.in_flight for n in executor.nodes() if n.node == victim.node_id]
+            if on_victim == [2] and all(service.pipeline.get(i).state is JobState.RUN for i in ids):
+                break
+            await asyncio.sleep(0.05)
+        else:
+            pytest.fail(f"jobs never all ran: {service.pipeline.status()}")
+        await asyncio.to_thread(cluster.remove_node, victim, False)  # SIGKILL its raylet
+        results, pending = await service.pipeline.wait(ids, timeout=150)
+        assert pending == []
+        assert [r.state for r in results] == [JobState.DONE] * 6, [r.error for r in results]
+        rerun = [r for r in results if r.infra_retries]
+        assert len(rerun) == 2
+        for r in rerun:
+            first, second = r.attempts
+            assert first.node == victim.node_id and first.lost and first.stage == "run"
+            assert second.node != victim.node_id and second.lost is None
+            assert not r.mask_sample
+        status = service.pipeline.status()
+        assert status.infra_retries_total == 2
+        assert [n.healthy for n in status.nodes if n.node == victim.node_id] == [False]
+        # The re-runs opened fresh sandboxes elsewhere; the lost ones died with their node.
+        lines = [json.loads(line) for line in record.read_text().splitlines()]
+        assert len(lines) == 8 and len({line["sandbox"] for line in lines}) == 8
+        pids = [p for line in lines for p in line["pids"]]
+    finally:
+        await service.close()
+    assert await asyncio.to_thread(_wait_dead, pids) == []

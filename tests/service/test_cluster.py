@@ -1,0 +1,52 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
+"""The service's executor section: validated, in-process by default, Ray nodes get their share."""
+
+from __future__ import annotations
+
+import pytest
+
+from nemo_gym_prorl.pipeline.executor import InProcessExecutor
+from nemo_gym_prorl.pipeline.ray_executor import NodeShare, resolve_address
+from nemo_gym_prorl.service.cluster import build_executor, node_config, with_cluster_backends
+from nemo_gym_prorl.service.config import ConfigError, load_config, validate_config
+
+
+async def test_the_default_executor_is_in_process_and_places_nothing() -> None:
+    config = load_config(["tasks=scripted"])
+    assert config.executor.kind == "inprocess"
+    executor = await build_executor(config)
+    assert isinstance(executor, InProcessExecutor)
+    assert executor.nodes() == [] and executor.max_attempts == 1
+    backends = object()
+    assert with_cluster_backends(backends, executor) is backends  # type: ignore[arg-type]
+
+
+def test_the_ray_section_is_validated_with_a_clear_error() -> None:
+    ok = load_config(["executor.kind=ray", "executor.ray.slots_per_node=8", "executor.ray.resource=rollout"])
+    assert ok.executor.ray.slots_per_node == 8 and ok.executor.ray.resource == "rollout"
+    with pytest.raises(ConfigError, match=r"executor\.kind"):
+        validate_config({"executor": {"kind": "slurm"}})
+    with pytest.raises(ConfigError, match=r"executor\.ray\.slots_per_node"):
+        validate_config({"executor": {"kind": "ray", "ray": {"slots_per_node": 0}}})
+    with pytest.raises(ConfigError, match=r"executor\.ray\.nodes"):
+        validate_config({"executor": {"ray": {"nodes": 3}}})
+
+
+def test_each_node_takes_its_share_of_every_backend_cap() -> None:
+    config = validate_config({"llm": {"balancer": {"max_in_flight": 32}}})
+    assert node_config(config, NodeShare(index=0, count=3)).llm.balancer.max_in_flight == 11
+    assert node_config(config, NodeShare(index=0, count=64)).llm.balancer.max_in_flight == 1
+    assert config.llm.balancer.max_in_flight == 32  # the service's own config is untouched
+
+
+def test_the_cluster_address_comes_from_config_then_environment_then_gym(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    assert resolve_address(None, None) is None  # a local Ray, only when asked for
+    assert resolve_address(None, "10.0.0.1:6379") == "10.0.0.1:6379"
+    monkeypatch.setenv("RAY_ADDRESS", "head:6379")
+    assert resolve_address(None, "10.0.0.1:6379") == "head:6379"
+    assert resolve_address("ray://other:10001", "10.0.0.1:6379") == "ray://other:10001"
