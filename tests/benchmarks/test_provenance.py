@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-EXPECTED = {"tools", "balancer", "pipeline", "eval", "dapo"}
+EXPECTED = {"tools", "balancer", "pipeline", "eval", "dapo", "scaleout"}
 
 
 def test_record_writes_figures_with_commit_machine_versions_and_simulated_parts(bench, tmp_path) -> None:
