@@ -3,11 +3,13 @@
 
 """Model dialects: one interface (`Dialect.generate`), one module per server protocol."""
 
+from typing import Literal
+
 from nemo_gym_prorl.llm.dialects.base import Dialect, Generation, TurnContext
 from nemo_gym_prorl.llm.dialects.nemo_rl import NemoRLChatDialect
 from nemo_gym_prorl.llm.dialects.structured import ConstrainedToolCalls, TrajectoryConstraint
 from nemo_gym_prorl.llm.dialects.vllm import VLLMCompletionsDialect
-from nemo_gym_prorl.llm.toolcalls import ToolCallFormat
+from nemo_gym_prorl.llm.toolcalls import ToolCallFormat, resolve_tool_call_format
 
 DIALECTS: dict[str, type[Dialect]] = {
     VLLMCompletionsDialect.name: VLLMCompletionsDialect,
@@ -18,11 +20,22 @@ DIALECTS: dict[str, type[Dialect]] = {
 def make_dialect(
     name: str,
     *,
-    tool_call_format: ToolCallFormat = "hermes",
+    tool_call_format: ToolCallFormat | Literal["auto"] = "auto",
     constrained: ConstrainedToolCalls | None = None,
+    model_dir: str | None = None,
 ) -> Dialect:
-    """Build a dialect by its config name (`vllm` or `nemo_rl`). Constrained tool calling is
-    an option of the `vllm` dialect only (it sends the prompt, and the grammar, itself)."""
+    """Build a dialect by its config name (`vllm` or `nemo_rl`).
+
+    `tool_call_format="auto"`: the format constrained decoding forces, if it is on; else the
+    one the chat template of `model_dir` (a local model directory) teaches; else hermes.
+    Constrained tool calling is an option of the `vllm` dialect only (it sends the prompt, and
+    the grammar, itself)."""
+    if tool_call_format == "auto":
+        tool_call_format = (
+            constrained.tool_format
+            if constrained is not None and constrained.enabled
+            else resolve_tool_call_format("auto", model_dir)
+        )
     if name == VLLMCompletionsDialect.name:
         return VLLMCompletionsDialect(tool_call_format=tool_call_format, constrained=constrained)
     if name == NemoRLChatDialect.name:
@@ -35,10 +48,10 @@ def make_dialect(
 __all__ = [
     "DIALECTS",
     "ConstrainedToolCalls",
-    "TrajectoryConstraint",
     "Dialect",
     "Generation",
     "NemoRLChatDialect",
+    "TrajectoryConstraint",
     "TurnContext",
     "VLLMCompletionsDialect",
     "make_dialect",

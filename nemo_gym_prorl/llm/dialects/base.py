@@ -17,9 +17,9 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, Field
 
+from nemo_gym_prorl.llm.dialects.structured import DecodingRecord, TrajectoryConstraint
 from nemo_gym_prorl.llm.errors import ContextLengthExceededError
 from nemo_gym_prorl.llm.pool import LLMBackendPool, Route
-from nemo_gym_prorl.llm.dialects.structured import DecodingRecord, TrajectoryConstraint
 from nemo_gym_prorl.llm.records import FinishReason, SamplingParams
 from nemo_gym_prorl.llm.toolcalls import ToolCallFormat
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -55,7 +56,9 @@ class ConstrainedToolCalls(BaseModel):
     @model_validator(mode="after")
     def _ordered(self) -> ConstrainedToolCalls:
         if self.answer_turn is not None and self.answer_turn < self.tool_turns:
-            raise ValueError(f"answer_turn ({self.answer_turn}) must not come before tool_turns ({self.tool_turns})")
+            raise ValueError(
+                f"answer_turn ({self.answer_turn}) must not come before tool_turns ({self.tool_turns})"
+            )
         return self
 
 
@@ -180,3 +183,26 @@ def structural_tag(
         max_string_length=policy.max_string_length,
     )
     return {"type": "structural_tag", "format": copy.deepcopy(fmt)}, record
+
+
+def decoding_summary(turns: Sequence[Any]) -> dict[str, Any] | None:
+    """For a trajectory's record: whether and how its turns were constrained (None: no turn was).
+    `turns` are `TurnRecord`s (their `decoding` is a `DecodingRecord` dump or None)."""
+    records = [DecodingRecord.model_validate(t.decoding) for t in turns if t.decoding]
+    if not records:
+        return None
+    modes: dict[str, int] = {}
+    for record in records:
+        modes[record.mode] = modes.get(record.mode, 0) + 1
+    first = records[0]
+    return {
+        "constrained": True,
+        "kind": first.kind,
+        "tool_format": first.tool_format,
+        "constrained_turns": len(records),
+        "unconstrained_turns": len(turns) - len(records),
+        "turn_modes": modes,
+        "answer_pattern": next((r.answer_pattern for r in records if r.answer_pattern), None),
+        "max_string_length": first.max_string_length,
+        "log_probs": "from the constrained (masked) distribution, not the unconstrained policy",
+    }

@@ -58,7 +58,7 @@ def resolve_tool_call_format(
     """`auto` means: what the model's chat template teaches, else hermes."""
     if configured != "auto":
         return configured  # type: ignore[return-value]
-    if model_dir is not None and Path(model_dir).is_dir():
+    if model_dir and Path(model_dir).is_dir():
         found = format_from_chat_template(chat_template_of(model_dir))
         if found is not None:
             return found

@@ -41,7 +41,9 @@ def parse_hermes(text: str, *, turn: int = 0, tool_specs: list[dict[str, Any]] |
         try:
             payload = json.loads(raw)
         except ValueError as exc:
-            parsed.errors.append(ToolCallError(id=call_id(turn, index), raw=raw, error=f"not valid JSON: {exc}"))
+            parsed.errors.append(
+                ToolCallError(id=call_id(turn, index), raw=raw, error=f"not valid JSON: {exc}")
+            )
             continue
         parsed.add(from_payload(payload, call_id=call_id(turn, index), raw=raw))
     content = _HERMES_BLOCK.sub("", text)
@@ -87,7 +89,9 @@ def parse_llama3_json(
             payload, end = decoder.raw_decode(body, position)
         except ValueError as exc:
             raw = body[position:].strip()
-            parsed.errors.append(ToolCallError(id=call_id(turn, index), raw=raw, error=f"not valid JSON: {exc}"))
+            parsed.errors.append(
+                ToolCallError(id=call_id(turn, index), raw=raw, error=f"not valid JSON: {exc}")
+            )
             break
         raw = body[position:end]
         parsed.add(from_payload(payload, call_id=call_id(turn, index), raw=raw))
@@ -111,7 +115,9 @@ def parse_mistral(text: str, *, turn: int = 0, tool_specs: list[dict[str, Any]] 
     parsed = ParsedCalls(content=text[:start].strip())
     pieces = [p.strip() for p in text[start:].split(_MISTRAL_TAG) if p.strip()]
     if not pieces:
-        parsed.errors.append(ToolCallError(id=call_id(turn, 0), raw="", error="[TOOL_CALLS] with no call after it"))
+        parsed.errors.append(
+            ToolCallError(id=call_id(turn, 0), raw="", error="[TOOL_CALLS] with no call after it")
+        )
         return parsed
     index = 0
     decoder = json.JSONDecoder()
@@ -121,13 +127,17 @@ def parse_mistral(text: str, *, turn: int = 0, tool_specs: list[dict[str, Any]] 
             this_id = call_id(turn, index)
             index += 1
             if not name.strip():
-                parsed.errors.append(ToolCallError(id=this_id, raw=piece, error="missing function name before [ARGS]"))
+                parsed.errors.append(
+                    ToolCallError(id=this_id, raw=piece, error="missing function name before [ARGS]")
+                )
                 continue
             try:
                 payload, _ = decoder.raw_decode(arguments.strip())
             except ValueError as exc:
                 parsed.errors.append(
-                    ToolCallError(id=this_id, raw=piece, name=name.strip(), error=f"arguments are not valid JSON: {exc}")
+                    ToolCallError(
+                        id=this_id, raw=piece, name=name.strip(), error=f"arguments are not valid JSON: {exc}"
+                    )
                 )
                 continue
             parsed.add(with_arguments(name.strip(), payload, call_id=this_id, raw=piece))
@@ -135,7 +145,9 @@ def parse_mistral(text: str, *, turn: int = 0, tool_specs: list[dict[str, Any]] 
         try:
             payload, _ = decoder.raw_decode(piece)
         except ValueError as exc:
-            parsed.errors.append(ToolCallError(id=call_id(turn, index), raw=piece, error=f"not valid JSON: {exc}"))
+            parsed.errors.append(
+                ToolCallError(id=call_id(turn, index), raw=piece, error=f"not valid JSON: {exc}")
+            )
             index += 1
             continue
         for item in payload if isinstance(payload, list) else [payload]:
@@ -190,7 +202,9 @@ def parse_qwen3_coder(
         this_id = call_id(turn, index)
         index += 1
         if not name:
-            parsed.errors.append(ToolCallError(id=this_id, raw=raw, error="missing function name in <function=...>"))
+            parsed.errors.append(
+                ToolCallError(id=this_id, raw=raw, error="missing function name in <function=...>")
+            )
             continue
         types = _parameter_types(tool_specs, name)
         arguments: dict[str, Any] = {}
@@ -203,7 +217,11 @@ def parse_qwen3_coder(
     dangling = rest.find("<function=")
     if dangling != -1:
         parsed.errors.append(
-            ToolCallError(id=call_id(turn, index), raw=rest[dangling:].strip(), error="unterminated <function=...> block")
+            ToolCallError(
+                id=call_id(turn, index),
+                raw=rest[dangling:].strip(),
+                error="unterminated <function=...> block",
+            )
         )
         rest = rest[:dangling]
     parsed.content = rest.strip()
@@ -216,7 +234,9 @@ _PYTHONIC_WRAP = ("<|python_start|>", "<|python_end|>")
 _PYTHONIC_START = re.compile(r"\s*\[\s*[A-Za-z_][\w.]*\s*\(")
 
 
-def parse_pythonic(text: str, *, turn: int = 0, tool_specs: list[dict[str, Any]] | None = None) -> ParsedCalls:
+def parse_pythonic(
+    text: str, *, turn: int = 0, tool_specs: list[dict[str, Any]] | None = None
+) -> ParsedCalls:
     """A Python list of calls with keyword arguments whose values are literals:
     `[get_weather(city='Paris', days=3), get_time()]`. Other text is prose."""
     body = text.strip()
@@ -229,7 +249,9 @@ def parse_pythonic(text: str, *, turn: int = 0, tool_specs: list[dict[str, Any]]
     try:
         tree = ast.parse(body, mode="eval")
     except SyntaxError as exc:
-        parsed.errors.append(ToolCallError(id=call_id(turn, 0), raw=body, error=f"not a Python list of calls: {exc.msg}"))
+        parsed.errors.append(
+            ToolCallError(id=call_id(turn, 0), raw=body, error=f"not a Python list of calls: {exc.msg}")
+        )
         return parsed
     if not isinstance(tree.body, ast.List):
         parsed.errors.append(ToolCallError(id=call_id(turn, 0), raw=body, error="expected a list of calls"))
@@ -277,5 +299,7 @@ def parse_tool_calls(
     try:
         parser = PARSERS[tool_format]
     except KeyError:
-        raise ValueError(f"unknown tool-call format {tool_format!r}; choose one of {sorted(PARSERS)}") from None
+        raise ValueError(
+            f"unknown tool-call format {tool_format!r}; choose one of {sorted(PARSERS)}"
+        ) from None
     return parser(text, turn=turn, tool_specs=tool_specs)
