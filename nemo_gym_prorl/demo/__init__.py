@@ -126,6 +126,8 @@ def run_demo(quick: bool = False, constrained: bool = True) -> int:
             ["mixed"],
             state_dir=STATE_DIR,
             serve_model=True,
+            # A free port: another stack (a `prorl gym up`, a second checkout) may hold the default.
+            head_port=gym_launcher.free_port(),
             extra_overrides=CONSTRAINED_OVERRIDES if constrained else (),
             echo=say,
         )
