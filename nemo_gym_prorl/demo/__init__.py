@@ -72,12 +72,13 @@ def demo_rows(quick: bool) -> list[dict[str, Any]]:
 
 
 def build_swe_instances() -> None:
-    """SWE instances are real projects built from PyPI sdists once, then cached."""
-    from nemo_gym_prorl.tasks.swe import SweConfig, build_all
+    """SWE instances are real projects built from PyPI sdists once, then cached (and not
+    re-validated on every run)."""
+    from nemo_gym_prorl.tasks.swe import SweConfig, ensure_built
 
     config = SweConfig()
     started = time.monotonic()
-    instances = asyncio.run(build_all(config))
+    instances = asyncio.run(ensure_built(config))
     say(
         f"SWE instances ready ({len(instances)}, {time.monotonic() - started:.0f}s; cache {config.instances_path.parent})"
     )
