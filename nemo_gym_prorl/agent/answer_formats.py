@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """The final-answer format of a task row, as a regex constrained decoding can enforce.
 
 The formats are the ones each domain's evaluator reads (a `\\boxed{}` value for math and

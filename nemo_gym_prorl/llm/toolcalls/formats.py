@@ -1,3 +1,6 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
 """The tool-call formats models write in their generated text, one parser each.
 
     hermes       <tool_call>{"name": "f", "arguments": {...}}</tool_call>   (Hermes, Qwen2.5/3, SmolLM)
