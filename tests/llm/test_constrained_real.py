@@ -17,7 +17,7 @@ import pytest
 
 from nemo_gym_prorl.agent.answer_formats import answer_pattern
 from nemo_gym_prorl.agent.prompts import initial_messages
-from nemo_gym_prorl.integrations.gym_response import chat_tool_specs
+from nemo_gym_prorl.integrations.gym.response import chat_tool_specs
 from nemo_gym_prorl.llm.dialects import ConstrainedToolCalls, TrajectoryConstraint, VLLMCompletionsDialect
 from nemo_gym_prorl.llm.embedded import VLLMServer
 from nemo_gym_prorl.llm.pool import LLMBackendPool, PoolConfig
