@@ -31,6 +31,7 @@ from tqdm import tqdm
 
 from nemo_gym_prorl.demo.html_report import write_html_report
 from nemo_gym_prorl.demo.report import plot_timeline, rollouts_of, summary_rows, write_jsonl
+from nemo_gym_prorl.demo.summary import summarize, summary_table
 from nemo_gym_prorl.integrations.gym import launcher as gym_launcher
 from nemo_gym_prorl.integrations.gym.contract import check_group, check_result, group_by_task
 from nemo_gym_prorl.integrations.gym.result import run_result

@@ -7,6 +7,8 @@ and a picture of the stages overlapping in time."""
 from __future__ import annotations
 
 import json
+import statistics
+from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
