@@ -23,9 +23,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from nemo_gym_prorl.agent.answer_formats import answer_pattern
 from nemo_gym_prorl.agent.loop import FINISH_TOOL, AgentLimits, AgentTrajectory, ToolExecutor, run_agent
 from nemo_gym_prorl.agent.prompts import PromptError, initial_messages
 from nemo_gym_prorl.llm.access import LLMAccess
+from nemo_gym_prorl.llm.dialects.structured import TrajectoryConstraint, decoding_summary
 from nemo_gym_prorl.llm.tito import TokenSession
 from nemo_gym_prorl.llm.toolcalls import tool_call_to_openai
 from nemo_gym_prorl.pipeline.job import Evaluation, Job, Trajectory
@@ -137,6 +139,7 @@ class AgentRolloutHandler:
             tools=specs if style == "template" and specs else None,
             trajectory_id=job.id,
             max_model_len=self.llm.max_model_len,
+            constraint=TrajectoryConstraint(tools=specs, answer_pattern=answer_pattern(job.instance)),
         )
         try:
             agent = await run_agent(session, tools, messages, self.limits)
@@ -276,5 +279,6 @@ def to_trajectory(
         generated_tokens=agent.generated_tokens,
         reroutes=[r.model_dump() for r in agent.tokens.reroutes],
         infrastructure_failed=agent.infrastructure_failed,
+        decoding=decoding_summary(agent.tokens.turns),
         failure=failure.model_dump() if failure else None,
     )

@@ -11,6 +11,8 @@ still release everything.
 A trajectory ends, with the reason recorded, when the model
 - calls the finish tool (`submit`) -> `submitted`,
 - answers without calling a tool -> `answered` (math answers in `\\boxed{}` end this way),
+- is cut by `max_tokens` (finish reason `length`) with no complete tool call -> `length`: a
+  truncated sample, never `answered`,
 - runs out of turns, generated-token budget or time -> `max_turns` / `token_budget` / `time_budget`,
 - fills its context window -> `context_length` (a normal end, not an error),
 - or its inference fails for good -> `infrastructure_error` (backends gone: mask the sample) or
@@ -35,6 +37,7 @@ FINISH_TOOL = "submit"
 StopReason = Literal[
     "submitted",
     "answered",
+    "length",
     "max_turns",
     "token_budget",
     "time_budget",
@@ -131,6 +134,10 @@ async def run_agent(
         if turn.context_exhausted:
             final_answer = turn.content or None
             stop = "context_length"
+            break
+        if turn.finish_reason == "length" and not turn.tool_calls:
+            final_answer = turn.content or None
+            stop = "length"
             break
         if not turn.tool_calls and not turn.tool_call_errors:
             final_answer = turn.content

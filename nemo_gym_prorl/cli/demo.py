@@ -11,10 +11,15 @@ import argparse
 def _demo(args: argparse.Namespace) -> int:
     from nemo_gym_prorl.demo import run_demo
 
-    return run_demo(quick=args.quick)
+    return run_demo(quick=args.quick, constrained=not args.unconstrained)
 
 
 def add_demo_parser(subparsers: argparse._SubParsersAction) -> None:
     demo = subparsers.add_parser("demo", help="the main job on the embedded defaults")
     demo.add_argument("--quick", action="store_true", help="a smaller run")
+    demo.add_argument(
+        "--unconstrained",
+        action="store_true",
+        help="no constrained tool calling: the tiny model on its own (it rarely calls a tool)",
+    )
     demo.set_defaults(func=_demo)

@@ -9,20 +9,29 @@
    of G samples per prompt, uniform-reward groups dropped, prompts replenished as slots free;
 3. a per-domain summary, NeMo-RL-ready trajectories (JSONL, Gym `/run` shape), and a PNG of the
    stage timeline and throughput; then everything it started is stopped.
+
+The 135M model cannot hold a tool-call format on its own, so by default its tool calls are
+constrained (a vLLM structural tag built from each task's tools, `llm.constrained` below): it
+must call a working tool on its first two turns, may answer from the third, and must answer on
+the fourth, in the format its domain's evaluator reads. The calls run for real in the
+sandboxes and the rewards are the evaluators' own. `--unconstrained` shows the model alone.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import sys
 import time
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from tqdm import tqdm
 
 from nemo_gym_prorl.demo.html_report import write_html_report
-from nemo_gym_prorl.demo.report import plot_timeline, rollouts_of, summary_rows, summary_table, write_jsonl
+from nemo_gym_prorl.demo.report import plot_timeline, rollouts_of, summary_rows, write_jsonl
+from nemo_gym_prorl.demo.summary import summarize, summary_table
 from nemo_gym_prorl.integrations.gym import launcher as gym_launcher
 from nemo_gym_prorl.integrations.gym.contract import check_group, check_result, group_by_task
 from nemo_gym_prorl.integrations.gym.result import run_result
@@ -34,6 +43,16 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 DOMAINS = ("math", "stem", "code", "swe")
 STATE_DIR = REPO_ROOT / ".prorl" / "demo"
 OUTPUT_DIR = REPO_ROOT / "outputs" / "demo"
+_AGENT = "++prorl_agent.responses_api_agents.prorl_agent"
+# Constrained tool calling (see nemo_gym_prorl/llm/dialects/structured.py): two tool turns, then
+# the answer may come, and must come on the fourth turn. `max_turns` bounds the domains whose
+# answer has no format (SWE: the patch is the answer), where the last turns are left free.
+CONSTRAINED_OVERRIDES = (
+    f"{_AGENT}.llm.constrained.enabled=true",
+    f"{_AGENT}.llm.constrained.tool_turns=2",
+    f"{_AGENT}.llm.constrained.answer_turn=3",
+    f"{_AGENT}.agent.max_turns=6",
+)
 
 
 def say(message: str) -> None:
@@ -54,12 +73,13 @@ def demo_rows(quick: bool) -> list[dict[str, Any]]:
 
 
 def build_swe_instances() -> None:
-    """SWE instances are real projects built from PyPI sdists once, then cached."""
-    from nemo_gym_prorl.tasks.swe import SweConfig, build_all
+    """SWE instances are real projects built from PyPI sdists once, then cached (and not
+    re-validated on every run)."""
+    from nemo_gym_prorl.tasks.swe import SweConfig, ensure_built
 
     config = SweConfig()
     started = time.monotonic()
-    instances = asyncio.run(build_all(config))
+    instances = asyncio.run(ensure_built(config))
     say(
         f"SWE instances ready ({len(instances)}, {time.monotonic() - started:.0f}s; cache {config.instances_path.parent})"
     )
@@ -76,7 +96,7 @@ async def collect(
         "max_prompts_in_flight": 6,
         "dropped_with_samples": True,
         "on_sample_failure": "mask",
-        "sampling_params": {"temperature": 1.0, "top_p": 1.0, "max_tokens": 128},
+        "sampling_params": {"temperature": 1.0, "top_p": 1.0, "max_tokens": 160},
     }
     async with AsyncRolloutClient(agent_url, timeout=600) as client:
         batch = await client.start_batch(groups=len(rows), source={"rows": rows}, config=config)
@@ -95,7 +115,7 @@ async def collect(
     return judged, stats
 
 
-def run_demo(quick: bool = False) -> int:
+def run_demo(quick: bool = False, constrained: bool = True) -> int:
     group_size = 2 if quick else 4
     rows = demo_rows(quick)
     domain_of = {f"prorl_{d}": d for d in DOMAINS}
@@ -104,7 +124,15 @@ def run_demo(quick: bool = False) -> int:
     say("2/4 starting the embedded model and the NeMo Gym stack (agent + math, stem, code, swe servers)")
     started = time.monotonic()
     try:
-        state = gym_launcher.up(["mixed"], state_dir=STATE_DIR, serve_model=True, echo=say)
+        state = gym_launcher.up(
+            ["mixed"],
+            state_dir=STATE_DIR,
+            serve_model=True,
+            # A free port: another stack (a `prorl gym up`, a second checkout) may hold the default.
+            head_port=gym_launcher.free_port(),
+            extra_overrides=CONSTRAINED_OVERRIDES if constrained else (),
+            echo=say,
+        )
     except gym_launcher.LaunchError as exc:
         say(f"could not start the stack: {exc}")
         gym_launcher.down(STATE_DIR, echo=say)
@@ -114,7 +142,10 @@ def run_demo(quick: bool = False) -> int:
             say("the agent did not register with the head server")
             return 1
         say(f"stack up in {time.monotonic() - started:.0f}s; agent at {state.agent_url}")
-        say(f"3/4 collecting {len(rows)} prompts x {group_size} samples with DAPO grouping")
+        say(
+            f"3/4 collecting {len(rows)} prompts x {group_size} samples with DAPO grouping "
+            f"({'constrained' if constrained else 'unconstrained'} tool calls)"
+        )
         t0 = time.monotonic()
         judged, stats = asyncio.run(collect(state.agent_url, rows, group_size))
         elapsed = time.monotonic() - t0
@@ -123,8 +154,9 @@ def run_demo(quick: bool = False) -> int:
         gym_launcher.down(STATE_DIR, echo=say)
 
     rollouts = rollouts_of(judged, domain_of)
+    summaries = summarize(rollouts, judged, domain_of)
     print()
-    print(summary_table(rollouts, judged, domain_of))
+    print(summary_table(summaries))
     print()
     if stats is not None:
         say(
@@ -144,6 +176,7 @@ def run_demo(quick: bool = False) -> int:
     out = OUTPUT_DIR
     write_jsonl(out / "trajectories.jsonl", trained)
     write_jsonl(out / "all_rollouts.jsonl", everything)
+    (out / "summary.json").write_text(json.dumps([asdict(s) for s in summaries], indent=2))
     png = plot_timeline(rollouts, out / "timeline.png") if rollouts else None
     say(f"NeMo-RL-ready trajectories (informative groups): {out / 'trajectories.jsonl'} ({len(trained)})")
     say(f"every rollout, same format: {out / 'all_rollouts.jsonl'} ({len(everything)})")
@@ -155,4 +188,4 @@ def run_demo(quick: bool = False) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(run_demo(quick="--quick" in sys.argv))
+    sys.exit(run_demo(quick="--quick" in sys.argv, constrained="--unconstrained" not in sys.argv))

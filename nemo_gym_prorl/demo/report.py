@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from nemo_gym_prorl.pipeline.groups import GroupResult
-from nemo_gym_prorl.pipeline.job import JobResult, JobState
+from nemo_gym_prorl.pipeline.job import JobResult
 
 STAGE_COLOURS = {"queue": "#d9d9d9", "init": "#4c72b0", "run": "#dd8452", "eval": "#55a868"}
 
@@ -41,40 +41,6 @@ def rollouts_of(groups: Iterable[tuple[GroupResult, bool]], domain_of: Mapping[s
         domain = domain_of.get(source, source)
         out.extend(Rollout(domain, informative, sample, group.row) for sample in group.samples)
     return out
-
-
-def summary_table(
-    rollouts: Sequence[Rollout], groups: Iterable[tuple[GroupResult, bool]], domain_of: Mapping[str, str]
-) -> str:
-    judged: dict[str, list[bool]] = defaultdict(list)
-    for group, informative in groups:
-        source = str(group.row.get("data_source", "?"))
-        judged[domain_of.get(source, source)].append(informative)
-    by_domain: dict[str, list[Rollout]] = defaultdict(list)
-    for rollout in rollouts:
-        by_domain[rollout.domain].append(rollout)
-    header = (
-        f"{'domain':<8} {'rollouts':>8} {'done':>5} {'mean reward':>11} {'informative':>11} "
-        f"{'gen tokens':>10} {'init s':>7} {'run s':>7} {'eval s':>7}"
-    )
-    lines = [header, "-" * len(header)]
-    for domain in sorted(by_domain):
-        items = by_domain[domain]
-        done = [r for r in items if r.result.state == JobState.DONE]
-        rewards = [r.result.reward for r in done if r.result.reward is not None]
-        flags = judged.get(domain, [])
-
-        def mean_stage(name: str, done: list[Rollout] = done) -> float:
-            values = [getattr(r.result.timing, f"{name}_time") for r in done]
-            return statistics.fmean(values) if values else 0.0
-
-        lines.append(
-            f"{domain:<8} {len(items):>8} {len(done):>5} "
-            f"{(statistics.fmean(rewards) if rewards else 0.0):>11.3f} "
-            f"{f'{sum(flags)}/{len(flags)}':>11} {sum(r.generated_tokens for r in items):>10} "
-            f"{mean_stage('init'):>7.2f} {mean_stage('run'):>7.2f} {mean_stage('eval'):>7.2f}"
-        )
-    return "\n".join(lines)
 
 
 def write_jsonl(path: Path, records: Iterable[Mapping[str, Any]]) -> int:

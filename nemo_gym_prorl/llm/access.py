@@ -17,7 +17,7 @@ from typing import Any, Literal
 import httpx
 from pydantic import ConfigDict, Field
 
-from nemo_gym_prorl.llm.dialects import Dialect, make_dialect
+from nemo_gym_prorl.llm.dialects import ConstrainedToolCalls, Dialect, make_dialect
 from nemo_gym_prorl.llm.errors import InferenceError
 from nemo_gym_prorl.llm.pool import LLMBackendPool, PoolConfig
 from nemo_gym_prorl.llm.records import SamplingParams
@@ -40,6 +40,16 @@ class LLMConfig(PoolConfig):
     sampling: SamplingParams = Field(default_factory=SamplingParams)
     tool_prompt: ToolPromptStyle = Field(
         "system", description="Describe tools in the system prompt (any model) or via the chat template."
+    )
+    tool_call_format: Literal["auto", "hermes", "llama3_json", "mistral", "qwen3_coder", "pythonic"] = Field(
+        "auto",
+        description="how the model writes tool calls; auto: the constrained format if on, else what the "
+        "chat template of a local model directory (`model`) teaches, else hermes",
+    )
+    constrained: ConstrainedToolCalls = Field(
+        default_factory=ConstrainedToolCalls,
+        description="constrained tool calling (vllm dialect): well-formed calls forced by a structural "
+        "tag; log-probs then come from the constrained distribution (demos, smoke tests, cold-start data)",
     )
 
 
@@ -65,7 +75,12 @@ class LLMAccess:
         the serving event loop, which its HTTP client binds to)."""
         return cls(
             pool=LLMBackendPool(settings),
-            dialect=make_dialect(settings.dialect),
+            dialect=make_dialect(
+                settings.dialect,
+                tool_call_format=settings.tool_call_format,
+                constrained=settings.constrained,
+                model_dir=settings.model,
+            ),
             model=settings.model,
             default_sampling=settings.sampling,
             max_model_len=settings.max_model_len,

@@ -96,6 +96,11 @@ class TurnRecord(BaseModel):
     backend: str | None = None
     dialect: str
     latency_s: float = 0.0
+    decoding: dict[str, Any] | None = Field(
+        None,
+        description="the decoding constraint this turn was sampled under (its log-probs are then "
+        "from the constrained distribution); None: unconstrained",
+    )
 
     @model_validator(mode="after")
     def _aligned(self) -> TurnRecord:

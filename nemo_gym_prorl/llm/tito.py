@@ -28,6 +28,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from nemo_gym_prorl.llm.dialects.base import Dialect, Generation, TurnContext
+from nemo_gym_prorl.llm.dialects.structured import TrajectoryConstraint
 from nemo_gym_prorl.llm.errors import InferenceError, NonContiguousError
 from nemo_gym_prorl.llm.pool import LLMBackendPool, Route
 from nemo_gym_prorl.llm.records import (
@@ -38,7 +39,7 @@ from nemo_gym_prorl.llm.records import (
     TrajectoryTokens,
     TurnRecord,
 )
-from nemo_gym_prorl.llm.toolcalls import ParsedCalls, parse_hermes, parse_server_tool_calls
+from nemo_gym_prorl.llm.toolcalls import ParsedCalls, parse_server_tool_calls, parse_tool_calls
 
 
 class SessionClosedError(InferenceError):
@@ -67,6 +68,7 @@ class TokenSession:
         trajectory_id: str | None = None,
         max_model_len: int | None = None,
         parse_tool_calls: bool = True,
+        constraint: TrajectoryConstraint | None = None,
     ) -> None:
         self.pool = pool
         self.dialect = dialect
@@ -76,6 +78,9 @@ class TokenSession:
         self.trajectory_id = trajectory_id or uuid.uuid4().hex
         self.max_model_len = max_model_len
         self.parse_tool_calls = parse_tool_calls
+        # The tools and answer format a dialect with constrained decoding builds on (it is
+        # ignored by a dialect without that option).
+        self.constraint = constraint
         self.route = Route(key=self.trajectory_id)
         self.turns: list[TurnRecord] = []
         self.messages: list[dict[str, Any]] = []
@@ -131,6 +136,7 @@ class TokenSession:
             last_generation_ids=self.turns[-1].generation_token_ids if self.turns else [],
             turn=turn_index,
             max_model_len=self.max_model_len,
+            constraint=self.constraint,
         )
         started = time.monotonic()
         try:
@@ -164,7 +170,10 @@ class TokenSession:
             parsed = parse_server_tool_calls(generation.server_tool_calls, turn=turn)
             parsed.content = generation.text.strip()
         else:
-            parsed = parse_hermes(generation.text, turn=turn)
+            specs = self.tools or (self.constraint.tools if self.constraint else None)
+            parsed = parse_tool_calls(
+                generation.text, self.dialect.tool_call_format, turn=turn, tool_specs=specs
+            )
         return TurnRecord(
             turn=turn,
             prompt_token_ids=generation.prompt_token_ids,
@@ -180,6 +189,7 @@ class TokenSession:
             backend=generation.backend,
             dialect=self.dialect.name,
             latency_s=latency_s,
+            decoding=generation.decoding.model_dump() if generation.decoding else None,
         )
 
     # --- end ----------------------------------------------------------------------------------

@@ -106,6 +106,29 @@ async def test_full_context_window_is_a_normal_end(scripted: Any, pool: LLMBacke
     assert result.tokens.context_exhausted
 
 
+async def test_a_reply_cut_by_max_tokens_is_length_not_answered(scripted: Any, pool: LLMBackendPool) -> None:
+    dialect = scripted([call("bash", command="ls"), "The answer is"], truncate_at=1)
+    result = await run_agent(session(pool, dialect), RecordingTools(), PROMPT)
+    assert result.stop_reason == "length"
+    assert result.final_answer == "The answer is"
+    assert result.num_turns == 2
+
+
+async def test_a_tool_call_cut_by_max_tokens_is_length_too(scripted: Any, pool: LLMBackendPool) -> None:
+    dialect = scripted(['<tool_call>{"name": "bash", "argu'], truncate_at=0)
+    tools = RecordingTools()
+    result = await run_agent(session(pool, dialect), tools, PROMPT)
+    assert result.stop_reason == "length" and tools.calls == [] and result.num_turns == 1
+
+
+async def test_complete_calls_in_a_truncated_turn_still_run(scripted: Any, pool: LLMBackendPool) -> None:
+    dialect = scripted([call("bash", command="ls") + " and then", "done"], truncate_at=0)
+    tools = RecordingTools()
+    result = await run_agent(session(pool, dialect), tools, PROMPT)
+    assert tools.calls == [("bash", {"command": "ls"})]
+    assert result.stop_reason == "answered"
+
+
 async def test_dead_backends_end_the_trajectory_as_an_infrastructure_failure(
     scripted: Any, dead: Exception, pool: LLMBackendPool
 ) -> None:

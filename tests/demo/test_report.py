@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from nemo_gym_prorl.demo.report import plot_timeline, rollouts_of, stage_spans, summary_rows, summary_table
+from nemo_gym_prorl.demo.report import plot_timeline, rollouts_of, stage_spans, summary_rows
 from nemo_gym_prorl.pipeline.groups import GroupResult, GroupStatus
 from nemo_gym_prorl.pipeline.job import JobResult, JobState, Timing, Trajectory
 
@@ -51,18 +51,9 @@ def test_stage_spans_follow_waits_and_active_times() -> None:
     ]
 
 
-def test_summary_counts_rollouts_rewards_and_informative_groups(tmp_path: Path) -> None:
-    judged = [
-        (group([1.0, 0.0], GroupStatus.INFORMATIVE), True),
-        (group([0.0, 0.0], GroupStatus.UNIFORM), False),
-    ]
-    domain_of = {"prorl_math": "math"}
-    rollouts = rollouts_of(judged, domain_of)
-    table = summary_table(rollouts, judged, domain_of)
-    row = next(line for line in table.splitlines() if line.startswith("math"))
-    assert row.split()[:5] == ["math", "4", "4", "0.250", "1/2"]
-    assert row.split()[5] == "40"
-    png = plot_timeline(rollouts, tmp_path / "t.png")
+def test_timeline_png_is_written(tmp_path: Path) -> None:
+    judged = [(group([1.0, 0.0], GroupStatus.INFORMATIVE), True)]
+    png = plot_timeline(rollouts_of(judged, {"prorl_math": "math"}), tmp_path / "t.png")
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import itertools
+import json
 from typing import Any
 
 import pytest
@@ -277,3 +278,39 @@ async def test_closing_a_session_releases_its_sticky_binding(fake_llm: FakeFacto
         assert pool.stats().endpoints[0].bound == 1
         session.close()
         assert pool.stats().endpoints[0].bound == 0
+
+
+async def test_constrained_vllm_dialect_sends_a_structural_tag_per_turn_and_records_it(
+    fake_llm: FakeFactory,
+) -> None:
+    from nemo_gym_prorl.llm.dialects import ConstrainedToolCalls, TrajectoryConstraint
+
+    bash = {"type": "function", "function": {"name": "bash", "parameters": {"type": "object"}}}
+    reply = '<tool_call>\n{"name": "bash", "arguments": {"cmd": "ls"}}\n</tool_call>'
+    backend = await fake_llm(responder=lambda prompt: reply)
+    dialect = VLLMCompletionsDialect(
+        constrained=ConstrainedToolCalls(enabled=True, tool_turns=1, answer_turn=1)
+    )
+    constraint = TrajectoryConstraint(tools=[bash], answer_pattern="Answer: [AB]")
+    async with pool_for(backend.url) as pool:
+        session = TokenSession(pool, dialect, model="fake", constraint=constraint)
+        first = await session.generate([SYSTEM, USER])
+        second = await session.generate([tool("a.txt")])
+    sent = [json.loads(b["structured_outputs"]["structural_tag"]) for b in backend.generation_requests()]
+    assert sent[0]["format"]["tags"][0]["begin"].startswith('<tool_call>\n{"name": "bash"')
+    assert sent[1]["format"] == {"type": "regex", "pattern": "Answer: [AB]"}
+    assert [c.name for c in first.tool_calls] == ["bash"]
+    assert first.decoding is not None and first.decoding["mode"] == "tool"
+    assert second.decoding is not None and second.decoding["mode"] == "answer"
+
+
+async def test_an_unconstrained_dialect_sends_no_structured_outputs(fake_llm: FakeFactory) -> None:
+    from nemo_gym_prorl.llm.dialects import TrajectoryConstraint
+
+    backend = await fake_llm(responder=lambda prompt: "hi")
+    constraint = TrajectoryConstraint(tools=[], answer_pattern="x")
+    async with pool_for(backend.url) as pool:
+        turn = await TokenSession(
+            pool, VLLMCompletionsDialect(), model="fake", constraint=constraint
+        ).generate([SYSTEM, USER])
+    assert "structured_outputs" not in backend.generation_requests()[0] and turn.decoding is None

@@ -13,9 +13,16 @@ from nemo_gym_prorl.llm.dialects.base import Dialect, Generation, TurnContext
 class ScriptedDialect(Dialect):
     name = "scripted"
 
-    def __init__(self, replies: list[str | Exception], *, exhaust_at: int | None = None) -> None:
+    def __init__(
+        self,
+        replies: list[str | Exception],
+        *,
+        exhaust_at: int | None = None,
+        truncate_at: int | None = None,
+    ) -> None:
         self.replies = replies
         self.exhaust_at = exhaust_at  # the turn at which the context window is full
+        self.truncate_at = truncate_at  # the turn cut by max_tokens (finish reason `length`)
         self.seen: list[TurnContext] = []
 
     @property
@@ -35,7 +42,7 @@ class ScriptedDialect(Dialect):
             prompt_token_ids=prompt,
             generation_token_ids=ids,
             generation_log_probs=[-0.5] * len(ids),
-            finish_reason="stop",
+            finish_reason="length" if ctx.turn == self.truncate_at else "stop",
             text=reply,
             backend="scripted",
         )

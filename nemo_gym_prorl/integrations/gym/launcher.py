@@ -216,6 +216,9 @@ def up(
             [str(REPO_ROOT), *filter(None, [os.environ.get("NEMO_GYM_EXTRA_ROOTS")])]
         ),
         "RAY_AUTH_MODE": "disabled",
+        # Without an address Gym's ray.init() joins the last Ray cluster started on this machine
+        # (/tmp/ray/ray_current_cluster), someone else's on a shared node; "local" starts our own.
+        "RAY_ADDRESS": os.environ.get("RAY_ADDRESS") or "local",
         "UV_PYTHON_DOWNLOADS": "never",
         "PYTHONUNBUFFERED": "1",
     }
@@ -417,6 +420,9 @@ def run_server_tests(
         **os.environ,
         "NEMO_GYM_EXTRA_ROOTS": str(REPO_ROOT),
         "RAY_AUTH_MODE": "disabled",
+        # Without an address Gym's ray.init() joins the last Ray cluster started on this machine
+        # (/tmp/ray/ray_current_cluster), someone else's on a shared node; "local" starts our own.
+        "RAY_ADDRESS": os.environ.get("RAY_ADDRESS") or "local",
         "UV_PYTHON_DOWNLOADS": "never",
     }
     ng_test = str(Path(sys.executable).parent / "ng_test")

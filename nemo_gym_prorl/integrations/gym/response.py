@@ -29,6 +29,7 @@ TOKEN_FIELDS = ("prompt_token_ids", "generation_token_ids", "generation_log_prob
 # Why a trajectory ended early, in the Responses API's own vocabulary.
 _INCOMPLETE = {
     "context_length": "max_output_tokens",
+    "length": "max_output_tokens",
     "token_budget": "max_output_tokens",
     "max_turns": "max_output_tokens",
     "time_budget": "max_output_tokens",

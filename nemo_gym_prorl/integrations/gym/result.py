@@ -74,6 +74,7 @@ def run_result(row: Mapping[str, Any], result: JobResult) -> dict[str, Any]:
         "stop_reason": trajectory.stop_reason,
         "reroutes": extra.get("reroutes") or [],
         "http_retries": extra.get("http_retries", 0),
+        "decoding": extra.get("decoding"),
     }
     # NeMo RL cannot consume a result without a generated turn (first prompt overflowed, time ran out).
     return ensure_trainable(body, trajectory_id=result.id, reason=str(trajectory.stop_reason))

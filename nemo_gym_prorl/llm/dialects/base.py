@@ -17,9 +17,11 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, Field
 
+from nemo_gym_prorl.llm.dialects.structured import DecodingRecord, TrajectoryConstraint
 from nemo_gym_prorl.llm.errors import ContextLengthExceededError
 from nemo_gym_prorl.llm.pool import LLMBackendPool, Route
 from nemo_gym_prorl.llm.records import FinishReason, SamplingParams
+from nemo_gym_prorl.llm.toolcalls import ToolCallFormat
 
 _FINISH: dict[str, FinishReason] = {
     "stop": "stop",
@@ -45,6 +47,7 @@ class TurnContext:
     last_generation_ids: list[int]  # generation ids of the previous turn; empty on turn 0
     turn: int
     max_model_len: int | None  # known from config or learned from the server
+    constraint: TrajectoryConstraint | None = None  # what constrained decoding may build on
 
 
 class Generation(BaseModel):
@@ -59,6 +62,7 @@ class Generation(BaseModel):
     context_exhausted: bool = False
     backend: str | None = None
     max_model_len: int | None = Field(None, description="learned from the server, if it said")
+    decoding: DecodingRecord | None = Field(None, description="the constraint the turn was sampled under")
 
     @classmethod
     def exhausted(cls, prompt_token_ids: list[int], max_model_len: int | None = None) -> Generation:
@@ -78,6 +82,8 @@ class Dialect(ABC):
     """How to talk to one kind of server. Subclasses: `VLLMCompletionsDialect`, `NemoRLChatDialect`."""
 
     name: ClassVar[str]
+    # The markup the model writes its tool calls in (parsed from the generated text).
+    tool_call_format: ToolCallFormat = "hermes"
 
     @abstractmethod
     async def generate(self, ctx: TurnContext) -> Generation:

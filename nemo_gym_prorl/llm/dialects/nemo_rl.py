@@ -29,6 +29,7 @@ from nemo_gym_prorl.llm.dialects.base import (
     room_from_context_error,
 )
 from nemo_gym_prorl.llm.errors import ContextLengthExceededError
+from nemo_gym_prorl.llm.toolcalls import ToolCallFormat
 
 
 def _token_id(value: Any) -> int:
@@ -88,11 +89,18 @@ class NemoRLChatDialect(Dialect):
 
     name: ClassVar[str] = "nemo_rl"
 
-    def __init__(self, *, request_token_ids: bool = True, extra_body: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        request_token_ids: bool = True,
+        extra_body: dict[str, Any] | None = None,
+        tool_call_format: ToolCallFormat = "hermes",
+    ) -> None:
         # request_token_ids adds `return_token_ids: true` so plain vLLM returns the ids too;
         # NeMo RL's server (a vLLM server underneath) accepts the field.
         self.request_token_ids = request_token_ids
         self.extra_body = dict(extra_body or {})
+        self.tool_call_format = tool_call_format
 
     def build_request(self, ctx: TurnContext, max_tokens: int) -> dict[str, Any]:
         """The request body. Assistant messages in `ctx.messages` already carry their

@@ -35,7 +35,9 @@ from nemo_gym_prorl.llm.dialects.base import (
     finish_reason,
     room_from_context_error,
 )
+from nemo_gym_prorl.llm.dialects.structured import ConstrainedToolCalls, structural_tag
 from nemo_gym_prorl.llm.errors import ContextLengthExceededError, TemplateDeltaError
+from nemo_gym_prorl.llm.toolcalls import ToolCallFormat
 
 # The anchor: neutral content that tokenizes the same in any context for common tokenizers.
 _ANCHOR_USER = {"role": "user", "content": "Hello."}
@@ -77,9 +79,23 @@ class VLLMCompletionsDialect(Dialect):
 
     name: ClassVar[str] = "vllm"
 
-    def __init__(self, *, extra_body: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        extra_body: dict[str, Any] | None = None,
+        tool_call_format: ToolCallFormat = "hermes",
+        constrained: ConstrainedToolCalls | None = None,
+    ) -> None:
         # extra_body: additional sampling fields vLLM accepts (e.g. top_k, repetition_penalty).
+        # constrained: force well-formed tool calls with a structural tag (see `structured`).
         self.extra_body = dict(extra_body or {})
+        self.tool_call_format = tool_call_format
+        self.constrained = constrained if constrained is not None and constrained.enabled else None
+        if self.constrained is not None and self.constrained.tool_format != tool_call_format:
+            raise ValueError(
+                f"constrained tool calls in {self.constrained.tool_format!r} format would not be read by "
+                f"the {tool_call_format!r} parser; set both to the same format"
+            )
         self._probes: dict[tuple[str, str], TemplateProbe] = {}
 
     # --- prompt construction ------------------------------------------------------------------
@@ -172,6 +188,13 @@ class VLLMCompletionsDialect(Dialect):
         }
         if ctx.sampling.seed is not None:
             body["seed"] = ctx.sampling.seed
+        built = (
+            structural_tag(self.constrained, ctx.constraint, ctx.turn)
+            if self.constrained is not None and ctx.constraint is not None
+            else None
+        )
+        if built is not None:
+            body["structured_outputs"] = {"structural_tag": json.dumps(built[0])}
 
         def parse(data: Any) -> Generation:
             choice = data["choices"][0]
@@ -194,6 +217,7 @@ class VLLMCompletionsDialect(Dialect):
                 finish_reason=finish_reason(choice.get("finish_reason")),
                 text=text,
                 max_model_len=max_model_len,
+                decoding=built[1] if built is not None else None,
             )
 
         try:
