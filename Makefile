@@ -5,7 +5,7 @@ PRORL := .venv/bin/prorl
 export UV_PYTHON_DOWNLOADS := never
 export RAY_AUTH_MODE := disabled
 
-.PHONY: venv setup runtime demo test lint bench lock clean
+.PHONY: venv setup demo test lint bench lock clean
 
 # The project venv, exactly as uv.lock says (plus system tools and the pinned uv).
 venv:
@@ -25,7 +25,8 @@ test: setup
 lint: venv
 	@.venv/bin/ruff check . && .venv/bin/ruff format --check .
 
-bench: setup
+bench: venv
+	@$(PRORL) sandbox setup
 	@$(PRORL) bench tools
 
 # Refresh every lock: uv.lock, then each scripts/lock_*.sh (requirements/<name>.lock.txt).
