@@ -119,6 +119,7 @@ def test_the_main_commands_work_from_another_directory(installed: Path, tmp_path
     assert "math:" in data and (tmp_path / "prepared" / "math" / "train.jsonl").is_file()
     ok("data", "prepare", "--domain", "stem", "--out", "prepared")
     ok("data", "prepare", "--domain", "code", "--out", "prepared")
+    ok("sandbox", "setup")  # the sandboxes' own runtime, which the tool benchmark runs in
     bench = ok("bench", "tools", "--json")
     assert bench.strip()
     # nothing was written beside the installed package
