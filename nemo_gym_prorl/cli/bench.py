@@ -8,25 +8,29 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import sys
-from pathlib import Path
 from types import ModuleType
 
-BENCHMARKS_DIR = Path(__file__).resolve().parents[2] / "benchmarks"
 BENCHMARK_NAMES = ("tools", "balancer", "pipeline", "eval", "dapo", "real", "scaleout")
 
 
 def load_benchmark(name: str) -> ModuleType:
-    """Benchmarks live in `benchmarks/bench_<name>.py` of the source checkout (`make` installs
-    the project editable from it), so they are measured code, not shipped code."""
+    """Benchmarks live in `benchmarks/bench_<name>.py` (a checkout's top level, or bundled in
+    the wheel); their shared helpers sit beside them."""
     return _load_module(f"bench_{name}")
 
 
 def _load_module(stem: str) -> ModuleType:
-    path = BENCHMARKS_DIR / f"{stem}.py"
+    from nemo_gym_prorl.assets import AssetError, benchmarks_dir
+
+    try:
+        directory = benchmarks_dir()
+    except AssetError as exc:
+        raise SystemExit(f"prorl bench: {exc}") from None
+    path = directory / f"{stem}.py"
     if not path.exists():
-        raise SystemExit(f"prorl bench: {path} not found (benchmarks need the source checkout)")
-    if str(BENCHMARKS_DIR) not in sys.path:  # their shared helpers sit beside them
-        sys.path.insert(0, str(BENCHMARKS_DIR))
+        raise SystemExit(f"prorl bench: {path} not found")
+    if str(directory) not in sys.path:
+        sys.path.insert(0, str(directory))
     spec = importlib.util.spec_from_file_location(f"prorl_{stem}", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)

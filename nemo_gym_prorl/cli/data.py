@@ -22,12 +22,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from nemo_gym_prorl.assets import project_root
 from nemo_gym_prorl.tasks.data import DEFAULT_AGENT, pick_examples, split_rows, write_jsonl
 
 DOMAINS = ("math", "stem", "code", "swe")
 DOMAIN_TOOLS = {"math": ("ipython", "submit"), "stem": ("ipython", "submit"), "code": ("bash", "editor", "ipython"),
                 "swe": ("bash", "editor")}  # fmt: skip
-REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 def responses_tools(domain: str) -> list[dict[str, Any]]:
@@ -72,7 +72,7 @@ def _prepare(args: argparse.Namespace) -> int:
 
 
 def _examples(args: argparse.Namespace) -> int:
-    root = Path(args.root)
+    root = Path(args.root) if args.root else project_root()
     for domain in args.domains or DOMAINS:
         rows = pick_examples(domain_rows(domain, args.agent, compact=True), 5)
         path = root / "resources_servers" / f"prorl_{domain}" / "data" / "example.jsonl"
@@ -125,7 +125,7 @@ def add_data_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     prep.set_defaults(func=_prepare)
     ex = data_sub.add_parser("examples", help="regenerate resources_servers/prorl_*/data/example.jsonl")
-    ex.add_argument("--root", default=str(REPO_ROOT))
+    ex.add_argument("--root", default=None, help="the project root to write into (default: this checkout)")
     ex.add_argument("--agent", default=DEFAULT_AGENT)
     ex.add_argument("domains", nargs="*", choices=DOMAINS)
     ex.set_defaults(func=_examples)

@@ -29,9 +29,11 @@ from typing import Any
 
 from tqdm import tqdm
 
+from nemo_gym_prorl.assets import output_root, resources_server_dir
 from nemo_gym_prorl.demo.html_report import write_html_report
-from nemo_gym_prorl.demo.report import plot_timeline, rollouts_of, summary_rows, write_jsonl
+from nemo_gym_prorl.demo.report import plot_timeline, rollouts_of, write_jsonl
 from nemo_gym_prorl.demo.summary import summarize, summary_table
+from nemo_gym_prorl.demo.verdict import judge
 from nemo_gym_prorl.integrations.gym import launcher as gym_launcher
 from nemo_gym_prorl.integrations.gym.contract import check_group, check_result, group_by_task
 from nemo_gym_prorl.integrations.gym.result import run_result
@@ -39,10 +41,9 @@ from nemo_gym_prorl.pipeline.groups import GroupResult
 from nemo_gym_prorl.service.client import AsyncRolloutClient
 from nemo_gym_prorl.tasks.data import read_jsonl
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 DOMAINS = ("math", "stem", "code", "swe")
-STATE_DIR = REPO_ROOT / ".prorl" / "demo"
-OUTPUT_DIR = REPO_ROOT / "outputs" / "demo"
+# Relative to the working directory (like Gym's own outputs/), never beside the package.
+STATE_DIR = Path(".prorl") / "demo"
 _AGENT = "++prorl_agent.responses_api_agents.prorl_agent"
 # Constrained tool calling (see nemo_gym_prorl/llm/dialects/structured.py): two tool turns, then
 # the answer may come, and must come on the fourth turn. `max_turns` bounds the domains whose
@@ -67,7 +68,7 @@ def demo_rows(quick: bool) -> list[dict[str, Any]]:
         per_domain = {"math": 2, "stem": 2, "code": 2, "swe": 1}
     rows: list[dict[str, Any]] = []
     for domain in DOMAINS:
-        path = REPO_ROOT / "resources_servers" / f"prorl_{domain}" / "data" / "example.jsonl"
+        path = resources_server_dir(f"prorl_{domain}") / "data" / "example.jsonl"
         rows += read_jsonl(path)[: per_domain[domain]]
     return rows
 
@@ -173,7 +174,7 @@ def run_demo(quick: bool = False, constrained: bool = True) -> int:
         f"NeMo RL contract (token contiguity, token fields, finite log-probs, identical first prompts "
         f"per group, components sum to reward): {'all ' + str(len(everything)) + ' rollouts conform' if not problems else problems[:3]}"
     )
-    out = OUTPUT_DIR
+    out = output_root() / "demo"
     write_jsonl(out / "trajectories.jsonl", trained)
     write_jsonl(out / "all_rollouts.jsonl", everything)
     (out / "summary.json").write_text(json.dumps([asdict(s) for s in summaries], indent=2))
@@ -182,9 +183,13 @@ def run_demo(quick: bool = False, constrained: bool = True) -> int:
     say(f"every rollout, same format: {out / 'all_rollouts.jsonl'} ({len(everything)})")
     if png:
         say(f"stage timeline and throughput: {png}")
-    report = write_html_report(out / "report.html", title="ProRL agent demo", rows=summary_rows(rollouts, judged, domain_of), records=everything, timeline_png=png)  # fmt: skip
+    report = write_html_report(out / "report.html", title="ProRL agent demo", rows=[asdict(s) for s in summaries], records=everything, timeline_png=png)  # fmt: skip
     say(f"everything above in one page (open it in a browser): {report}")
-    return 0 if rollouts else 1
+    verdict = judge(rollouts, problems, DOMAINS)
+    for failure in verdict.failures:
+        say(f"FAILED: {failure}")
+    say("demo passed" if verdict.ok else f"demo failed ({len(verdict.failures)} reason(s) above)")
+    return verdict.exit_code
 
 
 if __name__ == "__main__":

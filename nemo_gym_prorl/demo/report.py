@@ -7,8 +7,6 @@ and a picture of the stages overlapping in time."""
 from __future__ import annotations
 
 import json
-import statistics
-from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -116,45 +114,3 @@ def plot_timeline(
     fig.savefig(path, dpi=130)
     plt.close(fig)
     return path
-
-
-def summary_rows(
-    rollouts: Sequence[Rollout], groups: Iterable[tuple[GroupResult, bool]], domain_of: Mapping[str, str]
-) -> list[dict[str, Any]]:
-    """The per-domain summary as data (one dict per domain), for the HTML report."""
-    judged: dict[str, list[bool]] = defaultdict(list)
-    for group, informative in groups:
-        source = str(group.row.get("data_source", "?"))
-        judged[domain_of.get(source, source)].append(informative)
-    by_domain: dict[str, list[Rollout]] = defaultdict(list)
-    for rollout in rollouts:
-        by_domain[rollout.domain].append(rollout)
-    rows = []
-    for domain in sorted(by_domain):
-        items = by_domain[domain]
-        extras = [(r.result.trajectory.model_extra or {}) if r.result.trajectory else {} for r in items]
-        rewards = [r.result.reward for r in items if r.result.reward is not None]
-        tools: dict[str, int] = defaultdict(int)
-        for extra in extras:
-            for step in extra.get("steps") or []:
-                tools[str(step.get("name"))] += 1
-        stops: dict[str, int] = defaultdict(int)
-        for r in items:
-            stops[str(r.result.trajectory.stop_reason if r.result.trajectory else r.result.state)] += 1
-        flags = judged.get(domain, [])
-        rows.append(
-            {
-                "domain": domain,
-                "rollouts": len(items),
-                "mean turns": statistics.fmean(int(e.get("num_turns") or 0) for e in extras)
-                if extras
-                else 0.0,
-                "tool calls": dict(tools),
-                "tool errors": sum(int(e.get("tool_errors") or 0) for e in extras),
-                "stop reasons": dict(stops),
-                "mean reward": statistics.fmean(rewards) if rewards else 0.0,
-                "informative groups": f"{sum(flags)}/{len(flags)}",
-                "generated tokens": sum(r.generated_tokens for r in items),
-            }
-        )
-    return rows

@@ -101,7 +101,7 @@ def installed_runtime(home: Path | None = None) -> SandboxRuntime:
     except FileNotFoundError:
         raise RuntimeSetupError(
             f"the sandbox Python runtime is not set up under {current.parent}: run `prorl sandbox setup` "
-            "(or `make runtime`); PRORL_HOME selects the cache directory"
+            "(or `make setup`); PRORL_HOME selects the cache directory"
         ) from None
     cached = _cache.get(current)
     if cached is None or cached[0] != mtime:

@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from nemo_gym_prorl.assets import AssetError, asset
 from nemo_gym_prorl.llm.access import LLMConfig
 from nemo_gym_prorl.pipeline import PipelineConfig
 from nemo_gym_prorl.pipeline.ray_executor import ExecutorConfig
@@ -96,7 +97,7 @@ def default_config_dir() -> Path:
     env = os.environ.get("PRORL_SERVICE_CONFIG_DIR")
     if env:
         return Path(env)
-    return Path(__file__).resolve().parents[2] / "configs" / "service"
+    return asset("configs", "service")
 
 
 def format_validation_error(exc: ValidationError) -> str:
@@ -123,7 +124,10 @@ def compose_config(overrides: list[str] | None = None, config_dir: Path | None =
     from omegaconf import OmegaConf
     from omegaconf.errors import OmegaConfBaseException
 
-    directory = (config_dir or default_config_dir()).resolve()
+    try:
+        directory = (config_dir or default_config_dir()).resolve()
+    except AssetError as exc:
+        raise ConfigError(str(exc)) from None
     if not (directory / "serve.yaml").is_file():
         raise ConfigError(f"no serve.yaml in config directory {directory}")
     try:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from nemo_gym_prorl.demo.report import plot_timeline, rollouts_of, stage_spans, summary_rows
+from nemo_gym_prorl.demo.report import plot_timeline, rollouts_of, stage_spans
 from nemo_gym_prorl.pipeline.groups import GroupResult, GroupStatus
 from nemo_gym_prorl.pipeline.job import JobResult, JobState, Timing, Trajectory
 
@@ -55,18 +55,6 @@ def test_timeline_png_is_written(tmp_path: Path) -> None:
     judged = [(group([1.0, 0.0], GroupStatus.INFORMATIVE), True)]
     png = plot_timeline(rollouts_of(judged, {"prorl_math": "math"}), tmp_path / "t.png")
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-
-
-def test_summary_rows_are_data_per_domain() -> None:
-    groups = [
-        (group([1.0, 0.0], GroupStatus.INFORMATIVE), True),
-        (group([0.0, 0.0], GroupStatus.UNIFORM), False),
-    ]
-    rows = summary_rows(rollouts_of(groups, {"prorl_math": "math"}), groups, {"prorl_math": "math"})
-    (row,) = rows
-    assert row["domain"] == "math" and row["rollouts"] == 4
-    assert row["mean reward"] == 0.25 and row["informative groups"] == "1/2"
-    assert row["generated tokens"] == 40
 
 
 def test_timeline_can_colour_rollouts_by_the_node_they_ran_on(tmp_path: Path) -> None:

@@ -19,12 +19,13 @@ from pathlib import Path
 import httpx
 import pytest
 
+from nemo_gym_prorl.assets import project_root
 from nemo_gym_prorl.integrations.gym.contract import check_group, group_by_task
-from nemo_gym_prorl.integrations.gym.launcher import REPO_ROOT, _alive, down, free_port, up
+from nemo_gym_prorl.integrations.gym.launcher import _alive, down, free_port, up
 
 pytestmark = [pytest.mark.vllm, pytest.mark.bwrap, pytest.mark.slow, pytest.mark.timeout(900)]
 
-ROWS = REPO_ROOT / "resources_servers" / "prorl_math" / "data" / "example.jsonl"
+ROWS = project_root() / "resources_servers" / "prorl_math" / "data" / "example.jsonl"
 SHORT = [  # a few short, greedy turns: the whole test stays around two minutes on 2 cores
     "++prorl_agent.responses_api_agents.prorl_agent.agent.max_turns=2",
     "++prorl_agent.responses_api_agents.prorl_agent.llm.sampling.max_tokens=48",
@@ -76,7 +77,7 @@ def test_gym_stack_end_to_end(real_vllm, tmp_path: Path) -> None:
         inputs = tmp_path / "inputs.jsonl"
         inputs.write_text("".join(json.dumps(r) + "\n" for r in rows))
         output = tmp_path / "rollouts.jsonl"
-        env = {**os.environ, "RAY_AUTH_MODE": "disabled", "NEMO_GYM_EXTRA_ROOTS": str(REPO_ROOT)}
+        env = {**os.environ, "RAY_AUTH_MODE": "disabled", "NEMO_GYM_EXTRA_ROOTS": str(project_root())}
         collect = subprocess.run(
             [
                 str(Path(sys.executable).parent / "ng_collect_rollouts"),

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from nemo_gym_prorl.integrations.gym.launcher import REPO_ROOT, compose, link_venvs, server_dirs
+from nemo_gym_prorl.assets import project_root
+from nemo_gym_prorl.integrations.gym.launcher import compose, link_venvs, server_dirs
 
 ENVIRONMENTS = ["prorl_math", "prorl_stem", "prorl_code", "prorl_swe", "prorl_mixed"]
 
@@ -22,8 +23,8 @@ def test_catalog_entry_validates(name: str, monkeypatch: pytest.MonkeyPatch, tmp
     from nemo_gym.environment.validation import validate_environment
 
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("NEMO_GYM_EXTRA_ROOTS", str(REPO_ROOT))
-    report = validate_environment(REPO_ROOT / "environments" / name / "manifest.yaml")
+    monkeypatch.setenv("NEMO_GYM_EXTRA_ROOTS", str(project_root()))
+    report = validate_environment(project_root() / "environments" / name / "manifest.yaml")
     assert report.inferred_profile == report.declared_profile == "custom-gym-agent-loop"
     assert not report.warnings and all(d.rows > 0 for d in report.datasets)
     assert any(c.role == "agent_server" and c.implementation == "prorl_agent" for c in report.components)
@@ -33,7 +34,7 @@ def test_catalog_is_discovered(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) 
     from nemo_gym.registry import discover_environments
 
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("NEMO_GYM_EXTRA_ROOTS", str(REPO_ROOT))
+    monkeypatch.setenv("NEMO_GYM_EXTRA_ROOTS", str(project_root()))
     found = discover_environments()
     assert set(ENVIRONMENTS) <= set(found)
 
@@ -42,7 +43,7 @@ def test_launcher_composition_and_venv_links(tmp_path: Path) -> None:
     assert compose(["math"]) == ["configs/gym/prorl_math.yaml", "configs/gym/local_vllm.yaml"]
     assert compose(["mixed"])[0] == "configs/gym/prorl_mixed.yaml"
     for path in compose(["math", "code"]):
-        assert (REPO_ROOT / path).is_file()
+        assert (project_root() / path).is_file()
     dirs = server_dirs(["mixed"])
     assert "environment_servers/legacy_agent" in dirs and "resources_servers/prorl_swe" in dirs
     link_venvs(tmp_path, dirs, prefix=tmp_path / "venv")
@@ -53,7 +54,7 @@ def test_launcher_composition_and_venv_links(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    "path", sorted((REPO_ROOT / "configs" / "nemo_rl").glob("*.yaml")), ids=lambda p: p.name
+    "path", sorted((project_root() / "configs" / "nemo_rl").glob("*.yaml")), ids=lambda p: p.name
 )
 def test_nemo_rl_recipe(path: Path) -> None:
     cfg = yaml.safe_load(path.read_text())
@@ -67,7 +68,7 @@ def test_nemo_rl_recipe(path: Path) -> None:
     }
     paths = cfg["env"]["nemo_gym"]["config_paths"]
     assert "responses_api_models/vllm_model/configs/vllm_model_for_training.yaml" in paths
-    assert all((REPO_ROOT / p).is_file() for p in paths if p.startswith("configs/"))
+    assert all((project_root() / p).is_file() for p in paths if p.startswith("configs/"))
     domain = path.stem.split("_prorl_")[1].removesuffix("_single_controller")
     assert (
         cfg["data"]["train"]["data_path"] == f"data/prorl/{domain}/train.jsonl"

@@ -33,7 +33,8 @@ import httpx
 import psutil
 from pydantic import BaseModel, Field
 
-REPO_ROOT = Path(__file__).resolve().parents[3]
+from nemo_gym_prorl.assets import project_root
+
 DOMAINS = ("math", "stem", "code", "swe")
 DEFAULT_STATE_DIR = Path(".prorl") / "gym"
 DEFAULT_HEAD_PORT = 11000
@@ -213,7 +214,7 @@ def up(
     env = {
         **os.environ,
         "NEMO_GYM_EXTRA_ROOTS": os.pathsep.join(
-            [str(REPO_ROOT), *filter(None, [os.environ.get("NEMO_GYM_EXTRA_ROOTS")])]
+            [str(project_root()), *filter(None, [os.environ.get("NEMO_GYM_EXTRA_ROOTS")])]
         ),
         "RAY_AUTH_MODE": "disabled",
         # Without an address Gym's ray.init() joins the last Ray cluster started on this machine
@@ -418,7 +419,7 @@ def run_server_tests(
     link_venvs(venvs, dirs)
     env = {
         **os.environ,
-        "NEMO_GYM_EXTRA_ROOTS": str(REPO_ROOT),
+        "NEMO_GYM_EXTRA_ROOTS": str(project_root()),
         "RAY_AUTH_MODE": "disabled",
         # Without an address Gym's ray.init() joins the last Ray cluster started on this machine
         # (/tmp/ray/ray_current_cluster), someone else's on a shared node; "local" starts our own.
@@ -430,7 +431,7 @@ def run_server_tests(
     for rel in dirs:
         cmd = [ng_test, f"+entrypoint={rel}", "+skip_venv_if_present=true", f"+uv_venv_dir={venvs}"]
         echo(f"[gym] ng_test {rel}")
-        done = subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True, text=True, check=False)
+        done = subprocess.run(cmd, cwd=project_root(), env=env, capture_output=True, text=True, check=False)
         summary = (done.stdout.strip().splitlines() or ["(no output)"])[-1]
         echo(f"[gym]   {'ok' if done.returncode == 0 else 'FAILED'}: {summary}")
         if done.returncode != 0:

@@ -23,11 +23,11 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from nemo_gym_prorl.assets import project_root
 from nemo_gym_prorl.integrations.nemo_rl.recipe import load_recipe
 from nemo_gym_prorl.integrations.nemo_rl.rules import check_runner_rules, lookup
 from nemo_gym_prorl.integrations.nemo_rl.schema import RUNNERS, Problem, load_record, validate
 
-REPO_ROOT = Path(__file__).resolve().parents[3]
 AGENT_NAME = "prorl_agent"
 # Keys of the agent block that are its own settings (the rest are Gym's server references).
 AGENT_SETTING_KEYS = ("llm", "pipeline", "agent", "rollout_timeout_s", "infrastructure_failures")
@@ -77,8 +77,8 @@ def _our_rules(config: Mapping[str, Any], runner: str) -> tuple[list[Problem], l
         where = f"env.nemo_gym.config_paths[{i}]"
         if str(rel).startswith(GYM_OWN_PREFIXES):
             warnings.append(Problem(where, f"{rel} is NeMo Gym's own file; not checked here", "prorl"))
-        elif not (REPO_ROOT / str(rel)).is_file():
-            errors.append(Problem(where, f"{rel} does not exist under {REPO_ROOT}", "prorl"))
+        elif not (project_root() / str(rel)).is_file():
+            errors.append(Problem(where, f"{rel} does not exist under {project_root()}", "prorl"))
 
     agents_seen = 0
     for instance, block in gym.items():
@@ -89,7 +89,7 @@ def _our_rules(config: Mapping[str, Any], runner: str) -> tuple[list[Problem], l
                 continue
             for name, server in servers.items():
                 where = f"env.nemo_gym.{instance}.{kind}.{name}"
-                if not (REPO_ROOT / kind / str(name)).is_dir():
+                if not (project_root() / kind / str(name)).is_dir():
                     errors.append(Problem(where, f"no such server in this project ({kind}/{name})", "prorl"))
                     continue
                 if kind != "responses_api_agents" or not isinstance(server, Mapping):

