@@ -54,7 +54,7 @@ async def build_node_runtime(config_data: dict[str, Any], share: NodeShare) -> N
     LLM pool share. Takes the config as plain data (validated again here) so the actor needs
     nothing but this package installed."""
     from nemo_gym_prorl.llm.access import LLMAccess
-    from nemo_gym_prorl.service.wiring import build_handlers
+    from nemo_gym_prorl.service.task_handlers import build_handlers
 
     config = node_config(validate_config(config_data), share)
     llm = LLMAccess.from_config(config.llm)

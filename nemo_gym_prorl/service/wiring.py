@@ -9,37 +9,23 @@ configuration, not code changes here; they all share the service's one LLM backe
 
 from __future__ import annotations
 
-import importlib
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from fastapi import FastAPI
 
 from nemo_gym_prorl.llm.access import LLMAccess, LLMConfig
 from nemo_gym_prorl.pipeline import HandlerRegistry, Pipeline, PipelineConfig
-from nemo_gym_prorl.pipeline.deps import HandlerDeps
 from nemo_gym_prorl.pipeline.executor import StageExecutor
 from nemo_gym_prorl.service.app import create_app
 from nemo_gym_prorl.service.backends import BackendRegistry, PoolBackendRegistry
 from nemo_gym_prorl.service.batch_manager import DatasetCatalog
-from nemo_gym_prorl.service.config import ConfigError, ServeConfig
+from nemo_gym_prorl.service.config import ServeConfig
 from nemo_gym_prorl.service.core import RolloutService, ServiceOptions
+from nemo_gym_prorl.service.task_handlers import build_handlers
 
 logger = logging.getLogger(__name__)
-
-
-def import_target(target: str, what: str) -> Callable[..., Any]:
-    module_name, _, attr = target.partition(":")
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise ConfigError(f"{what}: cannot import module {module_name!r} ({exc})") from None
-    factory = getattr(module, attr, None)
-    if not callable(factory):
-        raise ConfigError(f"{what}: {target!r} is not a callable in {module_name}")
-    return factory
 
 
 @dataclass
@@ -75,30 +61,6 @@ def build_rollout_stack(
     backends = PoolBackendRegistry(access.pool)
     engine = Pipeline(handlers(access, backends), pipeline, executor)
     return RolloutStack(access, backends, engine, RolloutService(engine, backends, options))
-
-
-def build_handlers(config: ServeConfig, llm: LLMAccess, backends: BackendRegistry) -> HandlerRegistry:
-    deps = HandlerDeps(sandbox=config.sandbox, llm=llm, backends=backends, config=config)
-    registry = HandlerRegistry()
-    problems: list[str] = []
-    for name, task in config.tasks.items():
-        try:
-            handler = import_target(task.handler, f"tasks.{name}.handler")(deps, **task.options)
-            # A handler may know the data_source values it serves (a domain's `data_sources`).
-            own = getattr(handler, "aliases", ())
-            aliases = [a for a in dict.fromkeys([*task.aliases, *own]) if a != name]
-            registry.register(name, handler, aliases)
-        except ConfigError as exc:
-            problems.append(str(exc))
-        except (TypeError, ValueError) as exc:
-            problems.append(f"tasks.{name}: {exc}")
-    if problems:
-        raise ConfigError(
-            "task handlers could not be built:\n  "
-            + "\n  ".join(problems)
-            + "\n(choose other tasks with `tasks=...`, or set `tasks.<name>.handler=module:factory`)"
-        )
-    return registry
 
 
 async def build_service(config: ServeConfig) -> RolloutService:

@@ -25,6 +25,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, Field, model_validator
 
 from nemo_gym_prorl.sandbox import Sandbox, SandboxSpec
+from nemo_gym_prorl.tools import ALL_TOOLS
 
 # Tool names in the ToolBox vocabulary (nemo_gym_prorl.tools).
 BASH = "bash"
@@ -90,9 +91,19 @@ class TaskDomain(ABC):
     default_tools: ClassVar[tuple[str, ...]] = ()
 
     def tool_names(self, row: Mapping[str, Any]) -> list[str]:
+        """The tools this row's model is offered: `tools_offered`, else the names of the function
+        tools its prompt declares (the model must be able to call every tool it is told about,
+        `submit` included), else the domain's defaults."""
         tools = row.get("tools_offered")
         if isinstance(tools, list) and all(isinstance(t, str) for t in tools):
             return list(tools)
+        params = row.get("responses_create_params")
+        declared = params.get("tools") if isinstance(params, Mapping) else None
+        if isinstance(declared, list):
+            # Only tools the ToolBox implements: a prompt may also declare tools of other agents.
+            names = [t.get("name") for t in declared if isinstance(t, Mapping) and t.get("name") in ALL_TOOLS]
+            if names:
+                return names
         return list(self.default_tools)
 
     def sandbox_spec(self, row: Mapping[str, Any], base: SandboxSpec | None = None) -> SandboxSpec:

@@ -8,7 +8,8 @@ from __future__ import annotations
 import pytest
 
 from nemo_gym_prorl.service.config import ConfigError, load_config
-from nemo_gym_prorl.service.wiring import build_handlers, build_service
+from nemo_gym_prorl.service.task_handlers import build_handlers
+from nemo_gym_prorl.service.wiring import build_service
 
 
 def test_defaults_and_overrides_compose() -> None:

@@ -1,0 +1,54 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
+"""The task handlers `prorl serve` registers, built from the `tasks` section of its config: one
+`module:factory` per task, called with the shared dependencies. Used by the service's builder
+and by every Ray node, which builds its own handlers from the same config."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from typing import Any
+
+from nemo_gym_prorl.llm.access import LLMAccess
+from nemo_gym_prorl.pipeline import HandlerRegistry
+from nemo_gym_prorl.pipeline.deps import HandlerDeps
+from nemo_gym_prorl.service.backends import BackendRegistry
+from nemo_gym_prorl.service.config import ConfigError, ServeConfig
+
+
+def import_target(target: str, what: str) -> Callable[..., Any]:
+    module_name, _, attr = target.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ConfigError(f"{what}: cannot import module {module_name!r} ({exc})") from None
+    factory = getattr(module, attr, None)
+    if not callable(factory):
+        raise ConfigError(f"{what}: {target!r} is not a callable in {module_name}")
+    return factory
+
+
+def build_handlers(config: ServeConfig, llm: LLMAccess, backends: BackendRegistry) -> HandlerRegistry:
+    deps = HandlerDeps(sandbox=config.sandbox, llm=llm, backends=backends, config=config)
+    registry = HandlerRegistry()
+    problems: list[str] = []
+    for name, task in config.tasks.items():
+        try:
+            handler = import_target(task.handler, f"tasks.{name}.handler")(deps, **task.options)
+            # A handler may know the data_source values it serves (a domain's `data_sources`).
+            own = getattr(handler, "aliases", ())
+            aliases = [a for a in dict.fromkeys([*task.aliases, *own]) if a != name]
+            registry.register(name, handler, aliases)
+        except ConfigError as exc:
+            problems.append(str(exc))
+        except (TypeError, ValueError) as exc:
+            problems.append(f"tasks.{name}: {exc}")
+    if problems:
+        raise ConfigError(
+            "task handlers could not be built:\n  "
+            + "\n  ".join(problems)
+            + "\n(choose other tasks with `tasks=...`, or set `tasks.<name>.handler=module:factory`)"
+        )
+    return registry
