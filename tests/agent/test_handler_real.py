@@ -66,7 +66,7 @@ async def test_a_rollout_yields_token_exact_turns_a_reward_and_releases_its_sand
     for previous, current in itertools.pairwise(assistant):
         history = previous["prompt_token_ids"] + previous["generation_token_ids"]
         assert current["prompt_token_ids"][: len(history)] == history
-    assert trajectory.stop_reason in {"submitted", "answered", "max_turns", "context_length"}
+    assert trajectory.stop_reason in {"submitted", "answered", "max_turns", "context_length", "length"}
     assert evaluation.reward in (0.0, 1.0)
     assert evaluation.report["reason"] in {"correct", "wrong_answer", "no_answer"}
 
