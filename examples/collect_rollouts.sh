@@ -21,7 +21,7 @@ rm -rf "$OUT/capture"  # Gym keys captures by rollout id: a rerun must not appen
 agent=++prorl_agent.responses_api_agents.prorl_agent
 overrides=(
   "++observability_enabled=true" "++model_call_capture_dir=$OUT/capture"
-  "$agent.agent.max_turns=${MAX_TURNS:-4}" "$agent.sampling.max_tokens=${MAX_TOKENS:-128}"
+  "$agent.agent.max_turns=${MAX_TURNS:-4}" "$agent.llm.sampling.max_tokens=${MAX_TOKENS:-128}"
 )
 model=(--serve-model)
 [ -n "${MODEL_URL:-}" ] && model=(--model-url "$MODEL_URL")
