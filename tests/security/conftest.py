@@ -87,13 +87,14 @@ def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
     root = tmp_path_factory.mktemp("service-sandboxes")
     overrides = [
         "tasks=none",
-        "+tasks.box.handler=nemo_gym_prorl.pipeline.scripted:build_sandbox_scripted",
+        "+tasks.box.handler=support.scripted_stages:build_sandbox_scripted",
         "server.port=0",
         "server.log_level=warning",
         "service.require_backend=false",
         "llm.health_path=null",
     ]
-    env = {**os.environ, "PRORL_SANDBOX_ROOT": str(root), "PRORL_API_TOKEN": token}
+    tests_dir = str(Path(__file__).resolve().parents[1])  # the scripted handler lives in tests/support
+    env = {**os.environ, "PRORL_SANDBOX_ROOT": str(root), "PRORL_API_TOKEN": token, "PYTHONPATH": tests_dir}
     proc = subprocess.Popen(
         [sys.executable, "-m", "nemo_gym_prorl.cli", "serve", *overrides],
         stdout=subprocess.PIPE,
