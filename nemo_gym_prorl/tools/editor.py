@@ -25,6 +25,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from nemo_gym_prorl.sandbox.base import Sandbox, SandboxPathError
+from nemo_gym_prorl.sandbox.workspace_fs import WorkspacePathError, open_dir
 
 EditorCommandName = Literal["view", "create", "str_replace", "insert", "undo_edit"]
 
@@ -130,27 +131,11 @@ class Editor:
     @contextlib.contextmanager
     def _dir(self, parts: tuple[str, ...], *, create: bool = False) -> Iterator[int]:
         """A descriptor of the directory `parts`, opened without following any symlink."""
-        fd = os.open(self.sandbox.workspace, _DIR_FLAGS)
         try:
-            for name in parts:
-                try:
-                    nxt = os.open(name, _DIR_FLAGS, dir_fd=fd)
-                except FileNotFoundError:
-                    if not create:
-                        raise
-                    os.mkdir(name, 0o755, dir_fd=fd)
-                    nxt = os.open(name, _DIR_FLAGS, dir_fd=fd)
-                except OSError as exc:
-                    if exc.errno in (errno.ELOOP, errno.ENOTDIR):
-                        raise EditorError(
-                            f"{self._shown(parts)}: `{name}` is not a directory inside the workspace"
-                        ) from None
-                    raise
-                os.close(fd)
-                fd = nxt
-            yield fd
-        finally:
-            os.close(fd)
+            with open_dir(self.sandbox.workspace, parts, create=create) as fd:
+                yield fd
+        except WorkspacePathError as exc:
+            raise EditorError(f"{self._shown(parts)}: {exc.strerror}") from None
 
     def _stat(self, parts: tuple[str, ...]) -> os.stat_result | None:
         if not parts:
