@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from nemo_gym_prorl.agent.answer_formats import answer_pattern
+from nemo_gym_prorl.agent.answer_formats import answer_pattern, submit_pattern
 from nemo_gym_prorl.agent.loop import FINISH_TOOL, AgentLimits, AgentTrajectory, ToolExecutor, run_agent
 from nemo_gym_prorl.agent.prompts import PromptError, initial_messages
 from nemo_gym_prorl.llm.access import LLMAccess
@@ -139,7 +139,11 @@ class AgentRolloutHandler:
             tools=specs if style == "template" and specs else None,
             trajectory_id=job.id,
             max_model_len=self.llm.max_model_len,
-            constraint=TrajectoryConstraint(tools=specs, answer_pattern=answer_pattern(job.instance)),
+            constraint=TrajectoryConstraint(
+                tools=specs,
+                answer_pattern=answer_pattern(job.instance),
+                submit_pattern=submit_pattern(job.instance),
+            ),
         )
         try:
             agent = await run_agent(session, tools, messages, self.limits)

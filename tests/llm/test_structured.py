@@ -70,6 +70,23 @@ def test_from_the_answer_turn_only_the_finish_tool_or_the_answer_format() -> Non
     assert record.mode == "answer" and record.tools == ["submit"] and record.answer_pattern == BOXED
 
 
+def test_the_finish_tools_answer_can_be_held_to_the_value_the_evaluator_reads() -> None:
+    from nemo_gym_prorl.agent.answer_formats import submit_pattern
+
+    pattern = submit_pattern({"answer_type": "mc", "letters": "ABCD"})
+    assert pattern == "^[ABCD]$"
+    constraint = TrajectoryConstraint(tools=[IPYTHON, SUBMIT], submit_pattern=pattern)
+    built = structural_tag(POLICY, constraint, 3)
+    assert built is not None
+    fmt, record = built[0]["format"], built[1]
+    [submit] = fmt["tags"]
+    assert submit["content"]["json_schema"]["properties"]["answer"]["pattern"] == pattern
+    assert record.submit_pattern == pattern
+    working = tag(POLICY, constraint, 0)["format"]["tags"][0]
+    assert "pattern" not in working["content"]["json_schema"]["properties"]["code"]
+    assert submit_pattern({"data_source": "prorl_code"}) is None
+
+
 def test_an_answer_turn_without_finish_tool_is_the_answer_format_alone() -> None:
     code = TrajectoryConstraint(tools=[IPYTHON], answer_pattern=r"```python\n[^`]{1,400}\n```")
     assert tag(POLICY, code, 5)["format"] == {"type": "regex", "pattern": code.answer_pattern}

@@ -70,6 +70,9 @@ class TrajectoryConstraint(BaseModel):
 
     tools: list[dict[str, Any]] = Field(description="OpenAI or Responses-style function specs")
     answer_pattern: str | None = Field(None, description="regex of the final answer, if the task has one")
+    submit_pattern: str | None = Field(
+        None, description="regex of the finish tool's `answer` argument, if the task reads a bare value"
+    )
 
 
 class DecodingRecord(BaseModel):
@@ -80,11 +83,21 @@ class DecodingRecord(BaseModel):
     tool_format: ConstrainedFormat
     tools: list[str] = Field(description="the tools the turn could call")
     answer_pattern: str | None = None
+    submit_pattern: str | None = Field(None, description="the pattern the finish tool's answer was held to")
     max_string_length: int
 
 
 def _function(spec: dict[str, Any]) -> dict[str, Any]:
     return spec.get("function", spec) if isinstance(spec, dict) else {}
+
+
+def _with_answer_pattern(schema: dict[str, Any], pattern: str | None) -> dict[str, Any]:
+    """The finish tool's schema with its `answer` string held to `pattern` (when there is one)."""
+    answer = (schema.get("properties") or {}).get("answer")
+    if pattern is None or not isinstance(answer, dict) or answer.get("type") != "string":
+        return schema
+    properties = {**schema["properties"], "answer": {**answer, "pattern": pattern}}
+    return {**schema, "properties": properties}
 
 
 def bounded_schema(schema: Any, max_length: int) -> Any:
@@ -157,10 +170,16 @@ def structural_tag(
     allow_answer = mode != "tool" or not callable_
     if not callable_ and not (allow_answer and answer):
         return None
+    submit = constraint.submit_pattern if policy.constrain_answer else None
     tags = [
         _tool_tag(
             f["name"],
-            bounded_schema(f.get("parameters") or {"type": "object"}, policy.max_string_length),
+            bounded_schema(
+                _with_answer_pattern(f.get("parameters") or {"type": "object"}, submit)
+                if f["name"] == policy.finish_tool
+                else f.get("parameters") or {"type": "object"},
+                policy.max_string_length,
+            ),
             policy.tool_format,
         )
         for f in callable_
@@ -183,6 +202,7 @@ def structural_tag(
         tool_format=policy.tool_format,
         tools=[f["name"] for f in callable_],
         answer_pattern=answer if allow_answer else None,
+        submit_pattern=submit if any(f["name"] == policy.finish_tool for f in callable_) else None,
         max_string_length=policy.max_string_length,
     )
     return {"type": "structural_tag", "format": copy.deepcopy(fmt)}, record
