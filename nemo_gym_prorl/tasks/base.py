@@ -31,6 +31,7 @@ from nemo_gym_prorl.tools import ALL_TOOLS
 BASH = "bash"
 IPYTHON = "ipython"
 EDITOR = "editor"
+SUBMIT = "submit"  # the finish tool: its argument is the final answer
 
 
 class EvalOutcome(BaseModel):

@@ -28,7 +28,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from nemo_gym_prorl.sandbox import Sandbox, SandboxLimits, SandboxSpec, open_sandbox
-from nemo_gym_prorl.tasks.base import IPYTHON, EvalOutcome, TaskDomain, strip_thinking
+from nemo_gym_prorl.tasks.base import IPYTHON, SUBMIT, EvalOutcome, TaskDomain, strip_thinking
 
 logger = logging.getLogger(__name__)
 
@@ -212,7 +212,7 @@ class MathChecker:
 class MathTask(TaskDomain):
     name = "math"
     data_sources = ("prorl_math", "math", "gsm8k")
-    default_tools = (IPYTHON,)
+    default_tools = (IPYTHON, SUBMIT)
 
     def __init__(self, config: MathConfig | None = None) -> None:
         self.config = config or MathConfig()

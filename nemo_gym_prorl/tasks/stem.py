@@ -22,7 +22,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from nemo_gym_prorl.tasks.base import IPYTHON, EvalOutcome, TaskDomain, strip_thinking
+from nemo_gym_prorl.tasks.base import IPYTHON, SUBMIT, EvalOutcome, TaskDomain, strip_thinking
 from nemo_gym_prorl.tasks.math import extract_boxed
 
 # -- multiple choice --------------------------------------------------------------------------
@@ -163,7 +163,7 @@ def quantities_match(gold: str, pred: str, rel_tol: float = 0.01) -> tuple[bool,
 class StemTask(TaskDomain):
     name = "stem"
     data_sources = ("prorl_stem", "stem", "gpqa", "mcqa")
-    default_tools = (IPYTHON,)
+    default_tools = (IPYTHON, SUBMIT)
 
     async def evaluate(
         self, row: Mapping[str, Any], final_text: str | None, artifacts: Mapping[str, Any] | None = None

@@ -24,4 +24,4 @@ def test_tools_the_toolbox_does_not_implement_are_left_out() -> None:
 
 def test_an_explicit_tools_offered_list_wins_and_defaults_fill_in_when_nothing_is_declared() -> None:
     assert MathTask().tool_names(_row("ipython", "submit", tools_offered=["bash"])) == ["bash"]
-    assert MathTask().tool_names({"responses_create_params": {"input": []}}) == ["ipython"]
+    assert MathTask().tool_names({"responses_create_params": {"input": []}}) == ["ipython", "submit"]
