@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 from nemo_gym_prorl.agent.answer_formats import answer_pattern, submit_pattern
 from nemo_gym_prorl.agent.loop import FINISH_TOOL, AgentLimits, AgentTrajectory, ToolExecutor, run_agent
@@ -30,6 +30,7 @@ from nemo_gym_prorl.llm.access import LLMAccess
 from nemo_gym_prorl.llm.dialects.structured import TrajectoryConstraint, decoding_summary
 from nemo_gym_prorl.llm.tito import TokenSession
 from nemo_gym_prorl.llm.toolcalls import tool_call_to_openai
+from nemo_gym_prorl.pipeline.handler import RolloutFailure
 from nemo_gym_prorl.pipeline.job import Evaluation, Job, Trajectory
 from nemo_gym_prorl.sandbox import SandboxSpec
 from nemo_gym_prorl.tasks.base import EvalOutcome, TaskDomain
@@ -38,18 +39,6 @@ from nemo_gym_prorl.tools.dispatch import ToolBoxConfig
 
 # Stop reasons that are a normal end of a trajectory (ProRL's `end_properly`).
 PROPER_ENDS = frozenset({"submitted", "answered"})
-
-FailureKind = Literal["infrastructure", "data"]
-
-
-class RolloutFailure(Exception):
-    """A rollout that cannot produce a result. `kind` says whose fault it is (NeMo RL retries
-    infrastructure failures and drops data failures); `status` is the HTTP status to answer."""
-
-    def __init__(self, kind: FailureKind, message: str, status: int | None = None) -> None:
-        super().__init__(message)
-        self.kind: FailureKind = kind
-        self.status = status or (503 if kind == "infrastructure" else 400)
 
 
 class ToolServiceUnavailableError(RuntimeError):
@@ -86,8 +75,8 @@ class RolloutTransport(Protocol):
 class AgentRolloutHandler:
     """The pipeline's `RolloutHandler` for an agent rollout over any `RolloutTransport`.
 
-    `failures`, when given, receives the `RolloutFailure` of each failed job by job id (the Gym
-    agent reads it to choose the HTTP status of `/run`); the pipeline records the error anyway.
+    A stage that cannot produce a result raises `RolloutFailure`; the pipeline records its class
+    (whose fault, which HTTP status) on the job's result.
     """
 
     def __init__(
@@ -97,29 +86,22 @@ class AgentRolloutHandler:
         *,
         limits: AgentLimits | None = None,
         aliases: tuple[str, ...] = (),
-        failures: dict[str, RolloutFailure] | None = None,
     ) -> None:
         self.transport = transport
         self.llm = llm
         self.limits = limits or AgentLimits()
         self.aliases = aliases  # the `data_source` values it serves (ProRL routes jobs by them)
-        self.failures = failures
 
     @property
     def eval_needs_run_state(self) -> bool:  # type: ignore[override]
         return self.transport.eval_needs_run_state
-
-    def _record(self, job: Job, failure: RolloutFailure) -> RolloutFailure:
-        if self.failures is not None:
-            self.failures[job.id] = failure
-        return failure
 
     # -- INIT -------------------------------------------------------------------------------------
     async def init(self, job: Job) -> Any:
         try:
             return await self.transport.open(job)
         except RolloutFailure as failure:
-            raise self._record(job, failure) from None
+            raise failure from None
 
     # -- RUN --------------------------------------------------------------------------------------
     async def run(self, job: Job, state: Any) -> Trajectory:
@@ -129,7 +111,7 @@ class AgentRolloutHandler:
         try:
             messages = initial_messages(job.instance, specs, style=style)
         except PromptError as exc:
-            raise self._record(job, RolloutFailure("data", f"cannot build the prompt: {exc}")) from exc
+            raise RolloutFailure("data", f"cannot build the prompt: {exc}") from exc
         model = await self.llm.model_name()
         session = TokenSession(
             self.llm.pool,
@@ -148,14 +130,14 @@ class AgentRolloutHandler:
         try:
             agent = await run_agent(session, tools, messages, self.limits)
         except ToolServiceUnavailableError as exc:
-            raise self._record(job, RolloutFailure("infrastructure", f"tool call failed: {exc}")) from exc
+            raise RolloutFailure("infrastructure", f"tool call failed: {exc}") from exc
         finally:
             session.close()
         trajectory = to_trajectory(agent, specs, {})
         try:
             await self.transport.finish_run(job, state, agent, trajectory, model)
         except RolloutFailure as failure:
-            raise self._record(job, failure) from None
+            raise failure from None
         return trajectory
 
     # -- EVAL -------------------------------------------------------------------------------------

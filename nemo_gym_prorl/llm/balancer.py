@@ -163,6 +163,18 @@ class Balancer:
         self._touch(state)
         self._notify()
 
+    def set_cap(self, address: str, max_in_flight: int) -> None:
+        """Change an endpoint's concurrency cap, nothing else (a draining one stays draining).
+        Leases beyond a lowered cap finish; no new ones start until it has room again."""
+        if max_in_flight < 1:
+            raise ValueError("max_in_flight must be at least 1")
+        state = self._endpoints.get(address)
+        if state is None:
+            return
+        state.max_in_flight = max_in_flight
+        self._touch(state)
+        self._notify()
+
     def remove(self, address: str) -> None:
         """Remove at once. Requests in flight finish; keys bound here move on their next pick."""
         state = self._endpoints.pop(address, None)

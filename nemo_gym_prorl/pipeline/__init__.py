@@ -12,11 +12,12 @@ from nemo_gym_prorl.pipeline.engine import (
     StageStatus,
 )
 from nemo_gym_prorl.pipeline.executor import InProcessExecutor, StageExecutor
-from nemo_gym_prorl.pipeline.handler import HandlerRegistry, RolloutHandler, UnknownTaskError
+from nemo_gym_prorl.pipeline.handler import HandlerRegistry, RolloutFailure, RolloutHandler, UnknownTaskError
 from nemo_gym_prorl.pipeline.job import (
     Budget,
     CriticalError,
     Evaluation,
+    FailureClass,
     Job,
     JobResult,
     JobSpec,
@@ -33,6 +34,7 @@ __all__ = [
     "CriticalError",
     "DuplicateJobError",
     "Evaluation",
+    "FailureClass",
     "HandlerRegistry",
     "InProcessExecutor",
     "Job",
@@ -45,6 +47,7 @@ __all__ = [
     "PipelineConfig",
     "PipelineStatus",
     "QueueFullError",
+    "RolloutFailure",
     "RolloutHandler",
     "Stage",
     "StageExecutor",

@@ -33,7 +33,7 @@ from nemo_gym_prorl.pipeline.executor import (
     NodeStatus,
     StageExecutor,
 )
-from nemo_gym_prorl.pipeline.handler import HandlerRegistry
+from nemo_gym_prorl.pipeline.handler import HandlerRegistry, RolloutFailure
 from nemo_gym_prorl.pipeline.job import (
     Attempt,
     CriticalError,
@@ -455,6 +455,8 @@ class Pipeline:
                 f"{type(exc).__name__}: {exc}",
                 traceback.format_exc(),
             )
+            if isinstance(exc, RolloutFailure):
+                rec.failure = exc.classification()
         finally:
             self._in_flight[stage] -= 1
         # Failure path (kept out of `except` so a cancel during release is handled plainly).

@@ -45,6 +45,9 @@ class NodeStatus(BaseModel):
     in_flight: int = Field(description="Jobs holding a slot on it now.")
     placed_total: int = Field(0, description="Jobs placed on it since start.")
     lost_jobs_total: int = Field(0, description="Jobs whose stage it lost (re-run elsewhere).")
+    share_of: int | None = Field(
+        None, description="It takes 1/share_of of every LLM backend's in-flight cap (the live nodes)."
+    )
 
 
 class StageExecutor(Protocol):

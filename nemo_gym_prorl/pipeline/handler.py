@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, Protocol, runtime_checkable
 
-from nemo_gym_prorl.pipeline.job import Evaluation, Job, Trajectory
+from nemo_gym_prorl.pipeline.job import Evaluation, FailureClass, FailureKind, Job, Trajectory
 
 
 @runtime_checkable
@@ -44,6 +44,25 @@ class RolloutHandler(Protocol):
     ) -> Evaluation | Mapping[str, Any]: ...
 
     async def release(self, state: Any) -> None: ...
+
+
+class RolloutFailure(Exception):
+    """A stage that cannot produce a result, classified by whose fault it is: `kind`
+    (infrastructure: retry elsewhere or later; data: this row can never succeed) and `status`,
+    the HTTP status to answer. The pipeline records the class on the job's result, so it reaches
+    the caller from whichever process or node ran the stage."""
+
+    def __init__(self, kind: FailureKind, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.kind: FailureKind = kind
+        self.status = status or (503 if kind == "infrastructure" else 400)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Crosses process boundaries (a Ray node's stage raises it): rebuilt with every field.
+        return (type(self), (self.kind, str(self), self.status))
+
+    def classification(self) -> FailureClass:
+        return FailureClass(kind=self.kind, status=self.status, message=str(self))
 
 
 class UnknownTaskError(LookupError):

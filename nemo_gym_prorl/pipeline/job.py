@@ -36,6 +36,18 @@ TERMINAL_STATES = frozenset({JobState.DONE, JobState.FAILED, JobState.CANCELLED}
 
 CriticalError = Literal["init", "run", "eval", "timeout"]
 
+FailureKind = Literal["infrastructure", "data"]
+
+
+class FailureClass(BaseModel):
+    """Whose fault a failed job was, as its handler classified it (`RolloutFailure`): trainers
+    retry infrastructure failures and drop data failures; `status` is the HTTP status a caller
+    answering for the job should give."""
+
+    kind: FailureKind
+    status: int = Field(ge=400, le=599)
+    message: str
+
 
 class Budget(BaseModel):
     """Time limits of one job. `None` means: the pipeline's configured default."""
@@ -163,6 +175,9 @@ class JobResult(BaseModel):
     report: dict[str, Any] = Field(default_factory=dict)
     critical_error: CriticalError | None = None
     error: str | None = None
+    failure: FailureClass | None = Field(
+        None, description="How the handler classified the failure, when it raised a `RolloutFailure`."
+    )
     traceback: str | None = None
     cancel_reason: str | None = None
     mask_sample: bool = Field(

@@ -19,6 +19,8 @@ only decides where a stage runs:
 - A node that dies, or stops answering health checks for `node_timeout_s`, is lost: its
   stages fail with `InfrastructureError` (the pipeline re-runs those jobs elsewhere) and it
   gets no new work. Nodes that join later get an actor at the next health check.
+- Shared caps (each LLM backend's in-flight limit) are split over the live nodes, and split
+  again whenever one joins or is lost (`NodeShare`, `RolloutNode.reshare`).
 """
 
 from __future__ import annotations
@@ -84,7 +86,8 @@ class RayExecutorConfig(BaseModel):
 @dataclass
 class NodeRuntime:
     """What a node's actor serves: the handlers, an optional LLM backend registry to keep in
-    step with the service's, and how to close them."""
+    step with the service's (with `reshare(NodeShare)` when the node count changes), and how
+    to close them."""
 
     handlers: HandlerRegistry
     backends: Any | None = None
@@ -93,7 +96,7 @@ class NodeRuntime:
 
 @dataclass(frozen=True)
 class NodeShare:
-    """This node's place among the nodes found at start: it takes 1/count of shared caps."""
+    """This node's place among the live nodes: it takes 1/count of shared caps."""
 
     index: int
     count: int
@@ -176,8 +179,15 @@ class RolloutNode:
                 await running
         await self.release(job_id)
 
-    async def ping(self) -> int:
-        return len(self._states)
+    async def ping(self) -> dict[str, Any]:
+        return {"jobs": len(self._states), "share": [self._share.index, self._share.count]}
+
+    async def reshare(self, share: NodeShare) -> None:
+        """The live node count changed: take `share` of the shared caps from now on."""
+        self._share = share
+        backends = self._runtime.backends if self._runtime is not None else None
+        if backends is not None and hasattr(backends, "reshare"):
+            backends.reshare(share)
 
     async def backends_call(self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         """Apply a backend change made through the service's API to this node's LLM pool."""
@@ -213,6 +223,7 @@ class _Node:
     lost: asyncio.Future[str] = field(default_factory=lambda: asyncio.get_running_loop().create_future())
     placed_total: int = 0
     lost_jobs_total: int = 0
+    share: NodeShare | None = None  # the share of the caps this node was last given
 
     @property
     def alive(self) -> bool:
@@ -231,6 +242,7 @@ class _Node:
             in_flight=len(self.jobs),
             placed_total=self.placed_total,
             lost_jobs_total=self.lost_jobs_total,
+            share_of=self.share.count if self.share is not None and self.alive else None,
         )
 
 
@@ -302,6 +314,7 @@ class RayExecutor:
                 )
             await asyncio.sleep(min(1.0, self.config.health_interval_s))
             await self._add_nodes(await asyncio.to_thread(self._eligible_nodes))
+        await self._reshare()
         self._health = asyncio.create_task(self._watch(), name="ray-executor-health")
 
     def _eligible_nodes(self) -> list[dict[str, Any]]:
@@ -330,15 +343,17 @@ class RayExecutor:
         fresh = [n for n in found if n["NodeID"] not in self._nodes]
         if not fresh:
             return
+        # Start with the share they will hold once ready; `_reshare` settles everyone's.
+        count = max(self._share_count, sum(n.alive for n in self._nodes.values()) + len(fresh))
         started = []
         for i, node in enumerate(fresh):
-            share = NodeShare(index=len(self._nodes) + i, count=self._share_count)
+            share = NodeShare(index=len(self._nodes) + i, count=count)
             actor = self._actor_cls.options(
                 namespace=self.config.namespace,
                 scheduling_strategy=NodeAffinitySchedulingStrategy(node["NodeID"], soft=False),
             ).remote(self._build, share)
-            started.append((node, actor, self._await(actor.ready.remote())))
-        for node, actor, ready in started:
+            started.append((node, actor, share, self._await(actor.ready.remote())))
+        for node, actor, share, ready in started:
             try:
                 info = await asyncio.wait_for(ready, self.config.start_timeout_s)
             except Exception as exc:  # the node vanished or its runtime could not be built
@@ -352,6 +367,7 @@ class RayExecutor:
                 actor=actor,
                 slots=self.config.slots_per_node,
                 pid=info.get("pid"),
+                share=share,
             )
             logger.info("rollout actor ready on node %s (%s)", node["NodeID"], node.get("NodeManagerAddress"))
         self._notify()
@@ -431,7 +447,34 @@ class RayExecutor:
                 if now - node.last_seen > self.config.node_timeout_s:
                     self._lose(node, f"silent for {now - node.last_seen:.1f}s")
         await self._add_nodes([n for n in found if n["NodeID"] not in self._nodes])
+        await self._reshare()
         self._notify()
+
+    async def _reshare(self) -> None:
+        """Give every live node 1/N of the shared caps, N the live nodes now: a node that joins
+        takes its part from the others, a lost node's part goes back to the survivors."""
+        live = [n for n in self._nodes.values() if n.alive]
+        if not live:
+            return
+        wanted = {n.id: NodeShare(index=i, count=len(live)) for i, n in enumerate(live)}
+        changed = [n for n in live if n.share != wanted[n.id]]
+        self._share_count = len(live)
+        if not changed:
+            return
+        results = await asyncio.gather(
+            *(
+                asyncio.wait_for(
+                    self._await(n.actor.reshare.remote(wanted[n.id])), self.config.node_timeout_s
+                )
+                for n in changed
+            ),
+            return_exceptions=True,
+        )
+        for node, result in zip(changed, results, strict=True):
+            if isinstance(result, BaseException):
+                logger.warning("resharing node %s failed: %s", node.id, result)  # retried next check
+            else:
+                node.share = wanted[node.id]
 
     def _lose(self, node: _Node, why: str) -> None:
         if node.lost.done():
@@ -595,11 +638,14 @@ class ExecutorConfig(BaseModel):
 
 
 async def make_executor(
-    config: ExecutorConfig, build: NodeBuilder, *, gym_head_address: str | None = None
+    config: ExecutorConfig, build: NodeBuilder | None, *, gym_head_address: str | None = None
 ) -> StageExecutor:
-    """The configured executor, started (Ray: cluster joined, one actor per node ready)."""
+    """The configured executor, started (Ray: cluster joined, one actor per node ready, each
+    built by `build`)."""
     if config.kind == "inprocess":
         return InProcessExecutor()
+    if build is None:
+        raise ValueError("executor.kind=ray needs a node builder")
     executor = RayExecutor(config.ray, build, gym_head_address=gym_head_address)
     await executor.start()
     return executor

@@ -14,6 +14,7 @@ from nemo_gym_prorl.pipeline.job import (
     Attempt,
     CriticalError,
     Evaluation,
+    FailureClass,
     Job,
     JobResult,
     JobState,
@@ -54,6 +55,7 @@ class JobRecord:
         self.attempts: list[Attempt] = []
         self.infra_retries = 0
         self.mask_sample = False
+        self.failure: FailureClass | None = None  # the handler's `RolloutFailure`, classified
         # Control.
         self.task: asyncio.Task[None] | None = None  # the stage task, or the cancel cleanup
         self.cancel_reason: str | None = None
@@ -171,6 +173,7 @@ class JobRecord:
             traceback=traceback,
             cancel_reason=self.cancel_reason if state is JobState.CANCELLED else None,
             mask_sample=self.mask_sample,
+            failure=self.failure if state is JobState.FAILED else None,
             attempts=[a.model_copy() for a in self.attempts],
             infra_retries=self.infra_retries,
             timing=self.timing(timeout_triggered=critical_error == "timeout"),

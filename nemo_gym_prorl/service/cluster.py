@@ -4,11 +4,12 @@
 """The service's executor: in this process, or on every node of a Ray cluster.
 
 With `executor.kind=ray`, every node's rollout actor builds its handlers from the same validated
-`ServeConfig` as the service (`build_node_runtime`), with its own LLM pool over the same backends
-and its share of each backend's in-flight cap, so the cluster as a whole never sends a backend
-more than the configured cap. Backend changes made through the API (`/v1/backends`,
-`/add_llm_server`) are applied on the service's pool and then on every node's
-(`ClusterBackendRegistry`).
+config as the service (`build_node_runtime` for `prorl serve`; the Gym agent has its own
+builder over `node_runtime`), with its own LLM pool over the same backends and its share of each
+backend's in-flight cap, so the cluster as a whole never sends a backend more than the configured
+cap; the shares are recomputed whenever nodes join or are lost. Backend changes made through the
+API (`/v1/backends`, `/add_llm_server`) are applied on the service's pool and then on every
+node's (`ClusterBackendRegistry`).
 """
 
 from __future__ import annotations
@@ -16,24 +17,32 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+from nemo_gym_prorl.llm.access import LLMAccess, LLMConfig
 from nemo_gym_prorl.pipeline.executor import StageExecutor
 from nemo_gym_prorl.pipeline.ray_executor import NodeRuntime, NodeShare, RayExecutor, make_executor
 from nemo_gym_prorl.service.backends import BackendInfo, BackendRegistry, PoolBackendRegistry
 from nemo_gym_prorl.service.config import ServeConfig, validate_config
+from nemo_gym_prorl.service.task_handlers import HandlersFactory, build_handlers
 
 
 class SharedBackends:
-    """A node's backend registry: per-backend caps given through the API become this node's share."""
+    """A node's backend registry: it holds the cluster-wide in-flight cap of every backend and
+    gives this node's pool its share of each; when nodes join or leave, `reshare` resizes them."""
 
-    def __init__(self, registry: PoolBackendRegistry, share: NodeShare) -> None:
+    def __init__(self, registry: PoolBackendRegistry, share: NodeShare, default_cap: int) -> None:
         self.registry = registry
         self.share = share
+        self.default_cap = default_cap  # the configured per-backend cap, for the whole cluster
+        self.caps: dict[str, int] = {}  # backends added with their own cap: url -> cluster-wide cap
 
     async def add(self, url: str, **opts: Any) -> BackendInfo:
         cap = opts.get("max_in_flight")
         if isinstance(cap, int) and cap >= 1:
             opts = {**opts, "max_in_flight": self.share.of(cap)}
-        return await self.registry.add(url, **opts)
+        info = await self.registry.add(url, **opts)
+        if isinstance(cap, int) and cap >= 1:
+            self.caps[info.url] = cap
+        return info
 
     async def remove(self, url: str) -> bool:
         return await self.registry.remove(url)
@@ -41,31 +50,41 @@ class SharedBackends:
     async def drain(self, url: str) -> BackendInfo:
         return await self.registry.drain(url)
 
+    def reshare(self, share: NodeShare) -> None:
+        """Take `share` of every backend's cluster-wide cap from now on."""
+        self.share = share
+        balancer = self.registry.pool.balancer
+        for address in balancer.addresses():
+            balancer.set_cap(address, share.of(self.caps.get(address, self.default_cap)))
 
-def node_config(config: ServeConfig, share: NodeShare) -> ServeConfig:
-    """The service config as one node runs it: its share of each backend's in-flight cap."""
-    llm = config.llm.model_copy(deep=True)
-    llm.balancer.max_in_flight = share.of(llm.balancer.max_in_flight)
-    return config.model_copy(update={"llm": llm})
+
+def node_llm_config(llm: LLMConfig, share: NodeShare) -> LLMConfig:
+    """The LLM settings as one node runs them: its share of each backend's in-flight cap."""
+    node = llm.model_copy(deep=True)
+    node.balancer.max_in_flight = share.of(llm.balancer.max_in_flight)
+    return node
 
 
-async def build_node_runtime(config_data: dict[str, Any], share: NodeShare) -> NodeRuntime:
-    """Runs on a node's rollout actor: the same handlers `prorl serve` builds, over this node's
-    LLM pool share. Takes the config as plain data (validated again here) so the actor needs
-    nothing but this package installed."""
-    from nemo_gym_prorl.llm.access import LLMAccess
-    from nemo_gym_prorl.service.task_handlers import build_handlers
-
-    config = node_config(validate_config(config_data), share)
-    llm = LLMAccess.from_config(config.llm)
+async def node_runtime(llm_config: LLMConfig, share: NodeShare, handlers: HandlersFactory) -> NodeRuntime:
+    """What every node's rollout actor serves, whoever configured it (`prorl serve` or the Gym
+    agent): `handlers` over this node's own LLM pool, which takes the node's share of the caps."""
+    llm = LLMAccess.from_config(node_llm_config(llm_config, share))
     backends = PoolBackendRegistry(llm.pool)
     try:
-        handlers = build_handlers(config, llm, backends)
+        registry = handlers(llm, backends)
         await llm.pool.start()
     except BaseException:
         await backends.aclose()
         raise
-    return NodeRuntime(handlers=handlers, backends=SharedBackends(backends, share), close=backends.aclose)
+    shared = SharedBackends(backends, share, llm_config.balancer.max_in_flight)
+    return NodeRuntime(handlers=registry, backends=shared, close=backends.aclose)
+
+
+async def build_node_runtime(config_data: dict[str, Any], share: NodeShare) -> NodeRuntime:
+    """Runs on a node's rollout actor: the same handlers `prorl serve` builds. Takes the config
+    as plain data (validated again here) so the actor needs nothing but this package installed."""
+    config = validate_config(config_data)
+    return await node_runtime(config.llm, share, lambda llm, backends: build_handlers(config, llm, backends))
 
 
 async def build_executor(config: ServeConfig, *, gym_head_address: str | None = None) -> StageExecutor:

@@ -17,6 +17,9 @@ from nemo_gym_prorl.pipeline.deps import HandlerDeps
 from nemo_gym_prorl.service.backends import BackendRegistry
 from nemo_gym_prorl.service.config import ConfigError, ServeConfig
 
+HandlersFactory = Callable[[LLMAccess, BackendRegistry], HandlerRegistry]
+"""Registers a service's task handlers over the LLM access (and backend registry) given."""
+
 
 def import_target(target: str, what: str) -> Callable[..., Any]:
     module_name, _, attr = target.partition(":")

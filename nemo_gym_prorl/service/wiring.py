@@ -10,20 +10,20 @@ configuration, not code changes here; they all share the service's one LLM backe
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from fastapi import FastAPI
 
 from nemo_gym_prorl.llm.access import LLMAccess, LLMConfig
-from nemo_gym_prorl.pipeline import HandlerRegistry, Pipeline, PipelineConfig
+from nemo_gym_prorl.pipeline import Pipeline, PipelineConfig
 from nemo_gym_prorl.pipeline.executor import StageExecutor
 from nemo_gym_prorl.service.app import create_app
-from nemo_gym_prorl.service.backends import BackendRegistry, PoolBackendRegistry
+from nemo_gym_prorl.service.backends import PoolBackendRegistry
 from nemo_gym_prorl.service.batch_manager import DatasetCatalog
+from nemo_gym_prorl.service.cluster import build_executor, with_cluster_backends
 from nemo_gym_prorl.service.config import ServeConfig
 from nemo_gym_prorl.service.core import RolloutService, ServiceOptions
-from nemo_gym_prorl.service.task_handlers import build_handlers
+from nemo_gym_prorl.service.task_handlers import HandlersFactory, build_handlers
 
 logger = logging.getLogger(__name__)
 
@@ -39,34 +39,31 @@ class RolloutStack:
     pipeline: Pipeline
     service: RolloutService
 
+    def place_on(self, executor: StageExecutor) -> None:
+        """Run the stages on `executor` (before `start`); on Ray, backend changes made through
+        the API then reach every node's pool too."""
+        self.pipeline.executor = executor
+        self.service.backends = with_cluster_backends(self.backends, executor)
+
     async def start(self) -> None:
         await self.llm.pool.start()  # probes the configured backends; starts the health check
         await self.service.start()
 
 
-HandlersFactory = Callable[[LLMAccess, BackendRegistry], HandlerRegistry]
-
-
 def build_rollout_stack(
-    llm: LLMConfig,
-    pipeline: PipelineConfig,
-    options: ServiceOptions,
-    handlers: HandlersFactory,
-    executor: StageExecutor | None = None,
+    llm: LLMConfig, pipeline: PipelineConfig, options: ServiceOptions, handlers: HandlersFactory
 ) -> RolloutStack:
     """The one builder of pool, access, registry, pipeline and service, for `prorl serve`, the
     NeMo Gym agent and the benchmarks alike; `handlers` registers the task handlers, which all
-    share the one LLM pool."""
+    share the one LLM pool. Stages run in this process until `place_on` says otherwise."""
     access = LLMAccess.from_config(llm)
     backends = PoolBackendRegistry(access.pool)
-    engine = Pipeline(handlers(access, backends), pipeline, executor)
+    engine = Pipeline(handlers(access, backends), pipeline)
     return RolloutStack(access, backends, engine, RolloutService(engine, backends, options))
 
 
 async def build_service(config: ServeConfig) -> RolloutService:
     """`prorl serve`'s service, its LLM pool started; stages on Ray when `executor.kind=ray`."""
-    from nemo_gym_prorl.service.cluster import build_executor, with_cluster_backends
-
     executor = await build_executor(config)
     try:
         stack = build_rollout_stack(
@@ -74,12 +71,11 @@ async def build_service(config: ServeConfig) -> RolloutService:
             config.pipeline,
             config.service,
             lambda llm, backends: build_handlers(config, llm, backends),
-            executor,
         )
     except BaseException:
         await executor.close()
         raise
-    stack.service.backends = with_cluster_backends(stack.backends, executor)
+    stack.place_on(executor)
     await stack.llm.pool.start()  # probes the configured backends; starts the periodic health check
     return stack.service
 

@@ -12,6 +12,7 @@ A thin face: the logic is `nemo_gym_prorl.integrations.gym` (runtime, transport,
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -22,6 +23,7 @@ from nemo_gym.base_resources_server import BaseRunRequest
 from nemo_gym.base_responses_api_agent import BaseResponsesAPIAgentConfig, SimpleResponsesAPIAgent
 from nemo_gym.config_types import ModelServerRef, ResourcesServerRef
 from nemo_gym.openai_utils import NeMoGymResponse, NeMoGymResponseCreateParamsNonStreaming
+from omegaconf import OmegaConf
 from pydantic import ConfigDict, Field, PrivateAttr, model_validator
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
@@ -66,6 +68,8 @@ class ProRLAgentRunRequest(BaseRunRequest):
 
 
 class ProRLAgent(SimpleResponsesAPIAgent):
+    # Gym would join its Ray cluster at start for every config; the agent joins it only with
+    # `executor.kind=ray` (its executor reads Gym's ray_head_node_address).
     ray_enabled = False
     config: ProRLAgentConfig
 
@@ -91,13 +95,20 @@ class ProRLAgent(SimpleResponsesAPIAgent):
                 cfg.model_dump(include=set(ProRLAgentSettings.model_fields))
             )
             default = cfg.resources_server.name if cfg.resources_server is not None else None
+            # Plain data, so that a Ray node's rollout actor can rebuild the same client.
+            clients = functools.partial(
+                GymServerClient.from_config,
+                self.server_client.head_server_config.model_dump(mode="json"),
+                OmegaConf.to_container(global_config, resolve=True),
+            )
             self._runtime = ProRLGymRuntime(
                 settings,
                 self.resources_map(),
-                GymServerClient(self.server_client),
+                clients,
                 access,
                 default_task=default,
                 model_call_capture_dir=capture_dir(global_config),
+                gym_head_address=global_config.get("ray_head_node_address"),
             )
         return self._runtime
 

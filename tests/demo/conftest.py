@@ -43,7 +43,9 @@ async def _records() -> list[dict]:
     )
     records = []
     for task_id, replies in (("multi", [CALL, BROKEN, ANSWER]), ("direct", [ANSWER])):
-        runtime = ProRLGymRuntime(settings, {"prorl_math": "prorl_math"}, FakeResources(reward=1.0), access)
+        runtime = ProRLGymRuntime(
+            settings, {"prorl_math": "prorl_math"}, lambda: FakeResources(reward=1.0), access
+        )
         runtime.llm.dialect = ScriptedDialect(replies)
         try:
             outcome = await runtime.run(_row(task_id))

@@ -54,7 +54,7 @@ async def make_runtime() -> AsyncIterator:
             "backends",
         )
         runtime = ProRLGymRuntime(
-            settings, {"prorl_math": "prorl_math", "prorl_code": "prorl_code"}, resources, access
+            settings, {"prorl_math": "prorl_math", "prorl_code": "prorl_code"}, lambda: resources, access
         )
         runtime.llm.dialect = ScriptedDialect(replies)
         runtimes.append(runtime)

@@ -40,7 +40,7 @@ async def runtime_with_capture(tmp_path: Path) -> AsyncIterator:
             "backends",
         )
         runtime = ProRLGymRuntime(
-            settings, {"prorl_math": "prorl_math"}, FakeResources(reward=1.0), access,
+            settings, {"prorl_math": "prorl_math"}, lambda: FakeResources(reward=1.0), access,
             model_call_capture_dir=directory,
         )  # fmt: skip
         runtime.llm.dialect = ScriptedDialect(replies)

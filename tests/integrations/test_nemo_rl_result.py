@@ -53,7 +53,9 @@ async def runtime_with() -> AsyncIterator:
             LLMConfig(backends=["http://127.0.0.1:9"], dialect="vllm", model="m", health_path=None),
             "backends",
         )
-        runtime = ProRLGymRuntime(settings, {"prorl_math": "prorl_math"}, FakeResources(reward=0.0), access)
+        runtime = ProRLGymRuntime(
+            settings, {"prorl_math": "prorl_math"}, lambda: FakeResources(reward=0.0), access
+        )
         runtime.llm.dialect = dialect
         made.append(runtime)
         return runtime

@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import pytest
-from llm_fakes import FakeLLM
+from support.fake_llm import FakeLLM
 
 FakeFactory = Callable[..., Awaitable[FakeLLM]]
 

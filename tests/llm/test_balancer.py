@@ -65,6 +65,31 @@ async def test_a_full_endpoint_makes_callers_wait_for_a_slot() -> None:
     assert (await asyncio.wait_for(waiter, 1)).address == "a"
 
 
+async def test_a_changed_cap_takes_effect_for_new_requests_only() -> None:
+    balancer = make("a", max_in_flight=2)
+    held = [await balancer.acquire() for _ in range(2)]
+    balancer.set_cap("a", 1)  # lowered below what is in flight: those finish, none start
+    balancer.release(held[0])
+    waiter = asyncio.create_task(balancer.acquire())
+    await asyncio.sleep(0.05)
+    assert not waiter.done()
+    balancer.set_cap("a", 3)  # raised: the waiter gets its slot at once
+    assert (await asyncio.wait_for(waiter, 1)).address == "a"
+    with pytest.raises(ValueError):
+        balancer.set_cap("a", 0)
+
+
+async def test_changing_the_cap_of_a_draining_endpoint_keeps_it_draining() -> None:
+    balancer = make("a", "b")
+    lease = await balancer.acquire("t1")
+    drain = asyncio.create_task(balancer.drain(lease.address, remove=False))
+    await asyncio.sleep(0.02)
+    balancer.set_cap(lease.address, 8)
+    assert (await balancer.acquire("new")).address != lease.address
+    balancer.release(lease)
+    assert await asyncio.wait_for(drain, 1)
+
+
 async def test_waiting_for_a_slot_is_bounded() -> None:
     balancer = make("a", max_in_flight=1, acquire_timeout_s=0.1)
     await balancer.acquire()

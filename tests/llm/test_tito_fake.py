@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from conftest import FakeFactory
-from llm_fakes import IM_END, detokenize, render_chat, tokenize_text
+from support.fake_llm import IM_END, detokenize, render_chat, tokenize_text
 
 from nemo_gym_prorl.llm.balancer import BalancerConfig
 from nemo_gym_prorl.llm.dialects.nemo_rl import NemoRLChatDialect

@@ -153,12 +153,22 @@ async def test_cancel_reaches_the_actor_and_closes_the_sandbox(cluster: Any, tmp
     assert await asyncio.to_thread(_wait_dead, actors) == [], "rollout actors outlived close()"
 
 
-async def test_a_node_killed_mid_run_loses_no_job(cluster: Any, tmp_path: Path) -> None:
-    victim = add_local_node(cluster)  # in the main thread: Ray's node start sets signal handlers
-    cluster.wait_for_nodes()
+async def test_a_node_that_joins_takes_work_and_a_node_killed_mid_run_loses_no_job(
+    cluster: Any, tmp_path: Path
+) -> None:
     service, executor, record = await _service(tmp_path)
     try:
-        assert victim.node_id in {n.node for n in executor.nodes()}
+        assert [n.share_of for n in executor.nodes()] == [2, 2]  # each takes half of the LLM caps
+        victim = add_local_node(cluster)  # in the main thread: Ray's node start sets signal handlers
+        cluster.wait_for_nodes()
+        for _ in range(600):  # the health check finds it and gives it an actor
+            if victim.node_id in {n.node for n in executor.nodes()}:
+                break
+            await asyncio.sleep(0.05)
+        else:
+            pytest.fail("the node that joined never got a rollout actor")
+        await executor.check_nodes()
+        assert [n.share_of for n in executor.nodes()] == [3, 3, 3]  # now a third each
         specs = [JobSpec(task="box", instance={"script": {"run_s": 4, "keepalive": True}}) for _ in range(6)]
         ids = service.pipeline.submit(specs)
         for _ in range(600):  # 3 nodes x 2 slots: every job is placed, two of them on the victim
@@ -182,6 +192,10 @@ async def test_a_node_killed_mid_run_loses_no_job(cluster: Any, tmp_path: Path) 
         status = service.pipeline.status()
         assert status.infra_retries_total == 2
         assert [n.healthy for n in status.nodes if n.node == victim.node_id] == [False]
+        # The lost node's share of the LLM caps went back to the two survivors.
+        await executor.check_nodes()
+        shares = {n.node: n.share_of for n in executor.nodes()}
+        assert shares.pop(victim.node_id) is None and list(shares.values()) == [2, 2]
         # The re-runs opened fresh sandboxes elsewhere; the lost ones died with their node.
         lines = [json.loads(line) for line in record.read_text().splitlines()]
         assert len(lines) == 8 and len({line["sandbox"] for line in lines}) == 8

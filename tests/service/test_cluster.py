@@ -7,9 +7,17 @@ from __future__ import annotations
 
 import pytest
 
+from nemo_gym_prorl.llm.balancer import BalancerConfig
+from nemo_gym_prorl.llm.pool import LLMBackendPool, PoolConfig
 from nemo_gym_prorl.pipeline.executor import InProcessExecutor
 from nemo_gym_prorl.pipeline.ray_executor import NodeShare, resolve_address
-from nemo_gym_prorl.service.cluster import build_executor, node_config, with_cluster_backends
+from nemo_gym_prorl.service.backends import PoolBackendRegistry
+from nemo_gym_prorl.service.cluster import (
+    SharedBackends,
+    build_executor,
+    node_llm_config,
+    with_cluster_backends,
+)
 from nemo_gym_prorl.service.config import ConfigError, load_config, validate_config
 
 
@@ -36,8 +44,8 @@ def test_the_ray_section_is_validated_with_a_clear_error() -> None:
 
 def test_each_node_takes_its_share_of_every_backend_cap() -> None:
     config = validate_config({"llm": {"balancer": {"max_in_flight": 32}}})
-    assert node_config(config, NodeShare(index=0, count=3)).llm.balancer.max_in_flight == 11
-    assert node_config(config, NodeShare(index=0, count=64)).llm.balancer.max_in_flight == 1
+    assert node_llm_config(config.llm, NodeShare(index=0, count=3)).balancer.max_in_flight == 11
+    assert node_llm_config(config.llm, NodeShare(index=0, count=64)).balancer.max_in_flight == 1
     assert config.llm.balancer.max_in_flight == 32  # the service's own config is untouched
 
 
@@ -50,3 +58,22 @@ def test_the_cluster_address_comes_from_config_then_environment_then_gym(
     monkeypatch.setenv("RAY_ADDRESS", "head:6379")
     assert resolve_address(None, "10.0.0.1:6379") == "head:6379"
     assert resolve_address("ray://other:10001", "10.0.0.1:6379") == "ray://other:10001"
+
+
+async def test_a_node_resizes_every_backend_cap_when_the_node_count_changes() -> None:
+    pool = LLMBackendPool(PoolConfig(balancer=BalancerConfig(max_in_flight=8), health_path=None))
+    registry = PoolBackendRegistry(pool)
+    shared = SharedBackends(registry, NodeShare(index=0, count=2), default_cap=32)
+    try:
+        await registry.add("http://a.invalid:8000", max_in_flight=16)  # from config: this node's 16 of 32
+        await shared.add("http://b.invalid:8000", max_in_flight=10)  # through the API: cluster-wide 10
+        caps = {a: pool.balancer.state(a).max_in_flight for a in pool.backends()}  # type: ignore[union-attr]
+        assert sorted(caps.values()) == [5, 16]
+        shared.reshare(NodeShare(index=0, count=4))  # two more nodes joined
+        caps = {a: pool.balancer.state(a).max_in_flight for a in pool.backends()}  # type: ignore[union-attr]
+        assert sorted(caps.values()) == [3, 8]  # ceil(10/4), 32/4
+        shared.reshare(NodeShare(index=0, count=1))  # the others were lost: all of it
+        caps = {a: pool.balancer.state(a).max_in_flight for a in pool.backends()}  # type: ignore[union-attr]
+        assert sorted(caps.values()) == [10, 32]
+    finally:
+        await registry.aclose()

@@ -19,6 +19,7 @@ from nemo_gym_prorl.agent.loop import AgentLimits
 from nemo_gym_prorl.integrations.nemo_rl_result import InfrastructureFailureAnswer
 from nemo_gym_prorl.llm.access import LLMConfig
 from nemo_gym_prorl.pipeline import PipelineConfig
+from nemo_gym_prorl.pipeline.ray_executor import ExecutorConfig
 
 ModelSource = Literal["auto", "backends", "policy_base_url", "model_server"]
 
@@ -55,6 +56,11 @@ class ProRLAgentSettings(BaseModel):
     )
     agent: AgentLimits = Field(default_factory=lambda: AgentLimits(max_turns=16, max_time_s=1800.0))
     rollout_timeout_s: float | None = Field(None, gt=0, description="wall limit of one /run (504 after it)")
+    executor: ExecutorConfig = Field(
+        default_factory=ExecutorConfig,
+        description="where stages run: in this process, or `kind: ray` (one rollout actor per node of "
+        "the cluster named by `ray.address`, RAY_ADDRESS or Gym's ray_head_node_address)",
+    )
     infrastructure_failures: InfrastructureFailureAnswer = Field(
         "http_status",
         description="5xx from /run (NeMo RL's single controller retries them) or a masked 200 result "

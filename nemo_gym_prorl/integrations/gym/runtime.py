@@ -29,20 +29,25 @@ statuses below are for requests no rollout can be made of:
 from __future__ import annotations
 
 import asyncio
+import functools
+import ipaddress
 import logging
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
-from nemo_gym_prorl.agent.handler import AgentRolloutHandler, RolloutFailure
+from nemo_gym_prorl.agent.handler import AgentRolloutHandler
 from nemo_gym_prorl.integrations.gym import observability
 from nemo_gym_prorl.integrations.gym.config import ProRLAgentSettings, ResolvedModelAccess
 from nemo_gym_prorl.integrations.gym.result import RunOutcome, error_outcome, run_result, sampling_from_row
 from nemo_gym_prorl.integrations.gym.transport import ResourcesClient, ResourcesServerTransport
-from nemo_gym_prorl.llm.access import LLMAccess
+from nemo_gym_prorl.llm.access import LLMAccess, LLMConfig
 from nemo_gym_prorl.pipeline import HandlerRegistry, JobSpec, JobState, QueueFullError, UnknownTaskError
+from nemo_gym_prorl.pipeline.ray_executor import NodeBuilder, NodeRuntime, NodeShare, make_executor
+from nemo_gym_prorl.service.cluster import node_runtime
 from nemo_gym_prorl.service.core import ServiceOptions
 from nemo_gym_prorl.service.errors import ApiError
 from nemo_gym_prorl.service.wiring import build_rollout_stack
@@ -50,35 +55,102 @@ from nemo_gym_prorl.service.wiring import build_rollout_stack
 log = logging.getLogger(__name__)
 
 
+ResourcesClientFactory = Callable[[], ResourcesClient]
+"""Builds the client to the resources servers where the stages run: picklable (a functools.partial
+of `GymServerClient.from_config`) when they run on Ray nodes."""
+
+
+def gym_handlers(
+    settings: ProRLAgentSettings, resources: Mapping[str, str], client: ResourcesClient, llm: LLMAccess
+) -> HandlerRegistry:
+    """One rollout handler per resources server: the same handler `prorl serve` runs, over the
+    resources server's HTTP routes."""
+    registry = HandlerRegistry()
+    for task, server in resources.items():
+        handler = AgentRolloutHandler(ResourcesServerTransport(server, client), llm, limits=settings.agent)
+        aliases = [server] if server != task and server not in resources else []
+        registry.register(task, handler, aliases=aliases)
+    return registry
+
+
+async def build_gym_node(
+    settings_data: dict[str, Any],
+    resources: dict[str, str],
+    llm_data: dict[str, Any],
+    clients: ResourcesClientFactory,
+    origin_ip: str,
+    share: NodeShare,
+) -> NodeRuntime:
+    """Runs on a Ray node's rollout actor: the agent's handlers, over this node's LLM pool share
+    and its own client to the resources servers (from plain config data)."""
+    import ray
+
+    settings = ProRLAgentSettings.model_validate(settings_data)
+    llm_config = LLMConfig.model_validate(llm_data)
+    client = clients()
+    here = ray.util.get_node_ip_address()
+    if here != origin_ip:  # a loopback address of the agent's node means nothing here
+        urls = {server: client.base_url(server) for server in resources.values()}
+        urls.update({url: url for url in llm_config.backends})
+        unreachable = [name for name, url in urls.items() if url is not None and is_loopback_url(url)]
+        if unreachable:
+            raise RuntimeError(
+                f"node {here} cannot reach {', '.join(unreachable)} at a loopback address of "
+                f"{origin_ip}: serve them on a routable host (Gym: default_host=0.0.0.0), or keep "
+                "the rollout actors on that node (executor.ray.node_labels / resource)"
+            )
+    return await node_runtime(
+        llm_config, share, lambda llm, _: gym_handlers(settings, resources, client, llm)
+    )
+
+
+def is_loopback_url(url: str) -> bool:
+    host = urlsplit(url).hostname or ""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 class ProRLGymRuntime:
     """Everything behind the agent: LLM pool, handlers per resources server, pipeline, service.
 
-    `start()` must run inside the serving event loop (the pool's HTTP client binds to it).
+    Stages run in this process or, with `executor.kind=ray`, on a rollout actor on every node of
+    the Ray cluster (each with its own client to the resources servers and its share of the LLM
+    backends' caps). `start()` must run inside the serving event loop (the pool's HTTP client
+    binds to it).
     """
 
     def __init__(
         self,
         settings: ProRLAgentSettings,
         resources: Mapping[str, str],
-        client: ResourcesClient,
+        clients: ResourcesClientFactory,
         model_access: ResolvedModelAccess,
         *,
         default_task: str | None = None,
         model_call_capture_dir: Path | None = None,
+        gym_head_address: str | None = None,
     ) -> None:
         if not resources:
             raise ValueError("the agent needs at least one resources server")
         self.settings = settings
         self.resources = dict(resources)
-        self.client = client
+        self.clients = clients
         self.model_access = model_access
         self.default_task = default_task or (next(iter(self.resources)) if len(self.resources) == 1 else None)
-        self.failures: dict[str, RolloutFailure] = {}
         self.model_call_capture_dir = model_call_capture_dir  # Gym's, when observability is on
+        self.gym_head_address = gym_head_address
         # Built here, started in `start()` (inside the serving loop): the HTTP faces need the
         # service object when their routes are declared.
+        client = clients()
         self.stack = build_rollout_stack(
-            model_access.settings, settings.pipeline, ServiceOptions(require_backend=True), self._handlers
+            model_access.settings,
+            settings.pipeline,
+            ServiceOptions(require_backend=True),
+            lambda llm, _: gym_handlers(settings, self.resources, client, llm),
         )
         self.pool = self.stack.llm.pool
         self.llm = self.stack.llm
@@ -92,29 +164,37 @@ class ProRLGymRuntime:
         async with self._lock:
             if self._started:
                 return
-            await self.stack.start()
+            executor = await make_executor(
+                self.settings.executor, self._node_builder(), gym_head_address=self.gym_head_address
+            )
+            self.stack.place_on(executor)
+            try:
+                await self.stack.start()
+            except BaseException:
+                await executor.close()
+                raise
             self._started = True
             access = self.model_access
             log.info(
-                "prorl_agent: %d backend(s) via %s (%s dialect), tasks %s",
+                "prorl_agent: %d backend(s) via %s (%s dialect), tasks %s, stages %s",
                 len(access.settings.backends), access.source, access.settings.dialect,
-                self.pipeline.handlers.names(),
+                self.pipeline.handlers.names(), self.settings.executor.kind,
             )  # fmt: skip
 
-    def _handlers(self, llm: LLMAccess, backends: object) -> HandlerRegistry:
-        """One rollout handler per resources server: the same handler `prorl serve` runs, over
-        the resources server's HTTP routes."""
-        registry = HandlerRegistry()
-        for task, server in self.resources.items():
-            handler = AgentRolloutHandler(
-                ResourcesServerTransport(server, self.client),
-                llm,
-                limits=self.settings.agent,
-                failures=self.failures,
-            )
-            aliases = [server] if server != task and server not in self.resources else []
-            registry.register(task, handler, aliases=aliases)
-        return registry
+    def _node_builder(self) -> NodeBuilder | None:
+        """What each Ray node's actor runs to build its handlers (none in process)."""
+        if self.settings.executor.kind != "ray":
+            return None
+        import ray
+
+        return functools.partial(
+            build_gym_node,
+            self.settings.model_dump(mode="json"),
+            self.resources,
+            self.model_access.settings.model_dump(mode="json"),
+            self.clients,
+            ray.util.get_node_ip_address(),
+        )
 
     async def close(self) -> None:
         if self._closed or not self._started:
@@ -154,15 +234,14 @@ class ProRLGymRuntime:
             return error_outcome(status, getattr(exc, "code", "unavailable"), str(exc))
         except QueueFullError as exc:
             return error_outcome(503, "queue_full", str(exc))
-        finally:
-            failure = self.failures.pop(spec.id, None)
         if result.state is JobState.DONE:
             body = run_result(row, result)
             return RunOutcome(
                 200, await observability.publish(row, result, body, self.model_call_capture_dir)
             )
-        if failure is not None:
-            return error_outcome(failure.status, f"{failure.kind}_failure", str(failure))
+        if result.failure is not None:
+            failure = result.failure
+            return error_outcome(failure.status, f"{failure.kind}_failure", failure.message)
         if result.critical_error == "timeout":
             return error_outcome(
                 504,

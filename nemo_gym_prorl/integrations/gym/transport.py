@@ -22,11 +22,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
 
-from nemo_gym_prorl.agent.handler import RolloutFailure, ToolServiceUnavailableError
+from nemo_gym_prorl.agent.handler import ToolServiceUnavailableError
 from nemo_gym_prorl.agent.loop import AgentTrajectory
 from nemo_gym_prorl.integrations.gym import observability
 from nemo_gym_prorl.integrations.gym.response import chat_tool_specs, gym_response
-from nemo_gym_prorl.pipeline import Evaluation, Job, Trajectory
+from nemo_gym_prorl.pipeline import Evaluation, Job, RolloutFailure, Trajectory
 from nemo_gym_prorl.tools.dispatch import ToolObservation, parse_arguments, unknown_tool
 from nemo_gym_prorl.tools.specs import ARGUMENT_MODELS
 
@@ -46,6 +46,10 @@ class ResourcesClient(Protocol):
 
     async def post(self, server: str, path: str, body: Any, cookies: Mapping[str, str]) -> ResourcesReply: ...
 
+    def base_url(self, server: str) -> str | None:
+        """Where the server listens (for reachability checks on other nodes); None if unknown."""
+        ...
+
 
 class GymServerClient:
     """A `ResourcesClient` over NeMo Gym's `ServerClient` (aiohttp, names resolved from the
@@ -53,6 +57,35 @@ class GymServerClient:
 
     def __init__(self, server_client: Any) -> None:
         self.server_client = server_client
+
+    @classmethod
+    def from_config(cls, head_server: Mapping[str, Any], global_config: Mapping[str, Any]) -> GymServerClient:
+        """Gym's client rebuilt from plain config data, also in a process Gym did not start (a
+        Ray node's rollout actor): the same name resolution, over Gym's shared aiohttp client
+        (set up here from the same config when this process has none yet)."""
+        from nemo_gym.config_types import BaseServerConfig
+        from nemo_gym.server_utils import (
+            GlobalAIOHTTPAsyncClientConfig,
+            ServerClient,
+            is_global_aiohttp_client_setup,
+            set_global_aiohttp_client,
+        )
+        from omegaconf import OmegaConf
+
+        config = OmegaConf.create(dict(global_config))
+        if not is_global_aiohttp_client_setup():
+            set_global_aiohttp_client(GlobalAIOHTTPAsyncClientConfig.model_validate(dict(global_config)))
+        head = BaseServerConfig.model_validate(dict(head_server))
+        return cls(ServerClient(head_server_config=head, global_config_dict=config))
+
+    def base_url(self, server: str) -> str | None:
+        from nemo_gym.global_config import get_first_server_config_dict
+
+        try:
+            config = get_first_server_config_dict(self.server_client.global_config_dict, server)
+            return f"http://{config.host}:{config.port}"
+        except Exception:  # not in the global config: Gym's own request will say so
+            return None
 
     async def post(self, server: str, path: str, body: Any, cookies: Mapping[str, str]) -> ResourcesReply:
         import aiohttp
