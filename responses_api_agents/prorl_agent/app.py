@@ -100,6 +100,7 @@ class ProRLAgent(SimpleResponsesAPIAgent):
                 GymServerClient.from_config,
                 self.server_client.head_server_config.model_dump(mode="json"),
                 OmegaConf.to_container(global_config, resolve=True),
+                connection_retries=cfg.resources_connection_retries,
             )
             self._runtime = ProRLGymRuntime(
                 settings,

@@ -13,12 +13,12 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from support.processes import alive, wait_dead
 
 from nemo_gym_prorl.pipeline import JobSpec, JobState
 from nemo_gym_prorl.pipeline.ray_executor import RayExecutor
@@ -35,24 +35,6 @@ from nemo_gym_prorl.service.wiring import build_service
 
 ray = pytest.importorskip("ray")
 pytestmark = [pytest.mark.slow, pytest.mark.bwrap, pytest.mark.timeout(240)]
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
-
-
-def _wait_dead(pids: list[int], within_s: float = 20.0) -> list[int]:
-    deadline = time.monotonic() + within_s
-    while time.monotonic() < deadline:
-        left = [p for p in pids if _alive(p)]
-        if not left:
-            return []
-        time.sleep(0.2)
-    return [p for p in pids if _alive(p)]
 
 
 @pytest.fixture(scope="module")
@@ -143,14 +125,14 @@ async def test_cancel_reaches_the_actor_and_closes_the_sandbox(cluster: Any, tmp
                 break
             await asyncio.sleep(0.05)
         keepalive = _records(record)[job_id]["pids"]
-        assert keepalive and all(_alive(p) for p in keepalive)
+        assert keepalive and all(alive(p) for p in keepalive)
         result = await service.pipeline.cancel(job_id)
         assert result.state is JobState.CANCELLED
-        assert await asyncio.to_thread(_wait_dead, keepalive) == []  # the sandbox's process died
+        assert await asyncio.to_thread(wait_dead, keepalive) == []  # the sandbox's process died
         assert all(n.in_flight == 0 for n in executor.nodes())
     finally:
         await service.close()
-    assert await asyncio.to_thread(_wait_dead, actors) == [], "rollout actors outlived close()"
+    assert await asyncio.to_thread(wait_dead, actors) == [], "rollout actors outlived close()"
 
 
 async def test_a_node_that_joins_takes_work_and_a_node_killed_mid_run_loses_no_job(
@@ -202,4 +184,4 @@ async def test_a_node_that_joins_takes_work_and_a_node_killed_mid_run_loses_no_j
         pids = [p for line in lines for p in line["pids"]]
     finally:
         await service.close()
-    assert await asyncio.to_thread(_wait_dead, pids) == []
+    assert await asyncio.to_thread(wait_dead, pids) == []

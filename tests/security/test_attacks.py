@@ -25,6 +25,7 @@ from typing import Any
 import psutil
 import pytest
 from conftest import Ledger, Service, process_limit_mechanism
+from support.processes import alive
 
 from nemo_gym_prorl.sandbox import SandboxError, SandboxLimits, SandboxSpec, open_sandbox
 from nemo_gym_prorl.sandbox.base import Sandbox
@@ -49,13 +50,6 @@ def neighbours(service: Service) -> list[str]:
 
 def sandbox(tmp_path: Path, **limits: Any) -> Sandbox:
     return open_sandbox(SandboxSpec(root_dir=tmp_path, limits=SandboxLimits(**limits)))
-
-
-def alive(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
 
 
 def host_processes_matching(marker: str) -> list[int]:

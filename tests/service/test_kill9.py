@@ -21,6 +21,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from support.processes import alive
 
 from nemo_gym_prorl.cli.serve import READY_PREFIX
 
@@ -28,15 +29,6 @@ pytestmark = [
     pytest.mark.bwrap,
     pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap (bwrap) is not installed"),
 ]
-
-
-def alive(pid: int) -> bool:
-    """True unless the process is gone or a zombie (a zombie runs nothing)."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, ProcessLookupError):
-        return False
-    return state != "Z"
 
 
 def cgroup_members(path: str) -> list[int]:

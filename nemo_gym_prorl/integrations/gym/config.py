@@ -56,6 +56,12 @@ class ProRLAgentSettings(BaseModel):
     )
     agent: AgentLimits = Field(default_factory=lambda: AgentLimits(max_turns=16, max_time_s=1800.0))
     rollout_timeout_s: float | None = Field(None, gt=0, description="wall limit of one /run (504 after it)")
+    resources_connection_retries: int = Field(
+        20,
+        ge=1,
+        description="refused or reset connections to a resources server retried (0.5 s apart) before the "
+        "rollout fails as infrastructure (Gym alone retries them forever)",
+    )
     executor: ExecutorConfig = Field(
         default_factory=ExecutorConfig,
         description="where stages run: in this process, or `kind: ray` (one rollout actor per node of "

@@ -75,6 +75,8 @@ def run_result(row: Mapping[str, Any], result: JobResult) -> dict[str, Any]:
         "reroutes": extra.get("reroutes") or [],
         "http_retries": extra.get("http_retries", 0),
         "decoding": extra.get("decoding"),
+        "nodes": [a.node for a in result.attempts],  # where each start ran (Ray: node ids)
+        "infra_retries": result.infra_retries,
     }
     # NeMo RL cannot consume a result without a generated turn (first prompt overflowed, time ran out).
     return ensure_trainable(body, trajectory_id=result.id, reason=str(trajectory.stop_reason))

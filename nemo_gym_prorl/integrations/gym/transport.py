@@ -55,28 +55,32 @@ class GymServerClient:
     """A `ResourcesClient` over NeMo Gym's `ServerClient` (aiohttp, names resolved from the
     global config)."""
 
-    def __init__(self, server_client: Any) -> None:
+    def __init__(self, server_client: Any, *, connection_retries: int | None = None) -> None:
         self.server_client = server_client
+        # Gym retries a refused or reset connection forever by default (a server may still be
+        # starting); a rollout gives up after this many and fails as infrastructure.
+        self.connection_retries = connection_retries
 
     @classmethod
-    def from_config(cls, head_server: Mapping[str, Any], global_config: Mapping[str, Any]) -> GymServerClient:
+    def from_config(
+        cls,
+        head_server: Mapping[str, Any],
+        global_config: Mapping[str, Any],
+        *,
+        connection_retries: int | None = None,
+    ) -> GymServerClient:
         """Gym's client rebuilt from plain config data, also in a process Gym did not start (a
-        Ray node's rollout actor): the same name resolution, over Gym's shared aiohttp client
-        (set up here from the same config when this process has none yet)."""
+        Ray node's rollout actor): the same name resolution, over Gym's shared aiohttp client."""
         from nemo_gym.config_types import BaseServerConfig
-        from nemo_gym.server_utils import (
-            GlobalAIOHTTPAsyncClientConfig,
-            ServerClient,
-            is_global_aiohttp_client_setup,
-            set_global_aiohttp_client,
-        )
+        from nemo_gym.server_utils import ServerClient
         from omegaconf import OmegaConf
 
         config = OmegaConf.create(dict(global_config))
-        if not is_global_aiohttp_client_setup():
-            set_global_aiohttp_client(GlobalAIOHTTPAsyncClientConfig.model_validate(dict(global_config)))
         head = BaseServerConfig.model_validate(dict(head_server))
-        return cls(ServerClient(head_server_config=head, global_config_dict=config))
+        return cls(
+            ServerClient(head_server_config=head, global_config_dict=config),
+            connection_retries=connection_retries,
+        )
 
     def base_url(self, server: str) -> str | None:
         from nemo_gym.global_config import get_first_server_config_dict
@@ -87,10 +91,27 @@ class GymServerClient:
         except Exception:  # not in the global config: Gym's own request will say so
             return None
 
+    def _ensure_session(self) -> None:
+        """Gym makes its shared aiohttp client on first use from the config of the process Gym
+        started; a process it did not start (a Ray actor) gets one from this client's config."""
+        from nemo_gym.server_utils import (
+            GlobalAIOHTTPAsyncClientConfig,
+            is_global_aiohttp_client_setup,
+            set_global_aiohttp_client,
+        )
+        from omegaconf import OmegaConf
+
+        if not is_global_aiohttp_client_setup():
+            settings = OmegaConf.to_container(self.server_client.global_config_dict, resolve=True)
+            set_global_aiohttp_client(GlobalAIOHTTPAsyncClientConfig.model_validate(settings))
+
     async def post(self, server: str, path: str, body: Any, cookies: Mapping[str, str]) -> ResourcesReply:
         import aiohttp
 
+        self._ensure_session()
         kwargs: dict[str, Any] = {"cookies": dict(cookies)}
+        if self.connection_retries is not None:
+            kwargs["_max_connection_retries"] = self.connection_retries
         if body is not None:
             kwargs["json"] = body
         try:

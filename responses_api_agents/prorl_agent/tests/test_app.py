@@ -9,6 +9,7 @@ from __future__ import annotations
 from unittest.mock import MagicMock
 
 from fastapi.testclient import TestClient
+from nemo_gym.config_types import BaseServerConfig
 from nemo_gym.server_utils import ServerClient
 from omegaconf import OmegaConf
 
@@ -25,6 +26,7 @@ def make_agent() -> ProRLAgent:
     )  # fmt: skip
     client = MagicMock(spec=ServerClient)
     client.global_config_dict = OmegaConf.create({})
+    client.head_server_config = BaseServerConfig(host="127.0.0.1", port=11000)
     return ProRLAgent(config=config, server_client=client)
 
 
