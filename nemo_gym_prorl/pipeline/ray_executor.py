@@ -81,6 +81,12 @@ class RayExecutorConfig(BaseModel):
     start_timeout_s: float = Field(
         300.0, gt=0, description="How long to wait for the first node's actor to be ready."
     )
+    no_node_timeout_s: float = Field(
+        300.0,
+        gt=0,
+        description="With no live node for this long, a job waiting to be placed fails as infrastructure "
+        "(masked) instead of waiting for nodes that may never come back.",
+    )
 
 
 @dataclass
@@ -280,6 +286,7 @@ class RayExecutor:
         self._lost_errors: tuple[type[BaseException], ...] = ()
         self._share_count = 1
         self._closed = False
+        self._nodeless_since: float | None = None
 
     # -- lifecycle --------------------------------------------------------------------------
     async def start(self) -> None:
@@ -496,11 +503,31 @@ class RayExecutor:
         usable = [n for n in self._nodes.values() if n.alive and n.healthy and n.free > 0]
         return max(usable, key=lambda n: (n.free, -n.placed_total), default=None)
 
+    def _nodeless_for(self) -> float:
+        """How long the executor has had no live node (0 while it has one)."""
+        if any(n.alive for n in self._nodes.values()):
+            self._nodeless_since = None
+            return 0.0
+        now = time.monotonic()
+        if self._nodeless_since is None:
+            self._nodeless_since = now
+        return now - self._nodeless_since
+
+    def _given_up(self) -> str | None:
+        """Why no job can be placed any more, if so (INIT then fails as infrastructure)."""
+        if self._closed:
+            return "the Ray executor is closed"
+        if self._nodeless_for() >= self.config.no_node_timeout_s:
+            return f"no live Ray node for {self.config.no_node_timeout_s:g}s (is the cluster up?)"
+        return None
+
     async def wait_for_capacity(self) -> None:
-        """Return once some healthy node has a free slot (or the executor is closed: INIT then
-        fails). With every node gone, jobs wait here until nodes join or their deadline ends."""
-        while self._pick() is None and not self._closed:
-            await self._changed.wait()
+        """Return once some healthy node has a free slot, or once no job can be placed any more
+        (closed, or no live node for `no_node_timeout_s`: INIT then fails). Until then, with
+        every node gone, jobs wait here for nodes to join."""
+        while self._pick() is None and self._given_up() is None:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._changed.wait(), self.config.health_interval_s)
 
     def node_of(self, state: Any) -> str | None:
         return state.node if isinstance(state, RayJobHandle) else None
@@ -557,8 +584,9 @@ class RayExecutor:
     async def init(self, handler: RolloutHandler, job: Job) -> RayJobHandle:
         node = self._pick()
         while node is None:  # another job took the last slot since wait_for_capacity returned
-            if self._closed:
-                raise InfrastructureError("the Ray executor is closed")
+            why = self._given_up()
+            if why is not None:
+                raise InfrastructureError(why)
             await self.wait_for_capacity()
             node = self._pick()
         node.jobs.add(job.id)

@@ -12,7 +12,8 @@ from support.scripted_stages import ScriptedHandler
 
 from nemo_gym_prorl.pipeline import HandlerRegistry, JobSpec, JobState, Pipeline, PipelineConfig
 from nemo_gym_prorl.pipeline.executor import InfrastructureError, InProcessExecutor
-from nemo_gym_prorl.pipeline.job import Job, Trajectory
+from nemo_gym_prorl.pipeline.job import Job, Stage, Trajectory
+from nemo_gym_prorl.pipeline.ray_executor import NodeRuntime, NodeShare, RayExecutor, RayExecutorConfig
 
 
 class LosingExecutor(InProcessExecutor):
@@ -109,3 +110,29 @@ async def test_the_in_process_executor_places_nothing_and_records_no_attempts() 
     assert result.state is JobState.DONE
     assert result.attempts == [] and result.infra_retries == 0 and not result.mask_sample
     assert pipeline.status().nodes == []
+
+
+async def test_with_no_live_node_for_too_long_waiting_jobs_fail_masked_instead_of_waiting_forever() -> None:
+    # A Ray executor whose every node is gone (none ever started here: no Ray needed).
+    config = RayExecutorConfig(no_node_timeout_s=0.3, health_interval_s=0.05, max_attempts=2)
+    executor = RayExecutor(config, build=_never_built)
+    handler = ScriptedHandler()
+    registry = HandlerRegistry()
+    registry.register("s", handler)
+    pipeline = Pipeline(registry, PipelineConfig(init_workers=2, run_workers=1, eval_workers=1), executor)
+    await pipeline.start()
+    try:
+        ids = pipeline.submit([JobSpec(task="s"), JobSpec(task="s")])
+        results, pending = await pipeline.wait(ids, timeout=20)
+    finally:
+        await pipeline.stop()
+    assert pending == []
+    for result in results:
+        assert result.state is JobState.FAILED and result.critical_error == "init"
+        assert result.mask_sample and "no live Ray node for 0.3s" in (result.error or "")
+        assert len(result.attempts) == 2 and all(a.node is None for a in result.attempts)
+    assert handler.entered[Stage.INIT] == []  # nothing ever ran
+
+
+async def _never_built(share: NodeShare) -> NodeRuntime:
+    raise AssertionError("no node should be built")
