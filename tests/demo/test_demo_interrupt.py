@@ -25,6 +25,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from support.processes import Proc, alive, wait_dead
 
 pytestmark = [pytest.mark.bwrap, pytest.mark.slow, pytest.mark.timeout(300)]
 
@@ -49,14 +50,6 @@ def wait_for(predicate: Callable[[], bool], proc: subprocess.Popen[bytes], log: 
 def process_tree(pid: int) -> list[tuple[int, float]]:
     root = psutil.Process(pid)
     return [(p.pid, p.create_time()) for p in [root, *root.children(recursive=True)]]
-
-
-def alive(pid: int, create_time: float) -> bool:
-    try:
-        p = psutil.Process(pid)
-        return p.create_time() == create_time and p.status() != psutil.STATUS_ZOMBIE
-    except psutil.Error:
-        return False
 
 
 class Demo:
@@ -103,8 +96,9 @@ class Demo:
         code = self.proc.wait(timeout=240)  # generous: only against a hang
         return code, self.log.read_text()
 
-    def survivors(self) -> list[tuple[int, float]]:
-        return [p for p in self.started if alive(*p)]
+    def survivors(self) -> list[Proc]:
+        """What it started and is still running (the last SIGKILLs may still be landing)."""
+        return wait_dead(self.started)
 
     def kill_everything(self) -> None:
         """After a failure only: nothing the demo left behind may outlive the test."""
@@ -129,13 +123,14 @@ def start_demo(tmp_path: Path):
 
     yield start
     for demo in demos:
-        if demo.proc.poll() is None or demo.survivors():
+        if demo.proc.poll() is None or any(alive(*p) for p in demo.started):
             demo.kill_everything()
 
 
 def assert_stopped_in_order(demo: Demo, code: int, output: str, sig: signal.Signals) -> None:
     assert code == 128 + sig, output
-    assert demo.survivors() == [], f"left running: {demo.survivors()}\n{output}"
+    left = demo.survivors()
+    assert left == [], f"left running: {left}\n{output}"
     assert not (demo.work / "state" / "state.json").exists(), "`prorl gym down` removes the state it stopped"
     partial = demo.out / "demo" / "partial_groups.jsonl"
     assert f"interrupted by {sig.name}: everything the demo started is stopped" in output
