@@ -10,6 +10,10 @@
 3. a per-domain summary, NeMo-RL-ready trajectories (JSONL, Gym `/run` shape), and a PNG of the
    stage timeline and throughput; then everything it started is stopped.
 
+Ctrl-C (SIGINT) or SIGTERM at any point stops it in order (`shutdown.py`): the collection is
+cancelled, everything it started is stopped as `prorl gym down` stops it, the groups judged so far
+are kept (`partial_groups.jsonl`), and it exits with 130 or 143.
+
 The 135M model cannot hold a tool-call format on its own, so by default its tool calls are
 constrained (a vLLM structural tag built from each task's tools, `llm.constrained` below): it
 must call a working tool on its first two turns, may answer from the third, and must answer on
@@ -19,7 +23,6 @@ sandboxes and the rewards are the evaluators' own. `--unconstrained` shows the m
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
 import time
@@ -32,11 +35,13 @@ from tqdm import tqdm
 from nemo_gym_prorl.assets import output_root, resources_server_dir
 from nemo_gym_prorl.demo.html_report import write_html_report
 from nemo_gym_prorl.demo.report import plot_timeline, rollouts_of, write_jsonl
+from nemo_gym_prorl.demo.shutdown import Interrupted, StopOnSignals
 from nemo_gym_prorl.demo.summary import summarize, summary_table
 from nemo_gym_prorl.demo.verdict import judge
 from nemo_gym_prorl.integrations.gym import launcher as gym_launcher
 from nemo_gym_prorl.integrations.gym.contract import check_group, check_result, group_by_task
 from nemo_gym_prorl.integrations.gym.result import run_result
+from nemo_gym_prorl.pipeline.dapo import BatchEvent
 from nemo_gym_prorl.pipeline.groups import GroupResult
 from nemo_gym_prorl.service.client import AsyncRolloutClient
 from nemo_gym_prorl.tasks.data import read_jsonl
@@ -44,6 +49,9 @@ from nemo_gym_prorl.tasks.data import read_jsonl
 DOMAINS = ("math", "stem", "code", "swe")
 # Relative to the working directory (like Gym's own outputs/), never beside the package.
 STATE_DIR = Path(".prorl") / "demo"
+# What an interrupted run keeps: the groups judged before the signal, as the batch stream sent them.
+PARTIAL = "partial_groups.jsonl"
+BUSY_NOTE = "\033[1m[demo]\033[0m {signal}: already stopping everything the demo started; it exits when done"
 _AGENT = "++prorl_agent.responses_api_agents.prorl_agent"
 # Constrained tool calling (see nemo_gym_prorl/llm/dialects/structured.py): two tool turns, then
 # the answer may come, and must come on the fourth turn. `max_turns` bounds the domains whose
@@ -73,24 +81,28 @@ def demo_rows(quick: bool) -> list[dict[str, Any]]:
     return rows
 
 
-def build_swe_instances() -> None:
+async def build_swe_instances() -> None:
     """SWE instances are real projects built from PyPI sdists once, then cached (and not
     re-validated on every run)."""
     from nemo_gym_prorl.tasks.swe import SweConfig, ensure_built
 
     config = SweConfig()
     started = time.monotonic()
-    instances = asyncio.run(ensure_built(config))
+    instances = await ensure_built(config)
     say(
         f"SWE instances ready ({len(instances)}, {time.monotonic() - started:.0f}s; cache {config.instances_path.parent})"
     )
 
 
 async def collect(
-    agent_url: str, rows: list[dict[str, Any]], group_size: int
+    agent_url: str,
+    rows: list[dict[str, Any]],
+    group_size: int,
+    judged: list[tuple[GroupResult, bool]] | None = None,
 ) -> tuple[list[tuple[GroupResult, bool]], Any]:
-    """One DAPO batch over every row; returns the judged groups (informative or not) and stats."""
-    judged: list[tuple[GroupResult, bool]] = []
+    """One DAPO batch over every row; returns the judged groups (informative or not) and stats.
+    Groups are appended to `judged` as they come, so a cancelled collection keeps them."""
+    judged = [] if judged is None else judged
     stats = None
     config = {
         "group_size": group_size,
@@ -101,58 +113,95 @@ async def collect(
     }
     async with AsyncRolloutClient(agent_url, timeout=600) as client:
         batch = await client.start_batch(groups=len(rows), source={"rows": rows}, config=config)
-        bar = tqdm(total=len(rows) * group_size, desc="rollouts", unit="rollout", dynamic_ncols=True)
-        informative = 0
-        async for event in client.stream_batch(batch.batch_id):
-            if event.type == "end":
-                stats = event.stats
-                break
-            assert event.group is not None
-            judged.append((event.group, event.type == "group"))
-            informative += event.type == "group"
-            bar.update(len(event.group.samples) or group_size)
-            bar.set_postfix(groups=len(judged), informative=informative)
-        bar.close()
+        total = len(rows) * group_size
+        with tqdm(total=total, desc="rollouts", unit="rollout", dynamic_ncols=True) as bar:
+            informative = 0
+            async for event in client.stream_batch(batch.batch_id):
+                if event.type == "end":
+                    stats = event.stats
+                    break
+                assert event.group is not None
+                judged.append((event.group, event.type == "group"))
+                informative += event.type == "group"
+                bar.update(len(event.group.samples) or group_size)
+                bar.set_postfix(groups=len(judged), informative=informative)
     return judged, stats
 
 
-def run_demo(quick: bool = False, constrained: bool = True) -> int:
-    group_size = 2 if quick else 4
-    rows = demo_rows(quick)
-    domain_of = {f"prorl_{d}": d for d in DOMAINS}
+def collect_on_stack(
+    signals: StopOnSignals,
+    rows: list[dict[str, Any]],
+    group_size: int,
+    constrained: bool,
+    judged: list[tuple[GroupResult, bool]],
+) -> tuple[Any, float] | None:
+    """Steps 1-3, then the stack stopped whatever happened, through `prorl gym down`'s code.
+    Returns the batch's stats and the collection's duration; None if the stack did not come up."""
     say("1/4 SWE instances from real PyPI projects")
-    build_swe_instances()
+    signals.run(build_swe_instances())
     say("2/4 starting the embedded model and the NeMo Gym stack (agent + math, stem, code, swe servers)")
     started = time.monotonic()
     try:
-        state = gym_launcher.up(
-            ["mixed"],
-            state_dir=STATE_DIR,
-            serve_model=True,
-            # A free port: another stack (a `prorl gym up`, a second checkout) may hold the default.
-            head_port=gym_launcher.free_port(),
-            extra_overrides=CONSTRAINED_OVERRIDES if constrained else (),
-            echo=say,
-        )
-    except gym_launcher.LaunchError as exc:
-        say(f"could not start the stack: {exc}")
-        gym_launcher.down(STATE_DIR, echo=say)
-        return 1
-    try:
+        try:
+            state = gym_launcher.up(
+                ["mixed"],
+                state_dir=STATE_DIR,
+                serve_model=True,
+                # A free port: another stack (a `prorl gym up`, a second checkout) may hold the default.
+                head_port=gym_launcher.free_port(),
+                extra_overrides=CONSTRAINED_OVERRIDES if constrained else (),
+                echo=say,
+            )
+        except gym_launcher.LaunchError as exc:
+            say(f"could not start the stack: {exc}")
+            return None
         if state.agent_url is None:
             say("the agent did not register with the head server")
-            return 1
+            return None
         say(f"stack up in {time.monotonic() - started:.0f}s; agent at {state.agent_url}")
         say(
             f"3/4 collecting {len(rows)} prompts x {group_size} samples with DAPO grouping "
             f"({'constrained' if constrained else 'unconstrained'} tool calls)"
         )
         t0 = time.monotonic()
-        judged, stats = asyncio.run(collect(state.agent_url, rows, group_size))
-        elapsed = time.monotonic() - t0
+        _, stats = signals.run(collect(state.agent_url, rows, group_size, judged))
+        return stats, time.monotonic() - t0
     finally:
-        say("4/4 shutting everything down")
-        gym_launcher.down(STATE_DIR, echo=say)
+        with signals.holding():
+            if signals.stop_name:
+                say(f"{signals.stop_name}: stopping everything the demo started")
+            else:
+                say("4/4 shutting everything down")
+            gym_launcher.down(STATE_DIR, echo=say)
+
+
+def report_interrupted(stop: Interrupted, judged: list[tuple[GroupResult, bool]]) -> int:
+    """Keep the groups judged before the signal, say where, and give the signal's exit code."""
+    if judged:
+        path = output_root() / "demo" / PARTIAL
+        events = (BatchEvent(type="group" if informative else "dropped", group=group) for group, informative in judged)  # fmt: skip
+        write_jsonl(path, (e.model_dump(mode="json", exclude_none=True) for e in events))
+        rollouts = sum(len(group.samples) for group, _ in judged)
+        kept = f"the {len(judged)} group(s) judged before it ({rollouts} rollouts) are in {path}"
+    else:
+        kept = "no group had been judged yet, so no output was written"
+    say(f"interrupted by {stop.name}: everything the demo started is stopped; {kept}")
+    return stop.exit_code
+
+
+def run_demo(quick: bool = False, constrained: bool = True) -> int:
+    group_size = 2 if quick else 4
+    rows = demo_rows(quick)
+    domain_of = {f"prorl_{d}": d for d in DOMAINS}
+    judged: list[tuple[GroupResult, bool]] = []
+    with StopOnSignals(BUSY_NOTE) as signals:
+        try:
+            collected = collect_on_stack(signals, rows, group_size, constrained, judged)
+        except Interrupted as stop:
+            return report_interrupted(stop, judged)
+    if collected is None:
+        return 1
+    stats, elapsed = collected
 
     rollouts = rollouts_of(judged, domain_of)
     summaries = summarize(rollouts, judged, domain_of)
@@ -175,6 +224,7 @@ def run_demo(quick: bool = False, constrained: bool = True) -> int:
         f"per group, components sum to reward): {'all ' + str(len(everything)) + ' rollouts conform' if not problems else problems[:3]}"
     )
     out = output_root() / "demo"
+    (out / PARTIAL).unlink(missing_ok=True)  # an earlier interrupted run's, not this run's
     write_jsonl(out / "trajectories.jsonl", trained)
     write_jsonl(out / "all_rollouts.jsonl", everything)
     (out / "summary.json").write_text(json.dumps([asdict(s) for s in summaries], indent=2))
