@@ -30,6 +30,7 @@ import uvicorn
 from nemo_gym.server_utils import ServerClient
 from support.fake_llm import FakeLLM, detokenize
 from support.processes import wait_dead
+from support.ray_cluster import two_node_cluster
 
 from nemo_gym_prorl.integrations.gym.config import ProRLAgentSettings, ResolvedModelAccess
 from nemo_gym_prorl.integrations.gym.runtime import ProRLGymRuntime, is_loopback_url
@@ -37,12 +38,6 @@ from nemo_gym_prorl.integrations.gym.transport import GymServerClient
 from nemo_gym_prorl.llm.access import LLMConfig
 from nemo_gym_prorl.pipeline import PipelineConfig
 from nemo_gym_prorl.pipeline.ray_executor import ExecutorConfig, RayExecutor, RayExecutorConfig
-from nemo_gym_prorl.pipeline.ray_local import (
-    add_local_node,
-    connect,
-    shutdown_local_cluster,
-    start_local_cluster,
-)
 from nemo_gym_prorl.sandbox import SandboxSpec
 from resources_servers.prorl_math.app import ProRLMathConfig, ProRLMathServer
 
@@ -69,13 +64,9 @@ def row(data_source: str = "prorl_math", task_id: str = "t1") -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[Any]:
-    c = start_local_cluster()
-    try:
-        add_local_node(c)
-        connect(c)
+    """Two raylets on this machine."""
+    with two_node_cluster() as c:
         yield c
-    finally:
-        assert shutdown_local_cluster(c) == [], "Ray processes outlived the cluster"
 
 
 @contextlib.asynccontextmanager

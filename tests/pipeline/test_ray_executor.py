@@ -12,21 +12,18 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from support.processes import alive, wait_dead
+from support.ray_cluster import two_node_cluster
 
 from nemo_gym_prorl.pipeline import JobSpec, JobState
 from nemo_gym_prorl.pipeline.ray_executor import RayExecutor
 from nemo_gym_prorl.pipeline.ray_local import (
     add_local_node,
-    connect,
-    shutdown_local_cluster,
-    start_local_cluster,
 )
 from nemo_gym_prorl.service.config import validate_config
 from nemo_gym_prorl.service.core import RolloutService
@@ -40,16 +37,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.bwrap, pytest.mark.timeout(240)]
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[Any]:
     """Two nodes (the head and one worker), one CPU each; a test may add and kill a third."""
-    # The nodes' workers import the scripted handlers from tests/support, as this process does.
-    tests_dir = str(Path(__file__).resolve().parents[1])
-    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [tests_dir, os.environ.get("PYTHONPATH")]))
-    c = start_local_cluster()
-    try:
-        add_local_node(c)
-        connect(c)
+    with two_node_cluster() as c:
         yield c
-    finally:
-        assert shutdown_local_cluster(c) == [], "Ray processes outlived the cluster"
 
 
 async def _service(tmp_path: Path, **ray_opts: Any) -> tuple[RolloutService, RayExecutor, Path]:
