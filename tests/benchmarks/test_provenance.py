@@ -35,11 +35,15 @@ def test_readme_sync_rewrites_only_between_the_markers(bench, tmp_path) -> None:
     provenance = bench("provenance")
     provenance.record("eval", {}, simulated=[], ours="a", against="b", measured="c", results_dir=tmp_path)
     readme = tmp_path / "README.md"
-    readme.write_text(f"before\n{provenance.TABLE_START}\nstale\n{provenance.TABLE_END}\nafter\n")
+    blocks = "".join(
+        f"{start}\nstale\n{end}\nbetween\n" for start, end in map(provenance._markers, provenance.BLOCKS)
+    )
+    readme.write_text(f"before\n{blocks}after\n")
     assert provenance.sync_readme(readme, tmp_path) is True
     text = readme.read_text()
-    assert text.startswith("before\n") and text.endswith("after\n") and "stale" not in text
-    assert "none (all real)" in text
+    assert text.startswith("before\n") and text.endswith("between\nafter\n") and "stale" not in text
+    assert "none (all real)" in text and "no scaleout results" in text
+    assert provenance.stale_blocks(readme, tmp_path) == []
     assert provenance.sync_readme(readme, tmp_path) is False  # idempotent
     readme.write_text("no markers\n")
     with pytest.raises(ValueError, match="markers"):
@@ -58,10 +62,10 @@ def test_committed_results_cover_every_benchmark_with_a_paper_trail(bench) -> No
     )
 
 
-def test_readme_table_is_the_one_generated_from_the_results_files(bench) -> None:
+def test_readme_tables_are_the_ones_generated_from_the_results_files(bench) -> None:
     provenance = bench("provenance")
-    assert provenance.readme_table() == provenance.render_table(), (
-        "README.md's benchmark table differs from benchmarks/results/*.json: run `prorl bench report`"
+    assert provenance.stale_blocks() == [], (
+        "README.md's generated tables differ from benchmarks/results/*.json: run `prorl bench report`"
     )
 
 

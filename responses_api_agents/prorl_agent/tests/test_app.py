@@ -6,12 +6,15 @@ the runtime's status and body; the rollout API is served by the same app; Gym's 
 
 from __future__ import annotations
 
+from pathlib import Path
 from unittest.mock import MagicMock
 
+import pytest
 from fastapi.testclient import TestClient
 from nemo_gym.config_types import BaseServerConfig
 from nemo_gym.server_utils import ServerClient
 from omegaconf import OmegaConf
+from pydantic import ValidationError
 
 from nemo_gym_prorl.integrations.gym.result import RunOutcome
 from responses_api_agents.prorl_agent.app import ProRLAgent, ProRLAgentConfig
@@ -103,3 +106,14 @@ def test_run_reads_capture_rollout_id_only_when_the_gym_version_sends_it() -> No
         assert client.post("/run", json=row).status_code == 200  # the pinned Gym sends no capture id
         assert client.post("/run", json={**row, "capture_rollout_id": "r-7"}).status_code == 200
     assert "_ng_rollout_id" not in seen[0] and seen[1]["_ng_rollout_id"] == "r-7"
+
+
+def test_the_shipped_config_runs_in_process_and_ray_is_one_override_away() -> None:
+    shipped = OmegaConf.load(Path(__file__).resolve().parents[1] / "configs" / "prorl_agent.yaml")
+    entry = OmegaConf.to_container(shipped.prorl_agent.responses_api_agents.prorl_agent)
+    base = {**entry, "host": "127.0.0.1", "port": 0, "name": "prorl_agent"}
+    assert ProRLAgentConfig.model_validate(base).executor.kind == "inprocess"
+    ray = ProRLAgentConfig.model_validate({**base, "executor": {"kind": "ray", "ray": {"slots_per_node": 8}}})
+    assert ray.executor.kind == "ray" and ray.executor.ray.slots_per_node == 8
+    with pytest.raises(ValidationError, match=r"executor\.kind"):
+        ProRLAgentConfig.model_validate({**base, "executor": {"kind": "slurm"}})
