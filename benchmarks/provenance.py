@@ -212,8 +212,7 @@ def render_scaleout(results_dir: Path | None = None) -> str:
         f"`ray_overhead_ratio` {f['ray_overhead_ratio']} (X_ray / X_in-process at "
         f"{f['points'][-1]['nodes']} nodes), `node_kill_submitted` {f['node_kill_submitted']}, "
         f"`node_kill_completed` {f['node_kill_completed']}. Measured {d['measured_at'][:10]} on "
-        f"{_where(d)}; 1-minute load {m['load_avg_start'][0]:g} at the start, "
-        f"{m['load_avg_end'][0]:g} at the end.",
+        f"{_where(d)} (1-minute load {m['load_avg_end'][0]:g} at the end).",
     ]
     return "\n".join(rows)
 

@@ -73,4 +73,4 @@ def test_prorl_bench_report_check_passes_on_the_committed_table(capsys) -> None:
     from nemo_gym_prorl.cli import main
 
     assert main(["bench", "report", "--check"]) == 0
-    assert "matches" in capsys.readouterr().out
+    assert "tables match" in capsys.readouterr().out
