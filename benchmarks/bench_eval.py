@@ -29,8 +29,8 @@ from pathlib import Path
 from typing import Any
 
 import provenance  # first: it notes the load average the run starts under
+from nemo_gym_prorl.datasets.sources import humaneval_problems, humaneval_rows
 from nemo_gym_prorl.tasks.code import CodeConfig, CodeTask, function_program
-from nemo_gym_prorl.tasks.data import humaneval_problems, humaneval_rows
 
 TARGET_SPEEDUP = 1.5
 SIMULATED: list[str] = []  # real HumanEval programs, real sandboxes, real interpreters

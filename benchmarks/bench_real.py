@@ -39,11 +39,11 @@ from typing import Any
 import httpx
 
 import provenance  # first: it notes the load average the run starts under
+from nemo_gym_prorl.datasets.sources import math_rows
 from nemo_gym_prorl.llm.pool import LLMBackendPool, PoolConfig, Route
 from nemo_gym_prorl.pipeline.job import Job, JobResult, JobSpec, JobState
 from nemo_gym_prorl.service.config import compose_config, validate_config
 from nemo_gym_prorl.service.wiring import build_service
-from nemo_gym_prorl.tasks.data import math_rows
 
 SERVERS = 2
 SIMULATED: list[str] = []  # real model, real sandboxes, real tools, real EVAL

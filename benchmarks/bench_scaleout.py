@@ -37,14 +37,14 @@ import provenance  # first: it notes the load average the run starts under
 from nemo_gym_prorl.pipeline import HandlerRegistry, JobResult, JobSpec, JobState, Pipeline, PipelineConfig
 from nemo_gym_prorl.pipeline.executor import InProcessExecutor, StageExecutor
 from nemo_gym_prorl.pipeline.ray_executor import RayExecutor, RayExecutorConfig
-from nemo_gym_prorl.pipeline.ray_local import (
+from nemo_gym_prorl.service.cluster import build_node_runtime
+from ray_local import (
     add_local_node,
     children_write_to_stderr,
     connect,
     shutdown_local_cluster,
     start_local_cluster,
 )
-from nemo_gym_prorl.service.cluster import build_node_runtime
 from scripted_handlers import ScriptedHandler, subprocess_env
 
 NODE_COUNTS = (1, 2, 4, 8)

@@ -26,8 +26,8 @@ import time
 from pathlib import Path
 
 import provenance  # first: it notes the load average the run starts under
+import tool_roundtrips as tool_bench
 from nemo_gym_prorl.sandbox import SandboxSpec, open_sandbox
-from nemo_gym_prorl.tools import bench as tool_bench
 
 PRORL_PAPER_SHELL_S = 0.42  # ProRL Agent's published shell action latency: context only
 CALLS = 200  # at least 200 calls per method

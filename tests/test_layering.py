@@ -30,6 +30,7 @@ LAYERS: dict[str, int] = {
     "service": 4,
     "integrations": 4,
     "demo": 4,
+    "datasets": 4,
     "cli": 5,
 }
 

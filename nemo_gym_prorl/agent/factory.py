@@ -14,9 +14,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from nemo_gym_prorl.agent.deps import HandlerDeps
 from nemo_gym_prorl.agent.handler import AgentRolloutHandler, domain_rollout_handler
 from nemo_gym_prorl.agent.loop import AgentLimits
-from nemo_gym_prorl.pipeline.deps import HandlerDeps
 from nemo_gym_prorl.tasks import make_task_from_options
 from nemo_gym_prorl.tools.dispatch import ToolBoxConfig
 

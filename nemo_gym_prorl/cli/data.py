@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from nemo_gym_prorl.assets import project_root
-from nemo_gym_prorl.tasks.data import DEFAULT_AGENT, pick_examples, split_rows, write_jsonl
+from nemo_gym_prorl.datasets.rows import DEFAULT_AGENT, pick_examples, split_rows, write_jsonl
 
 DOMAINS = ("math", "stem", "code", "swe")
 DOMAIN_TOOLS = {"math": ("ipython", "submit"), "stem": ("ipython", "submit"), "code": ("bash", "editor", "ipython"),
@@ -45,7 +45,7 @@ def responses_tools(domain: str) -> list[dict[str, Any]]:
 def domain_rows(
     domain: str, agent: str = DEFAULT_AGENT, compact: bool = False, math_per_task: int = 4
 ) -> list[dict[str, Any]]:
-    from nemo_gym_prorl.tasks import data
+    from nemo_gym_prorl.datasets import sources as data
 
     tools = responses_tools(domain)
     if domain == "math":
@@ -54,7 +54,8 @@ def domain_rows(
         return data.stem_rows(agent=agent, tools=tools)
     if domain == "code":
         return data.code_rows(agent=agent, tools=tools)
-    from nemo_gym_prorl.tasks.swe import ensure_built, swe_rows
+    from nemo_gym_prorl.datasets.swe import swe_rows
+    from nemo_gym_prorl.tasks.swe import ensure_built
 
     return swe_rows(asyncio.run(ensure_built()), agent=agent, tools=tools, compact=compact)
 

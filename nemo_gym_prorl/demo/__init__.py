@@ -33,6 +33,7 @@ from typing import Any
 from tqdm import tqdm
 
 from nemo_gym_prorl.assets import output_root, resources_server_dir
+from nemo_gym_prorl.datasets.rows import read_jsonl
 from nemo_gym_prorl.demo.html_report import write_html_report
 from nemo_gym_prorl.demo.report import plot_timeline, rollouts_of, write_jsonl
 from nemo_gym_prorl.demo.shutdown import Interrupted, StopOnSignals
@@ -44,7 +45,6 @@ from nemo_gym_prorl.integrations.gym.result import run_result
 from nemo_gym_prorl.pipeline.dapo import BatchEvent
 from nemo_gym_prorl.pipeline.groups import GroupResult
 from nemo_gym_prorl.service.client import AsyncRolloutClient
-from nemo_gym_prorl.tasks.data import read_jsonl
 
 DOMAINS = ("math", "stem", "code", "swe")
 # Relative to the working directory (like Gym's own outputs/), never beside the package.

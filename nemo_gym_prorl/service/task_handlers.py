@@ -11,9 +11,9 @@ import importlib
 from collections.abc import Callable
 from typing import Any
 
+from nemo_gym_prorl.agent.deps import HandlerDeps
 from nemo_gym_prorl.llm.access import LLMAccess
 from nemo_gym_prorl.pipeline import HandlerRegistry
-from nemo_gym_prorl.pipeline.deps import HandlerDeps
 from nemo_gym_prorl.service.backends import BackendRegistry
 from nemo_gym_prorl.service.config import ConfigError, ServeConfig
 

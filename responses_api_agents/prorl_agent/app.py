@@ -31,7 +31,7 @@ from nemo_gym_prorl.integrations.gym.config import ProRLAgentSettings, resolve_m
 from nemo_gym_prorl.integrations.gym.observability import capture_dir
 from nemo_gym_prorl.integrations.gym.runtime import ProRLGymRuntime
 from nemo_gym_prorl.integrations.gym.transport import GymServerClient
-from nemo_gym_prorl.integrations.nemo_rl_result import answer_for_trainer
+from nemo_gym_prorl.integrations.nemo_rl.result import answer_for_trainer
 
 # Paths Gym itself serves on every server (liveness) or that FastAPI adds: not taken from the
 # rollout API's app.

@@ -10,7 +10,7 @@ import json
 from collections.abc import AsyncIterator
 
 import pytest
-from gym_fakes import FakeResources, ScriptedDialect
+from support.gym_fakes import FakeResources, ScriptedDialect
 
 from nemo_gym_prorl.integrations.gym.config import (
     ModelAccessConfig,

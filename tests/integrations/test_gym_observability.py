@@ -12,12 +12,12 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from gym_fakes import FakeResources, ScriptedDialect
 from nemo_gym.atif_export import AtifExportError, gym_rollout_to_atif
 from nemo_gym.base_responses_api_model import merge_model_call_capture_into_record
 from nemo_gym.rollout_collection import _attach_ng_perf, _attach_trajectory_record
 from nemo_gym.rollout_health import run_health_checks
 from nemo_gym.rollout_observability import AgentObservationBundle
+from support.gym_fakes import FakeResources, ScriptedDialect
 from test_gym_agent import ANSWER, CALL, row
 
 from nemo_gym_prorl.integrations.gym.config import ProRLAgentSettings, ResolvedModelAccess

@@ -22,13 +22,13 @@ from support.ray_cluster import two_node_cluster
 
 from nemo_gym_prorl.pipeline import JobSpec, JobState
 from nemo_gym_prorl.pipeline.ray_executor import RayExecutor
-from nemo_gym_prorl.pipeline.ray_local import (
-    add_local_node,
-)
 from nemo_gym_prorl.service.config import validate_config
 from nemo_gym_prorl.service.core import RolloutService
 from nemo_gym_prorl.service.metrics import collect, render
 from nemo_gym_prorl.service.wiring import build_service
+from ray_local import (
+    add_local_node,
+)
 
 ray = pytest.importorskip("ray")
 pytestmark = [pytest.mark.slow, pytest.mark.bwrap, pytest.mark.timeout(240)]

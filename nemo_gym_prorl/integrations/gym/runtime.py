@@ -17,7 +17,7 @@ HTTP status of `/run`. NeMo RL's synchronous GRPO path aborts training on ANY no
 200 without a generated turn); only its single-controller path retries (5xx and 408/429 as
 infrastructure, other 4xx as data failures, both within budgets). So every rollout that ran
 answers 200: a partial trajectory whose inference died and one with no generated turn (first
-prompt over the context, time budget spent) are returned masked (`nemo_rl_result.py`). The
+prompt over the context, time budget spent) are returned masked (`integrations/nemo_rl/result.py`). The
 statuses below are for requests no rollout can be made of:
   200  the rollout ran
   400  the row cannot be routed or prompted (unknown data_source, bad input)

@@ -6,7 +6,7 @@
 from nemo_gym_prorl.tasks.swe.build import build_all, ensure_built, load_instances, load_recipes
 from nemo_gym_prorl.tasks.swe.config import REPO_MOUNT, SweConfig, prorl_home
 from nemo_gym_prorl.tasks.swe.evaluate import evaluate_patch, extract_patch, open_instance_sandbox
-from nemo_gym_prorl.tasks.swe.task import SWE_SYSTEM, SweTask, swe_rows
+from nemo_gym_prorl.tasks.swe.task import SWE_SYSTEM, SweTask
 
 __all__ = [
     "REPO_MOUNT",
@@ -21,5 +21,4 @@ __all__ = [
     "load_recipes",
     "open_instance_sandbox",
     "prorl_home",
-    "swe_rows",
 ]

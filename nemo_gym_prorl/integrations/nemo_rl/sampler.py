@@ -6,7 +6,7 @@
     async_rl:                       # configs/nemo_rl/dapo_prorl_math_single_controller.yaml
       sampler:
         name: custom
-        target: nemo_gym_prorl.integrations.nemo_rl_sampler:ZeroVarianceSkippingSampler
+        target: nemo_gym_prorl.integrations.nemo_rl.sampler:ZeroVarianceSkippingSampler
         policy: windowed            # or ready_first (gated admission)
         max_staleness_versions: 1
         uniform_mode: all_equal     # NeMo RL's rule (std != 0 keeps a group); or `std` with uniform_eps
@@ -43,7 +43,7 @@ protocol are implemented, and only `TQReplayBuffer` members it has are used (`me
 returns `(None, 0)` and the controller ends the run when the buffer is drained.
 
 What was and was not run: NeMo RL cannot be installed here (PyPI holds a 0.0.0 placeholder).
-`tests/integrations/test_nemo_rl_sampler.py` runs this class against a stand-in buffer and
+`tests/integrations/nemo_rl/test_sampler.py` runs this class against a stand-in buffer and
 KV meta with the members of `TQReplayBuffer` / `KVBatchMeta` at NeMo RL 7ea279a, and the train
 pump of `single_controller._train_pump` there, including a simulated rollout pump and train pump
 with the controller's capacity accounting. It has NOT been run inside a real NeMo RL

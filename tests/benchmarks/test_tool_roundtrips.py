@@ -11,7 +11,7 @@ import subprocess
 
 import pytest
 
-from nemo_gym_prorl.tools import bench
+import tool_roundtrips as bench
 
 requires_tmux = pytest.mark.skipif(
     shutil.which("tmux") is None, reason="tmux is not installed: apt-get install tmux"

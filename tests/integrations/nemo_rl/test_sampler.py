@@ -21,10 +21,10 @@ from typing import Any
 
 import pytest
 
+from nemo_gym_prorl.integrations.nemo_rl.sampler import ZeroVarianceSkippingSampler
 from nemo_gym_prorl.integrations.nemo_rl.schema import load_record
-from nemo_gym_prorl.integrations.nemo_rl_sampler import ZeroVarianceSkippingSampler
 
-TARGET = "nemo_gym_prorl.integrations.nemo_rl_sampler:ZeroVarianceSkippingSampler"
+TARGET = "nemo_gym_prorl.integrations.nemo_rl.sampler:ZeroVarianceSkippingSampler"
 # Every member of NeMo RL's PromptGroupSampler protocol at the recorded commit (staleness_sampler.py).
 PROTOCOL = tuple(load_record()["prompt_group_sampler"]["members"])
 # The TQReplayBuffer members the sampler may touch (all exist on the recorded commit's class).
@@ -158,7 +158,7 @@ def test_uses_only_buffer_members_nemo_rl_has() -> None:
     import ast
     import inspect
 
-    import nemo_gym_prorl.integrations.nemo_rl_sampler as module
+    import nemo_gym_prorl.integrations.nemo_rl.sampler as module
 
     tree = ast.parse(inspect.getsource(module))
     used = {
@@ -360,7 +360,7 @@ def test_the_single_controller_recipe_builds_it_as_create_sampler_does() -> None
     from nemo_gym_prorl.integrations.nemo_rl.recipe import load_recipe
 
     recipe = (
-        Path(__file__).resolve().parents[2] / "configs" / "nemo_rl" / "dapo_prorl_math_single_controller.yaml"
+        Path(__file__).resolve().parents[3] / "configs" / "nemo_rl" / "dapo_prorl_math_single_controller.yaml"
     )
     cfg = load_recipe(recipe)["async_rl"]["sampler"]
     assert cfg["name"] == "custom" and cfg["target"] == TARGET

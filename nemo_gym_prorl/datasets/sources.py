@@ -20,13 +20,11 @@ strings per domain (no per-sample randomness: GRPO groups by the first prompt's 
 from __future__ import annotations
 
 import importlib.util
-import json
-import random
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-DEFAULT_AGENT = "prorl_agent"
+from nemo_gym_prorl.datasets.rows import DEFAULT_AGENT, make_row, read_jsonl
 
 MATH_SYSTEM = (
     "You are a careful math assistant. You may run Python in a persistent IPython session with the "
@@ -64,22 +62,6 @@ def gym_example_path(server: str) -> Path:
     )
 
 
-def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
-    with open(path, encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
-
-
-def write_jsonl(path: str | Path, rows: Iterable[Mapping[str, Any]]) -> int:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    n = 0
-    with open(path, "w", encoding="utf-8") as f:
-        for row in rows:
-            f.write(json.dumps(row, ensure_ascii=False) + "\n")
-            n += 1
-    return n
-
-
 def gym_example_rows(server: str) -> list[dict[str, Any]]:
     return read_jsonl(gym_example_path(server))
 
@@ -100,29 +82,6 @@ def _user_text(row: Mapping[str, Any]) -> str:
                 else "".join(str(p.get("text", "")) for p in content or [] if isinstance(p, Mapping))
             )
     return text
-
-
-def make_row(
-    data_source: str,
-    task_id: str,
-    system: str,
-    user: str,
-    tools: list[dict[str, Any]] | None = None,
-    agent: str = DEFAULT_AGENT,
-    **fields: Any,
-) -> dict[str, Any]:
-    params: dict[str, Any] = {
-        "input": [{"role": "system", "content": system}, {"role": "user", "content": user}]
-    }
-    if tools:
-        params["tools"] = tools
-    return {
-        "responses_create_params": params,
-        "agent_ref": {"type": "responses_api_agents", "name": agent},
-        "data_source": data_source,
-        "task_id": task_id,
-        **fields,
-    }
 
 
 # -- math -------------------------------------------------------------------------------------
@@ -337,27 +296,3 @@ BUILDERS: dict[str, Callable[..., list[dict[str, Any]]]] = {
     "stem": stem_rows,
     "code": code_rows,
 }
-
-
-def split_rows(
-    rows: list[dict[str, Any]], validation_fraction: float, seed: int = 0
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Deterministic train/validation split."""
-    order = list(range(len(rows)))
-    random.Random(seed).shuffle(order)
-    n_val = round(len(rows) * validation_fraction)
-    val = set(order[:n_val])
-    return [r for i, r in enumerate(rows) if i not in val], [r for i, r in enumerate(rows) if i in val]
-
-
-def pick_examples(rows: list[dict[str, Any]], n: int = 5) -> list[dict[str, Any]]:
-    """A handful of rows spread over the sources (for `data/example.jsonl`)."""
-    by_source: dict[str, list[dict[str, Any]]] = {}
-    for row in rows:
-        by_source.setdefault(str(row.get("source")), []).append(row)
-    picked: list[dict[str, Any]] = []
-    while len(picked) < n and any(by_source.values()):
-        for source in list(by_source):
-            if by_source[source] and len(picked) < n:
-                picked.append(by_source[source].pop(0))
-    return picked

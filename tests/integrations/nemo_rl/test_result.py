@@ -1,7 +1,7 @@
 # SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
 # SPDX-License-Identifier: Apache-2.0
 
-"""`/run` results with no generated turn are still ones NeMo RL can consume (`nemo_rl_result`).
+"""`/run` results with no generated turn are still ones NeMo RL can consume (`integrations.nemo_rl.result`).
 
 NeMo RL's consumption rules, from `nemo_rl/environments/nemo_gym.py` (7ea279a): at least one
 output item with non-empty `generation_token_ids` (else "no generation data", masked or not);
@@ -15,14 +15,14 @@ import asyncio
 from collections.abc import AsyncIterator
 
 import pytest
-from gym_fakes import FakeResources, ScriptedDialect
+from support.gym_fakes import FakeResources, ScriptedDialect
 from support.scripted_model import TurnContext
 
 from nemo_gym_prorl.agent.loop import AgentLimits
 from nemo_gym_prorl.integrations.gym.config import ProRLAgentSettings, ResolvedModelAccess
 from nemo_gym_prorl.integrations.gym.contract import check_result, trainable_turns
 from nemo_gym_prorl.integrations.gym.runtime import ProRLGymRuntime
-from nemo_gym_prorl.integrations.nemo_rl_result import ensure_trainable, has_trainable_item
+from nemo_gym_prorl.integrations.nemo_rl.result import ensure_trainable, has_trainable_item
 from nemo_gym_prorl.llm.access import LLMConfig
 from nemo_gym_prorl.pipeline import PipelineConfig
 

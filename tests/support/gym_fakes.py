@@ -9,9 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from support.scripted_model import ScriptedDialect  # noqa: F401 (re-exported for the agent tests)
-
 from nemo_gym_prorl.integrations.gym.transport import ResourcesReply, ResourcesUnavailableError
+from support.scripted_model import ScriptedDialect  # noqa: F401 (re-exported for the agent tests)
 
 
 class FakeResources:
