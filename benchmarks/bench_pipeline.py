@@ -37,7 +37,7 @@ from nemo_gym_prorl.pipeline.engine import Pipeline
 from nemo_gym_prorl.pipeline.handler import HandlerRegistry
 from nemo_gym_prorl.pipeline.job import Job, JobResult, JobSpec, JobState
 from nemo_gym_prorl.sandbox import SandboxSpec
-from scripted_handlers import SandboxScriptedHandler, ScriptedHandler, subprocess_env
+from scripted_handlers import SCRIPTED_TASKS, SandboxScriptedHandler, ScriptedHandler, subprocess_env
 
 INIT_S, RUN_S, EVAL_S, TURNS = 0.1, 1.0, 1.0, 4
 SIMULATED = [
@@ -132,7 +132,7 @@ def _start_server() -> tuple[subprocess.Popen[str], str]:
     from nemo_gym_prorl.cli.serve import READY_PREFIX
 
     overrides = [
-        "tasks=scripted", "server.port=0", "server.log_level=warning", "service.require_backend=false",
+        *SCRIPTED_TASKS, "server.port=0", "server.log_level=warning", "service.require_backend=false",
         "llm.health_path=null", "pipeline.init_workers=16", "pipeline.run_workers=16",
         "pipeline.eval_workers=16",
     ]  # fmt: skip

@@ -17,13 +17,19 @@ if str(TESTS_DIR) not in sys.path:
     sys.path.insert(0, str(TESTS_DIR))
 
 from support.scripted_groups import GroupScriptedHandler  # noqa: E402
-from support.scripted_stages import SandboxScriptedHandler, ScriptedHandler  # noqa: E402
+from support.scripted_stages import SCRIPTED_TASKS, SandboxScriptedHandler, ScriptedHandler  # noqa: E402
 
 
 def subprocess_env(env: Mapping[str, str]) -> dict[str, str]:
-    """`env` with tests/ on PYTHONPATH, so `tasks=scripted` resolves in a child process."""
+    """`env` with tests/ on PYTHONPATH, so `SCRIPTED_TASKS` resolves in a child process."""
     paths = [str(TESTS_DIR), *filter(None, [env.get("PYTHONPATH")])]
     return {**env, "PYTHONPATH": os.pathsep.join(paths)}
 
 
-__all__ = ["GroupScriptedHandler", "SandboxScriptedHandler", "ScriptedHandler", "subprocess_env"]
+__all__ = [
+    "SCRIPTED_TASKS",
+    "GroupScriptedHandler",
+    "SandboxScriptedHandler",
+    "ScriptedHandler",
+    "subprocess_env",
+]

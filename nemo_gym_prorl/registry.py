@@ -79,6 +79,12 @@ class Registry[T]:
                 "or give an import target package.module:factory"
             ) from None
 
+    def check(self, name: str) -> str:
+        """`name` itself if it names a factory (registered, or an import target that imports);
+        a pydantic `AfterValidator`, so a config field fails validation naming the known names."""
+        self.factory(name)
+        return name
+
     def create(self, name: str, /, *args: Any, **kwargs: Any) -> T:
         return self.factory(name)(*args, **kwargs)
 

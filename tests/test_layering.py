@@ -1,26 +1,58 @@
 # SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
 # SPDX-License-Identifier: Apache-2.0
 
-"""The package's layers point downward and its modules form no import cycle.
+"""The product's layers point downward, its modules form no import cycle, and nothing dodges it.
 
-    sandbox, llm -> tools -> pipeline -> agent, tasks -> service, integrations, demo -> cli
+    registry, assets, nemo_gym_prorl/__init__           the package's own top-level modules
+      -> sandbox | llm -> tools -> pipeline -> agent, tasks
+      -> service, integrations, demo, datasets
+      -> cli | resources_servers/* | responses_api_agents/*
 
-A module may import from its own layer and the layers below it, never from a layer above;
-every import counts (module level, inside functions, under TYPE_CHECKING), because a lazy
-import upward is still a dependency upward. Read from the source with `ast`: nothing is imported.
+The product is `nemo_gym_prorl/`, `resources_servers/` and `responses_api_agents/` (their tests
+directories aside). A unit (a subpackage, a top-level module, one Gym server) may import from
+itself and the layers below; never from a layer above; from its own layer only where
+`SAME_LAYER` allows it, and never from `benchmarks/` or `tests/`, which may import anything.
+
+What counts as an import:
+- every `import` statement (module level, inside functions, under TYPE_CHECKING): a lazy import
+  upward is still a dependency upward;
+- a string literal in product code that is an import target, `package.module:attr`, or a dotted
+  module name of a known root (`"nemo_gym_prorl.tasks.math:MathTask"`, `"-m",
+  "nemo_gym_prorl.cli"`): whoever uses the string imports (or runs) what it names;
+- an import target in a config file's values (not its comments), counted as an import by the
+  layer that reads the config, since that layer resolves it (`CONFIG_READERS`);
+- a benchmark helper by its bare module name (`import ray_local`): benchmarks run with
+  `benchmarks/` on `sys.path`, so that is how they are imported.
+
+`prorl bench` (cli) runs benchmark files as programs, by path, as `python benchmarks/x.py` would;
+no product module imports what they define. Read from the source with `ast` and YAML: nothing is
+imported. Every checker function takes text or a tree, so the tests below plant violations and
+watch them fail.
 """
 
 from __future__ import annotations
 
 import ast
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
+import yaml
 
-PACKAGE = Path(__file__).resolve().parents[1] / "nemo_gym_prorl"
+REPO = Path(__file__).resolve().parents[1]
+PACKAGE = REPO / "nemo_gym_prorl"
 ROOT = "nemo_gym_prorl"
+GYM_SERVERS = ("resources_servers", "responses_api_agents")
+PRODUCT_DIRS = (ROOT, *GYM_SERVERS)
 
 LAYERS: dict[str, int] = {
+    # the package's own top-level modules: the bottom, importable by every layer
+    "__init__": -1,
+    "registry": -1,
+    "assets": -1,
     "sandbox": 0,
     "llm": 0,
     "tools": 1,
@@ -32,22 +64,73 @@ LAYERS: dict[str, int] = {
     "demo": 4,
     "datasets": 4,
     "cli": 5,
+    # Gym servers sit beside the cli: nothing in the package imports them (each is its own unit)
+    "resources_servers": 5,
+    "responses_api_agents": 5,
 }
 
+# Imports within one layer are refused unless listed here (importer, imported): why each may.
+SAME_LAYER: dict[tuple[str, str], str] = {
+    ("agent", "tasks"): "the agent runs tasks; a task knows nothing of the loop that drives it",
+    ("integrations", "service"): "every transport mounts the one stack the service builds",
+    ("demo", "service"): "the demo drives the service end to end",
+    ("demo", "integrations"): "the demo shows the Gym contract's view of its rollouts",
+    ("demo", "datasets"): "the demo submits rows built from the datasets",
+}
+# Not layered: they may import anything, and nothing in the product imports them.
+OUTSIDE = {"benchmarks": "benchmarks/", "tests": "tests/ (test support is imported as `support`)"}
 
-def module_name(path: Path) -> str:
-    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
-    if parts[-1] == "__init__":
-        parts.pop()
-    return ".".join(parts)
+# Which layer reads (and so resolves the import targets in) each kind of config file.
+CONFIG_READERS: dict[str, str] = {
+    "configs/service/**/*.yaml": "service",  # ServeConfig; task handlers resolved by the service
+    "configs/gym/**/*.yaml": "integrations",  # ng_run compositions, read into the Gym servers' settings
+    "configs/nemo_rl/**/*.yaml": "integrations",  # NeMo RL recipes: the Gym agent and nemo_rl hooks
+    "resources_servers/*/configs/**/*.yaml": "integrations",  # parsed by integrations.gym
+    "responses_api_agents/*/configs/**/*.yaml": "integrations",  # ProRLAgentSettings
+    "environments/**/*.yaml": "integrations",  # Gym's catalog entries for the same servers
+}
+
+# Violations found and left to a move in code other work owns: each entry must still occur
+# (fixing one fails the test until it is removed here), and nothing else may be added quietly.
+KNOWN_VIOLATIONS: dict[str, str] = {
+    "nemo_gym_prorl.integrations.gym.launcher -> nemo_gym_prorl.cli": "`prorl gym up` starts the model "
+    "with `python -m nemo_gym_prorl.cli model serve`; the launcher is the cli's work (move it to cli/)",
+}
+
+DOTTED_ROOTS = frozenset({ROOT, *GYM_SERVERS, "benchmarks", "tests"})
+_TARGET = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*(?::[A-Za-z_][\w.]*)?")
+_TOKEN = re.compile(r"[A-Za-z_][\w.]*(?::[A-Za-z_][\w.]*)?")
 
 
-def imports_of(path: Path) -> set[str]:
-    """Every `nemo_gym_prorl...` module the file imports (relative imports resolved)."""
-    name = module_name(path)
-    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+def benchmark_modules(root: Path = REPO) -> frozenset[str]:
+    """The bare names benchmark helpers are imported by (`ray_local`, `tool_roundtrips`, ...)."""
+    return frozenset(p.stem for p in (root / "benchmarks").glob("*.py"))
+
+
+BENCHMARKS = benchmark_modules()
+
+
+# -- what a file imports ----------------------------------------------------------------------
+
+
+def string_target(value: str) -> str | None:
+    """The module a whole string names as an import target (`pkg.mod:attr`) or as a dotted module
+    of a known root (`nemo_gym_prorl.cli`); None for any other text. A bare dotted name outside
+    those roots (`provenance.json`, `os.path`) is a name, not a target."""
+    value = value.rstrip(".")
+    if not _TARGET.fullmatch(value):
+        return None
+    module, colon, _ = value.partition(":")
+    if colon or ("." in module and module.split(".")[0] in DOTTED_ROOTS):
+        return module
+    return None
+
+
+def python_imports(text: str, module: str, *, is_package: bool = False) -> set[str]:
+    """Every module the source imports (relative imports resolved) or names by import target."""
+    package = module if is_package else module.rpartition(".")[0]
     found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    for node in ast.walk(ast.parse(text)):
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -59,25 +142,230 @@ def imports_of(path: Path) -> set[str]:
             found.add(target)
             # `from pkg import module` imports a module, not just a name
             found.update(f"{target}.{alias.name}" for alias in node.names)
-    return {m for m in found if m == ROOT or m.startswith(ROOT + ".")}
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            named = string_target(node.value)
+            if named:
+                found.add(named)
+    return found
 
 
-Graph = dict[str, set[str]]
+def _strings(data: Any) -> Iterator[str]:
+    if isinstance(data, str):
+        yield data
+    elif isinstance(data, dict):
+        for value in data.values():
+            yield from _strings(value)
+    elif isinstance(data, list):
+        for value in data:
+            yield from _strings(value)
 
 
-def graph() -> Graph:
+def config_imports(text: str) -> set[str]:
+    """Modules named by import targets anywhere in a YAML file's values, including inside longer
+    strings (`python -m nemo_gym_prorl.cli ...`, `key=pkg.mod:factory`); comments are not read."""
+    found: set[str] = set()
+    for document in yaml.safe_load_all(text):
+        for value in _strings(document):
+            found.update(m for token in _TOKEN.findall(value) if (m := string_target(token)))
+    return found
+
+
+# -- where a module sits ----------------------------------------------------------------------
+
+
+def unit(module: str, benchmarks: frozenset[str] = BENCHMARKS) -> str | None:
+    """The unit the layers rule over, or None for a module outside the repository (third party)."""
+    head, _, rest = module.partition(".")
+    first = rest.split(".")[0]
+    if head == ROOT:
+        return first or "__init__"
+    if head in GYM_SERVERS:
+        return f"{head}.{first}" if first else head
+    if head == "benchmarks" or head in benchmarks:
+        return "benchmarks"
+    if head in ("tests", "support"):
+        return "tests"
+    return None
+
+
+def layer(unit_name: str) -> int | None:
+    return LAYERS.get(unit_name.split(".")[0] if unit_name.startswith(GYM_SERVERS) else unit_name)
+
+
+@dataclass(frozen=True)
+class Edge:
+    where: str  # the importing module, or the config file (and its reader)
+    source: str  # the importing unit
+    target: str  # the imported module
+
+    @property
+    def key(self) -> str:
+        return f"{self.where.split(' ')[0]} -> {self.target}"
+
+
+def violation(edge: Edge, benchmarks: frozenset[str] = BENCHMARKS) -> str | None:
+    """Why the edge breaks the layering, or None if it does not."""
+    target = unit(edge.target, benchmarks)
+    if target is None or target == edge.source:
+        return None
+    if target in OUTSIDE:
+        return f"{edge.where} imports {edge.target}: nothing in the product imports {OUTSIDE[target]}"
+    low, high = layer(target), layer(edge.source)
+    if low is None or high is None:
+        return f"{edge.where} imports {edge.target}: give {edge.source!r} and {target!r} a layer"
+    if low > high:
+        return f"{edge.where} ({edge.source}, layer {high}) imports {edge.target} (layer {low}): upward"
+    if low == high and (edge.source, target) not in SAME_LAYER:
+        return f"{edge.where} ({edge.source}) imports {edge.target} ({target}): same layer, not in SAME_LAYER"
+    return None
+
+
+def violations(edges: Iterable[Edge], benchmarks: frozenset[str] = BENCHMARKS) -> dict[str, str]:
+    """Edge key -> why, for every edge that breaks the layering."""
+    found = {}
+    for edge in edges:
+        why = violation(edge, benchmarks)
+        if why:
+            found[edge.key] = why
+    return found
+
+
+# -- the repository ---------------------------------------------------------------------------
+
+
+def module_name(path: Path, root: Path = REPO) -> str:
+    parts = list(path.relative_to(root).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def product_files(root: Path = REPO) -> Iterator[Path]:
+    """The product's Python files; tests directories inside Gym servers are tests."""
+    for directory in PRODUCT_DIRS:
+        for path in sorted((root / directory).rglob("*.py")):
+            if "tests" not in path.relative_to(root).parts:
+                yield path
+
+
+def config_files(root: Path = REPO) -> Iterator[tuple[Path, str]]:
+    for pattern, reader in CONFIG_READERS.items():
+        for path in sorted(root.glob(pattern)):
+            yield path, reader
+
+
+def repository_edges(root: Path = REPO) -> list[Edge]:
+    benchmarks = benchmark_modules(root)
+    edges = []
+    for path in product_files(root):
+        name = module_name(path, root)
+        source = unit(name, benchmarks)
+        assert source is not None
+        text = path.read_text()
+        for target in python_imports(text, name, is_package=path.name == "__init__.py"):
+            edges.append(Edge(name, source, target))
+    for path, reader in config_files(root):
+        for target in config_imports(path.read_text()):
+            edges.append(Edge(f"{path.relative_to(root)} (read by {reader})", reader, target))
+    return edges
+
+
+def repository_violations(root: Path = REPO) -> dict[str, str]:
+    return violations(repository_edges(root), benchmark_modules(root))
+
+
+# -- the rules, on this repository ------------------------------------------------------------
+
+
+def test_every_unit_of_the_package_has_a_layer() -> None:
+    units = {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").exists()}
+    units |= {p.stem for p in PACKAGE.glob("*.py")}
+    assert units <= set(LAYERS), f"give these a layer: {sorted(units - set(LAYERS))}"
+
+
+def test_no_product_module_or_config_imports_upward_across_a_layer_or_outside_the_product() -> None:
+    found = repository_violations()
+    new = {key: why for key, why in found.items() if key not in KNOWN_VIOLATIONS}
+    assert not new, "\n".join(new.values())
+    fixed = set(KNOWN_VIOLATIONS) - set(found)
+    assert not fixed, f"fixed, so remove from KNOWN_VIOLATIONS: {sorted(fixed)}"
+
+
+def test_every_config_file_has_a_reader() -> None:
+    read = {path for path, _ in config_files()}
+    configs = {
+        p
+        for directory in ("configs", "environments", *GYM_SERVERS)
+        for p in (REPO / directory).rglob("*.y*ml")
+        if "tests" not in p.relative_to(REPO).parts and "data" not in p.relative_to(REPO).parts
+    }
+    assert configs and configs <= read, f"say which layer reads: {sorted(map(str, configs - read))}"
+
+
+def _defines(path: Path, name: str) -> bool:
+    """Whether a module binds `name` at its top level (def, class, assignment or import)."""
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            bound = [node.name]
+        elif isinstance(node, ast.Assign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            bound = [t.id for t in targets if isinstance(t, ast.Name)]
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            bound = [alias.asname or alias.name.split(".")[0] for alias in node.names]
+        else:
+            continue
+        if name in bound:
+            return True
+    return False
+
+
+def source_of(module: str, root: Path = REPO) -> Path | None:
+    """The file of a repository module: the package, a Gym server, tests/support, a benchmark."""
+    parts = module.split(".")
+    base = {"support": root / "tests"}.get(parts[0], root)
+    if parts[0] in benchmark_modules(root):
+        base = root / "benchmarks"
+    for candidate in (base.joinpath(*parts).with_suffix(".py"), base.joinpath(*parts, "__init__.py")):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def missing_targets(text: str, root: Path = REPO) -> list[str]:
+    """The import targets (`module:attr`, anywhere in the text) of this repository's modules that
+    name no module, or a name the module does not define."""
+    missing = []
+    for token in sorted(set(_TOKEN.findall(text))):
+        module, colon, attr = token.partition(":")
+        if not colon or unit(module, benchmark_modules(root)) is None:
+            continue
+        source = source_of(module, root)
+        if source is None or not _defines(source, attr.split(".")[0]):
+            missing.append(token)
+    return missing
+
+
+def test_every_import_target_in_the_product_and_its_configs_names_something_that_exists() -> None:
+    """A string a move left behind fails here, not in the first run that reads it."""
+    files = [*product_files(), *(path for path, _ in config_files())]
+    missing = [f"{p.relative_to(REPO)}: {t}" for p in files for t in missing_targets(p.read_text())]
+    assert not missing, "\n".join(missing)
+
+
+def graph() -> dict[str, set[str]]:
     """Module -> the package's modules it imports."""
     modules = {module_name(p): p for p in PACKAGE.rglob("*.py")}
     return {
-        name: {t for t in imports_of(path) if t in modules and t != name} for name, path in modules.items()
+        name: {
+            t
+            for t in python_imports(path.read_text(), name, is_package=path.name == "__init__.py")
+            if t in modules and t != name
+        }
+        for name, path in modules.items()
     }
 
 
-def edges(g: Graph) -> list[tuple[str, str]]:
-    return [(source, target) for source, targets in g.items() for target in sorted(targets)]
-
-
-def strongly_connected(g: Graph) -> list[list[str]]:
+def strongly_connected(g: dict[str, set[str]]) -> list[list[str]]:
     """Tarjan's algorithm: the groups of modules that import each other, directly or not."""
     index: dict[str, int] = {}
     low: dict[str, int] = {}
@@ -111,29 +399,11 @@ def strongly_connected(g: Graph) -> list[list[str]]:
     return groups
 
 
-def layer(module: str) -> int | None:
-    parts = module.split(".")
-    return LAYERS.get(parts[1]) if len(parts) > 1 else None
-
-
-def test_every_subpackage_has_a_layer() -> None:
-    subpackages = {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").exists()}
-    assert subpackages <= set(LAYERS), f"give these a layer: {sorted(subpackages - set(LAYERS))}"
-
-
-def test_no_module_imports_from_a_layer_above_it() -> None:
-    upward = [
-        f"{source} (layer {layer(source)}) imports {target} (layer {layer(target)})"
-        for source, target in edges(graph())
-        if layer(source) is not None and layer(target) is not None and layer(target) > layer(source)
-    ]
-    assert not upward, "\n".join(upward)
-
-
 def test_no_import_cycles() -> None:
     g = graph()
-    # A package's __init__ re-exporting its own modules is how a package is read, not a cycle
-    # between two concerns: drop the edges from an __init__ down into its own package.
+    # A package's __init__ re-exporting its own modules (or naming them in a table of import
+    # targets) is how a package is read, not a cycle between two concerns: drop the edges from
+    # an __init__ down into its own package.
     for source, targets in g.items():
         if (PACKAGE.parent / Path(*source.split(".")) / "__init__.py").exists():
             targets -= {t for t in targets if t.startswith(source + ".")}
@@ -142,7 +412,154 @@ def test_no_import_cycles() -> None:
 
 
 @pytest.mark.parametrize(
-    "module", ["nemo_gym_prorl.integrations.gym.runtime", "nemo_gym_prorl.agent.handler"]
+    ("where", "target"),
+    [
+        ("nemo_gym_prorl.agent.handler", "nemo_gym_prorl.tasks.base"),  # an import statement
+        ("nemo_gym_prorl.tasks", "nemo_gym_prorl.tasks.math"),  # a table of import targets
+        ("configs/service/tasks/default.yaml (read by service)", "nemo_gym_prorl.agent.factory"),
+        ("nemo_gym_prorl.service.app", "nemo_gym_prorl"),  # the package's own top-level module
+    ],
 )
-def test_the_checker_sees_imports(module: str) -> None:
-    assert graph()[module]
+def test_the_checker_sees_every_kind_of_import_in_this_repository(where: str, target: str) -> None:
+    assert any(e.where == where and e.target == target for e in repository_edges())
+
+
+# -- the checker, on planted violations -------------------------------------------------------
+
+
+def _check_python(module: str, source: str) -> dict[str, str]:
+    return violations(Edge(module, unit(module) or "", t) for t in python_imports(source, module))
+
+
+UPWARD_IMPORTS = [
+    "from nemo_gym_prorl.tools import dispatch\n",
+    "import nemo_gym_prorl.pipeline.engine\n",
+    "def later():\n    from nemo_gym_prorl.service import app\n",
+    "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from nemo_gym_prorl.agent.loop import run\n",
+    "from ..tools import dispatch\n",  # relative, from nemo_gym_prorl.sandbox.planted
+    "HANDLER = 'nemo_gym_prorl.tasks.math:MathTask'\n",  # an import target in a string
+    "CMD = ['python', '-m', 'nemo_gym_prorl.cli']\n",  # a module run by name
+]
+
+
+@pytest.mark.parametrize("source", UPWARD_IMPORTS)
+def test_a_planted_upward_import_fails(source: str) -> None:
+    found = _check_python("nemo_gym_prorl.sandbox.planted", source)
+    assert found and all("upward" in why for why in found.values()), found
+
+
+@pytest.mark.parametrize(
+    ("module", "source"),
+    [
+        ("nemo_gym_prorl.llm.planted", "from nemo_gym_prorl.sandbox import open_sandbox\n"),
+        ("nemo_gym_prorl.sandbox.planted", "from nemo_gym_prorl.llm.records import ToolCall\n"),
+        ("nemo_gym_prorl.tasks.planted", "from nemo_gym_prorl.agent.loop import run_agent\n"),
+        ("nemo_gym_prorl.service.planted", "from nemo_gym_prorl.integrations.gym import runtime\n"),
+        ("nemo_gym_prorl.datasets.planted", "from nemo_gym_prorl.demo import report\n"),
+        ("resources_servers.prorl_math.app", "from resources_servers.prorl_code.app import X\n"),
+        ("nemo_gym_prorl.cli.planted", "from responses_api_agents.prorl_agent.app import ProRLAgent\n"),
+        ("nemo_gym_prorl.registry", "from nemo_gym_prorl.assets import asset\n"),
+    ],
+)
+def test_a_planted_import_within_one_layer_fails_unless_allowed(module: str, source: str) -> None:
+    found = _check_python(module, source)
+    assert found and all("same layer" in why for why in found.values()), found
+
+
+@pytest.mark.parametrize(
+    ("module", "source"),
+    [
+        ("nemo_gym_prorl.pipeline.planted", "import ray_local\n"),
+        ("nemo_gym_prorl.tools.planted", "from tool_roundtrips import roundtrip\n"),
+        ("nemo_gym_prorl.llm.planted", "def f():\n    import balancer_sim\n"),
+        ("resources_servers.prorl_math.app", "SIM = 'balancer_sim:simulate'\n"),
+        ("responses_api_agents.prorl_agent.app", "import benchmarks.bench_real\n"),
+        ("nemo_gym_prorl.cli.planted", "from provenance import main\n"),
+        ("nemo_gym_prorl.service.planted", "from support.scripted_stages import build_scripted\n"),
+    ],
+)
+def test_a_planted_import_of_benchmarks_or_tests_fails(module: str, source: str) -> None:
+    found = _check_python(module, source)
+    assert found and all("nothing in the product imports" in why for why in found.values()), found
+
+
+def _check_config(reader: str, text: str) -> dict[str, str]:
+    return violations(Edge(f"planted.yaml (read by {reader})", reader, t) for t in config_imports(text))
+
+
+@pytest.mark.parametrize(
+    ("reader", "text", "why"),
+    [
+        ("service", "mine:\n  handler: nemo_gym_prorl.cli.main:main\n", "upward"),
+        ("integrations", "agent:\n  runner: nemo_gym_prorl.cli.gym:up\n", "upward"),
+        ("integrations", "cmd: python -m nemo_gym_prorl.cli model serve --port 8000\n", "upward"),
+        ("service", "hooks: [ray_local:start_cluster]\n", "nothing in the product imports"),
+        ("service", "mine:\n  handler: support.scripted_stages:build_scripted\n", "nothing in the product"),
+        ("integrations", "sampler:\n  target: nemo_gym_prorl.demo.report:Report\n", "same layer"),
+    ],
+)
+def test_a_planted_config_string_pointing_where_its_reader_may_not_import_fails(
+    reader: str, text: str, why: str
+) -> None:
+    found = _check_config(reader, text)
+    assert found and all(why in w for w in found.values()), found
+
+
+@pytest.mark.parametrize(
+    ("module", "source"),
+    [
+        ("nemo_gym_prorl.agent.planted", "from nemo_gym_prorl.tasks.base import Task\n"),
+        ("nemo_gym_prorl.integrations.planted", "from nemo_gym_prorl.service.wiring import build\n"),
+        ("nemo_gym_prorl.sandbox.planted", "from nemo_gym_prorl.registry import Registry\n"),
+        ("nemo_gym_prorl.tasks.planted", "T = 'nemo_gym_prorl.sandbox.factory:open_sandbox'\n"),
+        ("nemo_gym_prorl.llm.planted", "import httpx\nNAME = 'provenance.json'\nDOC = 'see ray_local'\n"),
+    ],
+)
+def test_downward_and_allowed_imports_pass(module: str, source: str) -> None:
+    assert not _check_python(module, source)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "target: nemo_gym_prorl.integrations.nemo_rl_sampler:ZeroVarianceSkippingSampler\n",  # moved
+        "handler: nemo_gym_prorl.agent.factory:no_such_handler\n",
+        "hooks: [support.scripted_stages:gone]\n",
+    ],
+)
+def test_a_planted_stale_import_target_is_found(text: str) -> None:
+    assert missing_targets(text) == [text.split(": ")[1].strip("[]\n")]
+    assert not missing_targets("handler: nemo_gym_prorl.agent.factory:domain_handler\n")
+
+
+def test_comments_in_configs_are_prose_not_imports() -> None:
+    text = (
+        "# defaults of nemo_gym_prorl.cli.main:main\nhandler: nemo_gym_prorl.agent.factory:domain_handler\n"
+    )
+    assert config_imports(text) == {"nemo_gym_prorl.agent.factory"}
+    assert not _check_config("service", text)
+
+
+def test_the_whole_tree_scan_finds_planted_violations(tmp_path: Path) -> None:
+    """Files in a tree are found and read: an upward import, an upward config string, a benchmark
+    helper imported by the package, and a Gym server's test importing anything (allowed)."""
+    files = {
+        "nemo_gym_prorl/__init__.py": "",
+        "nemo_gym_prorl/sandbox/__init__.py": "",
+        "nemo_gym_prorl/sandbox/bad.py": "from nemo_gym_prorl.tools import dispatch\n",
+        "nemo_gym_prorl/tools/__init__.py": "",
+        "nemo_gym_prorl/tools/dispatch.py": "import ray_local\n",
+        "resources_servers/prorl_x/app.py": "from nemo_gym_prorl.tools import dispatch\n",
+        "resources_servers/prorl_x/tests/test_app.py": "import ray_local\n",
+        "configs/service/tasks/bad.yaml": "mine:\n  handler: nemo_gym_prorl.cli.main:main\n",
+        "benchmarks/ray_local.py": "from nemo_gym_prorl.cli import main\n",
+    }
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    assert set(repository_violations(tmp_path)) == {
+        "nemo_gym_prorl.sandbox.bad -> nemo_gym_prorl.tools",
+        "nemo_gym_prorl.sandbox.bad -> nemo_gym_prorl.tools.dispatch",
+        "nemo_gym_prorl.tools.dispatch -> ray_local",
+        "configs/service/tasks/bad.yaml -> nemo_gym_prorl.cli.main",
+    }

@@ -17,10 +17,11 @@ from typing import Any, Literal
 import httpx
 from pydantic import ConfigDict, Field
 
-from nemo_gym_prorl.llm.dialects import ConstrainedToolCalls, Dialect, make_dialect
+from nemo_gym_prorl.llm.dialects import ConstrainedToolCalls, Dialect, DialectName, make_dialect
 from nemo_gym_prorl.llm.errors import InferenceError
 from nemo_gym_prorl.llm.pool import LLMBackendPool, PoolConfig
 from nemo_gym_prorl.llm.records import SamplingParams
+from nemo_gym_prorl.llm.toolcalls import ToolCallFormatChoice
 
 ToolPromptStyle = Literal["system", "template"]
 
@@ -32,8 +33,10 @@ class LLMConfig(PoolConfig):
 
     model_config = ConfigDict(extra="forbid")
 
-    dialect: Literal["vllm", "nemo_rl"] = Field(
-        "vllm", description="vllm: token-id prompts on /v1/completions; nemo_rl: NeMo RL's policy server."
+    dialect: DialectName = Field(
+        "vllm",
+        description="vllm: token-id prompts on /v1/completions; nemo_rl: NeMo RL's policy server; or "
+        "an import target package.module:factory building a Dialect of one's own",
     )
     model: str | None = Field(None, description="Served model name; None: asked from the first backend.")
     max_model_len: int | None = Field(None, gt=0, description="None: learned from the server.")
@@ -41,9 +44,10 @@ class LLMConfig(PoolConfig):
     tool_prompt: ToolPromptStyle = Field(
         "system", description="Describe tools in the system prompt (any model) or via the chat template."
     )
-    tool_call_format: Literal["auto", "hermes", "llama3_json", "mistral", "qwen3_coder", "pythonic"] = Field(
+    tool_call_format: ToolCallFormatChoice = Field(
         "auto",
-        description="how the model writes tool calls; auto: the constrained format if on, else what the "
+        description="how the model writes tool calls: hermes, llama3_json, mistral, qwen3_coder, pythonic, "
+        "or an import target package.module:parse; auto: the constrained format if on, else what the "
         "chat template of a local model directory (`model`) teaches, else hermes",
     )
     constrained: ConstrainedToolCalls = Field(

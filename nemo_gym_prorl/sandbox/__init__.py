@@ -4,8 +4,8 @@
 """Rootless sandboxes: bubblewrap (default), Apptainer/Singularity (HPC), local_unsafe (debug)."""
 
 from nemo_gym_prorl.sandbox.base import ExecResult, Sandbox, SandboxError, SandboxPathError
-from nemo_gym_prorl.sandbox.factory import BACKENDS, open_sandbox
-from nemo_gym_prorl.sandbox.spec import BackendName, SandboxLimits, SandboxSpec
+from nemo_gym_prorl.sandbox.factory import open_sandbox
+from nemo_gym_prorl.sandbox.spec import BACKENDS, BackendName, SandboxLimits, SandboxSpec
 
 __all__ = [
     "BACKENDS",

@@ -5,20 +5,23 @@
 
 from __future__ import annotations
 
+from nemo_gym_prorl.registry import RegistryError
 from nemo_gym_prorl.sandbox.apptainer import ApptainerSandbox
 from nemo_gym_prorl.sandbox.base import Sandbox
 from nemo_gym_prorl.sandbox.bubblewrap import BubblewrapSandbox
 from nemo_gym_prorl.sandbox.local_unsafe import UnsafeLocalSandbox
-from nemo_gym_prorl.sandbox.spec import BackendName, SandboxSpec
+from nemo_gym_prorl.sandbox.spec import BACKENDS, SandboxSpec
 
-BACKENDS: dict[BackendName, type[Sandbox]] = {
-    "bubblewrap": BubblewrapSandbox,
-    "apptainer": ApptainerSandbox,
-    "local_unsafe": UnsafeLocalSandbox,
-}
+for _backend in (BubblewrapSandbox, ApptainerSandbox, UnsafeLocalSandbox):
+    BACKENDS.register(_backend.backend, _backend)
 
 
 def open_sandbox(spec: SandboxSpec | None = None, **overrides: object) -> Sandbox:
     """Create a sandbox from `spec` (default: bubblewrap over the host system, no network)."""
     spec = (spec or SandboxSpec()).model_copy(update=overrides) if overrides else (spec or SandboxSpec())
-    return BACKENDS[spec.backend](spec)
+    sandbox = BACKENDS.create(spec.backend, spec)
+    if not isinstance(sandbox, Sandbox):
+        raise RegistryError(
+            f"sandbox backend {spec.backend!r} built a {type(sandbox).__name__}, not a Sandbox"
+        )
+    return sandbox

@@ -1,16 +1,29 @@
 # SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
 # SPDX-License-Identifier: Apache-2.0
 
-"""What a sandbox is asked to be: backend, filesystem, network and resource limits."""
+"""What a sandbox is asked to be: backend, filesystem, network and resource limits.
+
+`BACKENDS` is the table of backends a spec may name. It lives here, with the vocabulary of
+what can be asked, and is filled by `sandbox.factory`, which imports the implementations (the
+`sandbox` package imports it first, so a spec never sees the table empty). A backend of one's
+own is named by import target, `sandbox.backend=mypkg.mod:MySandbox`: a `Sandbox` subclass, or
+a function of the `SandboxSpec` returning one.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
-BackendName = Literal["bubblewrap", "apptainer", "local_unsafe"]
+from nemo_gym_prorl.registry import Registry
+
+# Factories of `Sandbox`, typed loosely: the spec sits below the class it configures (base
+# imports it), and `open_sandbox` checks what a factory built.
+BACKENDS: Registry[object] = Registry("sandbox backend")
+# A registered backend ("bubblewrap", "apptainer", "local_unsafe") or `package.module:factory`.
+BackendName = Annotated[str, AfterValidator(BACKENDS.check)]
 PythonRuntime = Literal["sandbox", "project", "none"]
 
 

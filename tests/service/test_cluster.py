@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import pytest
+from support.scripted_stages import SCRIPTED_TASKS
 
 from nemo_gym_prorl.llm.balancer import BalancerConfig
 from nemo_gym_prorl.llm.pool import LLMBackendPool, PoolConfig
@@ -22,7 +23,7 @@ from nemo_gym_prorl.service.config import ConfigError, load_config, validate_con
 
 
 async def test_the_default_executor_is_in_process_and_places_nothing() -> None:
-    config = load_config(["tasks=scripted"])
+    config = load_config(SCRIPTED_TASKS)
     assert config.executor.kind == "inprocess"
     executor = await build_executor(config)
     assert isinstance(executor, InProcessExecutor)

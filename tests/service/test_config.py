@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import pytest
+from support.scripted_stages import SCRIPTED_TASKS
 
 from nemo_gym_prorl.service.config import ConfigError, load_config
 from nemo_gym_prorl.service.task_handlers import build_handlers
@@ -14,7 +15,7 @@ from nemo_gym_prorl.service.wiring import build_service
 
 def test_defaults_and_overrides_compose() -> None:
     config = load_config(
-        ["sandbox=local_unsafe", "pipeline.run_workers=16", "tasks=scripted", "server.port=9000"]
+        ["sandbox=local_unsafe", "pipeline.run_workers=16", *SCRIPTED_TASKS, "server.port=9000"]
     )
     assert config.sandbox.backend == "local_unsafe" and config.pipeline.run_workers == 16
     assert config.pipeline.run_queue_size == 16 and config.server.host == "127.0.0.1"
@@ -41,12 +42,31 @@ def test_defaults_and_overrides_compose() -> None:
         (["server.port=70000"], "server.port"),
         (["tasks=none", "+tasks.x.handler=not a target"], "tasks.x.handler: String should match pattern"),
         (["auth.token=short"], "auth.token"),
+        (
+            ["sandbox.backend=docker"],
+            "sandbox.backend: Value error, unknown sandbox backend 'docker'; choose one",
+        ),
+        (["llm.dialect=sglang"], "llm.dialect: Value error, unknown dialect 'sglang'; choose one of"),
+        (["llm.tool_call_format=json5"], "llm.tool_call_format: Value error, unknown tool-call format"),
     ],
 )
 def test_invalid_configs_say_what_is_wrong(overrides: list[str], message: str) -> None:
     with pytest.raises(ConfigError) as info:
         load_config(overrides)
     assert message in str(info.value)
+
+
+def test_dialect_tool_call_format_and_sandbox_backend_of_ones_own_are_named_by_import_target() -> None:
+    config = load_config(
+        [
+            "llm.dialect=support.extensions:SiteDialect",
+            "llm.tool_call_format=support.extensions:parse_call_lines",
+            "sandbox.backend=support.extensions:ScratchSandbox",
+        ]
+    )
+    assert config.llm.dialect == "support.extensions:SiteDialect"
+    assert config.llm.tool_call_format == "support.extensions:parse_call_lines"
+    assert config.sandbox.backend == "support.extensions:ScratchSandbox"
 
 
 def test_missing_task_modules_are_reported_together() -> None:
@@ -61,7 +81,7 @@ def test_missing_task_modules_are_reported_together() -> None:
 
 
 async def test_service_is_built_from_config() -> None:
-    config = load_config(["tasks=scripted", "llm.backends=[gpu01:8000]", "pipeline.init_workers=2"])
+    config = load_config([*SCRIPTED_TASKS, "llm.backends=[gpu01:8000]", "pipeline.init_workers=2"])
     service = await build_service(config)
     assert service.pipeline.handlers.names() == ["scripted", "scripted_sandbox"]
     assert [b.url for b in await service.backends.list()] == ["http://gpu01:8000"]

@@ -28,6 +28,13 @@ from nemo_gym_prorl.sandbox import Sandbox, SandboxSpec, open_sandbox
 if TYPE_CHECKING:
     from nemo_gym_prorl.agent.deps import HandlerDeps
 
+# `prorl serve` overrides that select the `tasks=scripted` group (scripted and scripted_sandbox);
+# the group lives with the tests, not among the shipped configs.
+SCRIPTED_TASKS = [
+    f"hydra.searchpath=[file://{Path(__file__).with_name('service_configs')}]",
+    "tasks=scripted",
+]
+
 
 class Script(BaseModel):
     model_config = ConfigDict(extra="forbid")

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from nemo_gym_prorl.agent.loop import AgentLimits
 from nemo_gym_prorl.integrations.nemo_rl.result import InfrastructureFailureAnswer
 from nemo_gym_prorl.llm.access import LLMConfig
+from nemo_gym_prorl.llm.dialects import DialectName
 from nemo_gym_prorl.pipeline import PipelineConfig
 from nemo_gym_prorl.pipeline.ray_executor import ExecutorConfig
 
@@ -36,7 +37,7 @@ class ModelAccessConfig(LLMConfig):
         "servers), else the Gym model server named by the agent's `model_server`.",
     )
     # The one field whose default differs: None picks the dialect from the source.
-    dialect: Literal["nemo_rl", "vllm"] | None = Field(  # type: ignore[assignment]
+    dialect: DialectName | None = Field(  # type: ignore[assignment]
         None,
         description="nemo_rl: /v1/chat/completions with prefix-token splicing (NeMo RL's policy server, "
         "a Gym model server); vllm: token-id prompts to /v1/completions (plain vLLM, token-exact). "

@@ -11,8 +11,21 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Annotated
 
-from nemo_gym_prorl.llm.toolcalls.formats import ToolCallFormat
+from pydantic import AfterValidator
+
+from nemo_gym_prorl.llm.toolcalls.formats import PARSERS, ToolCallFormat
+
+AUTO = "auto"
+
+
+def _auto_or_format(value: str) -> str:
+    return value if value == AUTO else PARSERS.check(value)
+
+
+# What a configuration may say: `auto` (read the model's chat template) or a format.
+ToolCallFormatChoice = Annotated[str, AfterValidator(_auto_or_format)]
 
 # Most specific first: Qwen3-Coder's template also contains <tool_call>.
 _MARKERS: tuple[tuple[ToolCallFormat, tuple[str, ...]], ...] = (
@@ -55,12 +68,11 @@ def chat_template_of(model_dir: str | Path) -> str | None:
     return template if isinstance(template, str) else None
 
 
-def resolve_tool_call_format(
-    configured: ToolCallFormat | str, model_dir: str | Path | None = None
-) -> ToolCallFormat:
-    """`auto` means: what the model's chat template teaches, else hermes."""
-    if configured != "auto":
-        return configured  # type: ignore[return-value]
+def resolve_tool_call_format(configured: str, model_dir: str | Path | None = None) -> ToolCallFormat:
+    """`auto` means: what the model's chat template teaches, else hermes. Any other value must
+    name a parser (a `RegistryError` says which exist)."""
+    if configured != AUTO:
+        return PARSERS.check(configured)
     if model_dir and Path(model_dir).is_dir():
         found = format_from_chat_template(chat_template_of(model_dir))
         if found is not None:

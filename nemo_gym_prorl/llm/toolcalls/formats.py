@@ -13,6 +13,10 @@
 Each parser returns the prose outside the markup and, in order, every call it found: a
 `ToolCall` when it is well-formed, a `ToolCallError` (sent back as the tool's observation)
 when it is not. Nothing here raises on model output.
+
+The parsers are registered in `PARSERS` by format name. A model that writes another format
+needs no change here: `llm.tool_call_format=mypkg.mod:parse_mine` names a function with the
+parsers' signature, `(text, *, turn=0, tool_specs=None) -> ParsedCalls`.
 """
 
 from __future__ import annotations
@@ -21,13 +25,18 @@ import ast
 import json
 import re
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Annotated, Any
+
+from pydantic import AfterValidator
 
 from nemo_gym_prorl.llm.records import ToolCallError
 from nemo_gym_prorl.llm.toolcalls.common import ParsedCalls, call_id, from_payload, with_arguments
+from nemo_gym_prorl.registry import Registry
 
-ToolCallFormat = Literal["hermes", "llama3_json", "mistral", "qwen3_coder", "pythonic"]
 Parser = Callable[..., ParsedCalls]
+PARSERS: Registry[ParsedCalls] = Registry("tool-call format")
+# A registered format name ("hermes", ...) or an import target `package.module:parse`.
+ToolCallFormat = Annotated[str, AfterValidator(PARSERS.check)]
 
 # -- hermes -------------------------------------------------------------------------------------
 
@@ -35,6 +44,7 @@ _HERMES_BLOCK = re.compile(r"<tool_call>(.*?)</tool_call>", re.S)
 _HERMES_OPEN = "<tool_call>"
 
 
+@PARSERS.register("hermes")
 def parse_hermes(text: str, *, turn: int = 0, tool_specs: list[dict[str, Any]] | None = None) -> ParsedCalls:
     """`<tool_call>{"name": ..., "arguments": {...}}</tool_call>` blocks. An opening tag
     without a closing one (generation cut by max_tokens) is an error too."""
@@ -68,6 +78,7 @@ _PYTHON_TAG = "<|python_tag|>"
 _LLAMA_CALL_START = re.compile(r'\s*\{\s*"(name|type)"\s*:')
 
 
+@PARSERS.register("llama3_json")
 def parse_llama3_json(
     text: str, *, turn: int = 0, tool_specs: list[dict[str, Any]] | None = None
 ) -> ParsedCalls:
@@ -109,6 +120,7 @@ _MISTRAL_TAG = "[TOOL_CALLS]"
 _MISTRAL_ARGS = "[ARGS]"
 
 
+@PARSERS.register("mistral")
 def parse_mistral(text: str, *, turn: int = 0, tool_specs: list[dict[str, Any]] | None = None) -> ParsedCalls:
     """Everything after `[TOOL_CALLS]` is calls: a JSON array of `{"name", "arguments"}`
     (tokenizer v3..v7) or `name[ARGS]{...}` pieces, each after its own `[TOOL_CALLS]` (v11+)."""
@@ -192,6 +204,7 @@ def _typed(value: str, schema: Any) -> Any:
         return value
 
 
+@PARSERS.register("qwen3_coder")
 def parse_qwen3_coder(
     text: str, *, turn: int = 0, tool_specs: list[dict[str, Any]] | None = None
 ) -> ParsedCalls:
@@ -237,6 +250,7 @@ _PYTHONIC_WRAP = ("<|python_start|>", "<|python_end|>")
 _PYTHONIC_START = re.compile(r"\s*\[\s*[A-Za-z_][\w.]*\s*\(")
 
 
+@PARSERS.register("pythonic")
 def parse_pythonic(
     text: str, *, turn: int = 0, tool_specs: list[dict[str, Any]] | None = None
 ) -> ParsedCalls:
@@ -282,27 +296,12 @@ def parse_pythonic(
     return parsed
 
 
-PARSERS: dict[str, Parser] = {
-    "hermes": parse_hermes,
-    "llama3_json": parse_llama3_json,
-    "mistral": parse_mistral,
-    "qwen3_coder": parse_qwen3_coder,
-    "pythonic": parse_pythonic,
-}
-
-
 def parse_tool_calls(
     text: str,
-    tool_format: ToolCallFormat = "hermes",
+    tool_format: str = "hermes",
     *,
     turn: int = 0,
     tool_specs: list[dict[str, Any]] | None = None,
 ) -> ParsedCalls:
-    """Parse a generation in the given format."""
-    try:
-        parser = PARSERS[tool_format]
-    except KeyError:
-        raise ValueError(
-            f"unknown tool-call format {tool_format!r}; choose one of {sorted(PARSERS)}"
-        ) from None
-    return parser(text, turn=turn, tool_specs=tool_specs)
+    """Parse a generation in the given format (a name in `PARSERS` or an import target)."""
+    return PARSERS.factory(tool_format)(text, turn=turn, tool_specs=tool_specs)
