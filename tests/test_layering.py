@@ -36,7 +36,7 @@ import ast
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import pytest
@@ -427,81 +427,67 @@ def test_the_checker_sees_every_kind_of_import_in_this_repository(where: str, ta
 # -- the checker, on planted violations -------------------------------------------------------
 
 
-def _check_python(module: str, source: str) -> dict[str, str]:
-    return violations(Edge(module, unit(module) or "", t) for t in python_imports(source, module))
+def reader_of(config: str) -> str | None:
+    """The layer that reads a config file (repository-relative path)."""
+    return next(
+        (r for pattern, r in CONFIG_READERS.items() if PurePosixPath(config).full_match(pattern)), None
+    )
 
 
-UPWARD_IMPORTS = [
-    "from nemo_gym_prorl.tools import dispatch\n",
-    "import nemo_gym_prorl.pipeline.engine\n",
-    "def later():\n    from nemo_gym_prorl.service import app\n",
-    "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from nemo_gym_prorl.agent.loop import run\n",
-    "from ..tools import dispatch\n",  # relative, from nemo_gym_prorl.sandbox.planted
-    "HANDLER = 'nemo_gym_prorl.tasks.math:MathTask'\n",  # an import target in a string
-    "CMD = ['python', '-m', 'nemo_gym_prorl.cli']\n",  # a module run by name
-]
+def check_text(where: str, text: str) -> dict[str, str]:
+    """The violations in one file's text: a config (by its path) or a module (by its name)."""
+    if where.endswith(".yaml"):
+        reader = reader_of(where) or ""
+        return violations(Edge(f"{where} (read by {reader})", reader, t) for t in config_imports(text))
+    return violations(Edge(where, unit(where) or "", t) for t in python_imports(text, where))
 
 
-@pytest.mark.parametrize("source", UPWARD_IMPORTS)
-def test_a_planted_upward_import_fails(source: str) -> None:
-    found = _check_python("nemo_gym_prorl.sandbox.planted", source)
-    assert found and all("upward" in why for why in found.values()), found
+UP, SAME, OUT = "upward", "same layer", "nothing in the product imports"
 
 
 @pytest.mark.parametrize(
-    ("module", "source"),
+    ("where", "text", "why"),
     [
-        ("nemo_gym_prorl.llm.planted", "from nemo_gym_prorl.sandbox import open_sandbox\n"),
-        ("nemo_gym_prorl.sandbox.planted", "from nemo_gym_prorl.llm.records import ToolCall\n"),
-        ("nemo_gym_prorl.tasks.planted", "from nemo_gym_prorl.agent.loop import run_agent\n"),
-        ("nemo_gym_prorl.service.planted", "from nemo_gym_prorl.integrations.gym import runtime\n"),
-        ("nemo_gym_prorl.datasets.planted", "from nemo_gym_prorl.demo import report\n"),
-        ("resources_servers.prorl_math.app", "from resources_servers.prorl_code.app import X\n"),
-        ("nemo_gym_prorl.cli.planted", "from responses_api_agents.prorl_agent.app import ProRLAgent\n"),
-        ("nemo_gym_prorl.registry", "from nemo_gym_prorl.assets import asset\n"),
+        # upward, in every form an import takes
+        ("nemo_gym_prorl.sandbox.planted", "from nemo_gym_prorl.tools import dispatch\n", UP),
+        ("nemo_gym_prorl.sandbox.planted", "import nemo_gym_prorl.pipeline.engine\n", UP),
+        ("nemo_gym_prorl.sandbox.planted", "def later():\n    from nemo_gym_prorl.service import app\n", UP),
+        (
+            "nemo_gym_prorl.sandbox.planted",
+            "if TYPE_CHECKING:\n    from nemo_gym_prorl.agent import loop\n",
+            UP,
+        ),
+        ("nemo_gym_prorl.sandbox.planted", "from ..tools import dispatch\n", UP),  # relative
+        ("nemo_gym_prorl.sandbox.planted", "HANDLER = 'nemo_gym_prorl.tasks.math:MathTask'\n", UP),
+        ("nemo_gym_prorl.sandbox.planted", "CMD = ['python', '-m', 'nemo_gym_prorl.cli']\n", UP),
+        # within one layer, where SAME_LAYER does not allow it
+        ("nemo_gym_prorl.llm.planted", "from nemo_gym_prorl.sandbox import open_sandbox\n", SAME),
+        ("nemo_gym_prorl.sandbox.planted", "from nemo_gym_prorl.llm.records import ToolCall\n", SAME),
+        ("nemo_gym_prorl.tasks.planted", "from nemo_gym_prorl.agent.loop import run_agent\n", SAME),
+        ("nemo_gym_prorl.service.planted", "from nemo_gym_prorl.integrations.gym import runtime\n", SAME),
+        ("nemo_gym_prorl.datasets.planted", "from nemo_gym_prorl.demo import report\n", SAME),
+        ("resources_servers.prorl_math.app", "from resources_servers.prorl_code.app import X\n", SAME),
+        ("nemo_gym_prorl.cli.planted", "from responses_api_agents.prorl_agent.app import Agent\n", SAME),
+        ("nemo_gym_prorl.registry", "from nemo_gym_prorl.assets import asset\n", SAME),
+        # benchmarks/ and tests/, by package name, bare helper name or import target
+        ("nemo_gym_prorl.pipeline.planted", "import ray_local\n", OUT),
+        ("nemo_gym_prorl.tools.planted", "from tool_roundtrips import roundtrip\n", OUT),
+        ("nemo_gym_prorl.llm.planted", "def f():\n    import balancer_sim\n", OUT),
+        ("resources_servers.prorl_math.app", "SIM = 'balancer_sim:simulate'\n", OUT),
+        ("responses_api_agents.prorl_agent.app", "import benchmarks.bench_real\n", OUT),
+        ("nemo_gym_prorl.cli.planted", "from provenance import main\n", OUT),
+        ("nemo_gym_prorl.service.planted", "from support.scripted_stages import build_scripted\n", OUT),
+        # config strings, held to the rules of the layer that reads them
+        ("configs/service/tasks/planted.yaml", "mine:\n  handler: nemo_gym_prorl.cli.main:main\n", UP),
+        ("configs/gym/planted.yaml", "agent:\n  runner: nemo_gym_prorl.cli.gym:up\n", UP),
+        ("environments/x/config.yaml", "cmd: python -m nemo_gym_prorl.cli model serve --port 8000\n", UP),
+        ("configs/service/serve.yaml", "hooks: [ray_local:start_cluster]\n", OUT),
+        ("configs/service/tasks/t.yaml", "x: {handler: support.scripted_stages:build_scripted}\n", OUT),
+        ("configs/nemo_rl/planted.yaml", "sampler:\n  target: nemo_gym_prorl.demo.report:Report\n", SAME),
     ],
 )
-def test_a_planted_import_within_one_layer_fails_unless_allowed(module: str, source: str) -> None:
-    found = _check_python(module, source)
-    assert found and all("same layer" in why for why in found.values()), found
-
-
-@pytest.mark.parametrize(
-    ("module", "source"),
-    [
-        ("nemo_gym_prorl.pipeline.planted", "import ray_local\n"),
-        ("nemo_gym_prorl.tools.planted", "from tool_roundtrips import roundtrip\n"),
-        ("nemo_gym_prorl.llm.planted", "def f():\n    import balancer_sim\n"),
-        ("resources_servers.prorl_math.app", "SIM = 'balancer_sim:simulate'\n"),
-        ("responses_api_agents.prorl_agent.app", "import benchmarks.bench_real\n"),
-        ("nemo_gym_prorl.cli.planted", "from provenance import main\n"),
-        ("nemo_gym_prorl.service.planted", "from support.scripted_stages import build_scripted\n"),
-    ],
-)
-def test_a_planted_import_of_benchmarks_or_tests_fails(module: str, source: str) -> None:
-    found = _check_python(module, source)
-    assert found and all("nothing in the product imports" in why for why in found.values()), found
-
-
-def _check_config(reader: str, text: str) -> dict[str, str]:
-    return violations(Edge(f"planted.yaml (read by {reader})", reader, t) for t in config_imports(text))
-
-
-@pytest.mark.parametrize(
-    ("reader", "text", "why"),
-    [
-        ("service", "mine:\n  handler: nemo_gym_prorl.cli.main:main\n", "upward"),
-        ("integrations", "agent:\n  runner: nemo_gym_prorl.cli.gym:up\n", "upward"),
-        ("integrations", "cmd: python -m nemo_gym_prorl.cli model serve --port 8000\n", "upward"),
-        ("service", "hooks: [ray_local:start_cluster]\n", "nothing in the product imports"),
-        ("service", "mine:\n  handler: support.scripted_stages:build_scripted\n", "nothing in the product"),
-        ("integrations", "sampler:\n  target: nemo_gym_prorl.demo.report:Report\n", "same layer"),
-    ],
-)
-def test_a_planted_config_string_pointing_where_its_reader_may_not_import_fails(
-    reader: str, text: str, why: str
-) -> None:
-    found = _check_config(reader, text)
+def test_a_planted_violation_fails(where: str, text: str, why: str) -> None:
+    found = check_text(where, text)
     assert found and all(why in w for w in found.values()), found
 
 
@@ -516,7 +502,7 @@ def test_a_planted_config_string_pointing_where_its_reader_may_not_import_fails(
     ],
 )
 def test_downward_and_allowed_imports_pass(module: str, source: str) -> None:
-    assert not _check_python(module, source)
+    assert not check_text(module, source)
 
 
 @pytest.mark.parametrize(
@@ -537,7 +523,7 @@ def test_comments_in_configs_are_prose_not_imports() -> None:
         "# defaults of nemo_gym_prorl.cli.main:main\nhandler: nemo_gym_prorl.agent.factory:domain_handler\n"
     )
     assert config_imports(text) == {"nemo_gym_prorl.agent.factory"}
-    assert not _check_config("service", text)
+    assert not check_text("configs/service/tasks/planted.yaml", text)
 
 
 def test_the_whole_tree_scan_finds_planted_violations(tmp_path: Path) -> None:
