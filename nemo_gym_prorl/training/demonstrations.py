@@ -68,8 +68,8 @@ PROGRAM = "nemo_gym_prorl.training.demonstrations"
 
 
 class DemonstrationError(RuntimeError):
-    """Demonstrations cannot be written at all (no backend, a dialect or tool-call format the
-    demonstrator cannot write, every attempt failing for the same infrastructure reason)."""
+    """Demonstrations cannot be written at all: no backend, a dialect or tool-call format the
+    demonstrator cannot write, or not one task rewarded."""
 
 
 # -- the programs: a task's inputs -> the code a competent agent runs -------------------------
@@ -273,6 +273,7 @@ class Demonstrator:
                 f"demonstration ids come from the `vllm` dialect's prompts; the LLM access uses "
                 f"{llm.dialect.name!r}"
             )
+        tool_call_text(ToolCall(id="", name="ipython", arguments={}), llm.dialect.tool_call_format)
         self.config = config
         self.llm = llm
         self.dialect: VLLMCompletionsDialect = llm.dialect
@@ -472,7 +473,6 @@ async def collect_demonstrations(
     tried = 0
     llm = LLMAccess.from_config(config.llm)
     await llm.pool.start()
-    demonstrator = Demonstrator(config, llm)
 
     async def worker() -> None:
         # Workers take tasks in order and stop taking them once n are kept: a prefix of the
@@ -491,12 +491,18 @@ async def collect_demonstrations(
                 progress(f"demonstrations: {min(len(kept), n)}/{n} kept, {sum(dropped.values())} dropped")
 
     try:
+        demonstrator = Demonstrator(config, llm)
         await llm.model_name()
-        async with asyncio.TaskGroup() as group:
-            for _ in range(config.concurrency):
-                group.create_task(worker())
+        try:
+            async with asyncio.TaskGroup() as group:
+                for _ in range(config.concurrency):
+                    group.create_task(worker())
+        finally:
+            await demonstrator.close()
+    except ExceptionGroup as errors:
+        # A worker's error (backend gone, sandbox unusable) stops the step: say it plainly.
+        raise errors.exceptions[0] from None
     finally:
-        await demonstrator.close()
         await llm.pool.aclose()
     if not kept:
         raise DemonstrationError(f"no demonstration was rewarded in {tried} tasks (dropped: {dict(dropped)})")
