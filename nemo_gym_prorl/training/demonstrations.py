@@ -247,7 +247,9 @@ class DemonstrationConfig(BaseModel):
 # -- the demonstrator ---------------------------------------------------------------------------
 
 
-class _Dropped(Exception):
+class DemonstrationDropped(Exception):
+    """A task whose demonstration is not kept (its tool call failed, or it was not rewarded)."""
+
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason
@@ -284,11 +286,18 @@ class Demonstrator:
         await self.domain.aclose()
 
     async def demonstrate(self, row: Mapping[str, Any]) -> Demonstration:
-        """One demonstration of `row`; raises `_Dropped(reason)` when it is not one to keep."""
-        recipe = Recipe.model_validate(
-            {k: row["reasoning_gym"][k] for k in ("family", "seed")} | {"split": row["split"]}
-        )
+        """One demonstration of `row`; raises `DemonstrationDropped(reason)` when it is not one to keep."""
         code = program_code(row)
+        recipe = Recipe(
+            family=row["reasoning_gym"]["family"],
+            seed=row["reasoning_gym"]["seed"],
+            split=row.get("split", "train"),
+        )
+        if recipe.split != "train":
+            # Demonstrations are training data: the held-out tasks must stay unseen.
+            raise ValueError(
+                f"row {row.get('task_id')!r} is a held-out task; only training tasks are demonstrated"
+            )
         job = Job(
             id=f"demonstration-{recipe.family}-{recipe.seed}",
             task="math",
@@ -310,7 +319,7 @@ class Demonstrator:
             observations = await writer.turn(first, tool_call_text(call, self.dialect.tool_call_format))
             value = value_of(observations[0])
             if value is None:
-                raise _Dropped("tool_failed")
+                raise DemonstrationDropped("tool_failed")
             await writer.turn(writer.pending, answer_text(value))
             final_answer = writer.final_content
             evaluation = await self.transport.evaluate(
@@ -320,7 +329,7 @@ class Demonstrator:
             self.llm.pool.end_trajectory(route)
             await self.transport.release(state)
         if evaluation.reward != 1.0:
-            raise _Dropped(str(evaluation.report.get("reason") or "unrewarded"))
+            raise DemonstrationDropped(str(evaluation.report.get("reason") or "unrewarded"))
         return writer.demonstration(recipe, evaluation.reward, evaluation.reward_components)
 
 
@@ -385,7 +394,7 @@ class _Conversation:
             raise DemonstrationError(f"turn {ctx.turn}: the prompt does not continue the trajectory's tokens")
         generation = await self._assistant_ids(ctx, text)
         if self.max_model_len is not None and len(prompt) + len(generation) > self.max_model_len:
-            raise _Dropped("context_length")
+            raise DemonstrationDropped("context_length")
         fmt = self.owner.dialect.tool_call_format
         parsed = parse_tool_calls(text, fmt, turn=ctx.turn, tool_specs=self.specs)
         if parsed.errors:
@@ -485,7 +494,7 @@ async def collect_demonstrations(
             tried += 1
             try:
                 kept[position] = await demonstrator.demonstrate(row)
-            except _Dropped as drop:
+            except DemonstrationDropped as drop:
                 dropped[drop.reason] += 1
             if progress is not None:
                 progress(f"demonstrations: {min(len(kept), n)}/{n} kept, {sum(dropped.values())} dropped")

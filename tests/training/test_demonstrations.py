@@ -19,9 +19,9 @@ from nemo_gym_prorl.training.demonstrations import (
     ORIGIN,
     Demonstration,
     DemonstrationConfig,
+    DemonstrationDropped,
     DemonstrationError,
     Demonstrator,
-    _Dropped,
     collect_demonstrations,
     program_code,
     read_demonstrations,
@@ -114,12 +114,22 @@ async def test_an_unrewarded_demonstration_is_dropped_with_the_evaluators_reason
     demonstrator = Demonstrator(config, llm)
     try:
         row = SeedSplit().train_rows(1)[0] | {"expected_answer": "123456"}
-        with pytest.raises(_Dropped) as dropped:
+        with pytest.raises(DemonstrationDropped) as dropped:
             await demonstrator.demonstrate(row)
         assert dropped.value.reason == "wrong_answer"
     finally:
         await demonstrator.close()
         await llm.pool.aclose()
+
+
+async def test_a_heldout_task_is_never_demonstrated(tokenizer_backend) -> None:
+    config = config_for(tokenizer_backend.url)
+    demonstrator = Demonstrator(config, LLMAccess.from_config(config.llm))
+    try:
+        with pytest.raises(ValueError, match="held-out task"):
+            await demonstrator.demonstrate(SeedSplit().heldout_rows()[0])
+    finally:
+        await demonstrator.close()
 
 
 def test_a_program_reads_the_task_inputs_never_its_answer() -> None:
