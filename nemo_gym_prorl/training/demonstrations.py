@@ -31,8 +31,18 @@ by the service's own code on the running backend: the prompts by the `vllm` dial
 closing tokens bridged, tool messages appended as a token suffix), an assistant turn as the
 backend's tokenization of its text followed by the end-of-turn token the model samples to stop.
 Nothing is re-tokenized at training time. The demonstrator is a data generator of the training
-command only: it is no dialect, backend or model, and nothing in a rollout or an evaluation can
-select it.
+command only: it is no dialect, backend or model, nothing in a rollout or an evaluation can
+select it, and it refuses held-out tasks.
+
+How `prorl train` calls it (its `demonstrations:` section validated into `DemonstrationConfig`,
+`llm.backends` set to the backend it serves the rollouts from, `split` shared with the RL and
+evaluation steps):
+
+    summary = write_demonstrations(run_dir / "demonstrations.jsonl", 256, config, progress=say)
+    # JSONL of `Demonstration`; `read_demonstrations(path)` reads it back for SFT, the loss on
+    # `env_mask == 1`. `summary`: keep rate, drops by reason, seconds, token lengths.
+
+From a running event loop, `await collect_demonstrations(n, config)` returns them instead.
 """
 
 from __future__ import annotations
