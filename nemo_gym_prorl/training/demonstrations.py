@@ -244,8 +244,8 @@ class DemonstrationConfig(BaseModel):
     )
     sandbox: SandboxSpec = Field(default_factory=SandboxSpec)
     tools: ToolBoxConfig = Field(
-        default_factory=lambda: ToolBoxConfig(ipython_timeout_s=30.0),
-        description="the math task's tool limits (as the service's math handler sets them)",
+        default_factory=ToolBoxConfig,
+        description="the math task's tool limits (keep them the service's: `tasks.math.options.tools`)",
     )
     math: MathConfig = Field(default_factory=MathConfig)
     concurrency: int = Field(2, ge=1, le=64, description="Tasks demonstrated at once.")
