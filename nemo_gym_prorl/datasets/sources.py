@@ -103,14 +103,19 @@ def reasoning_gym_math(size_per_task: int = 4, seed: int = 1234) -> Iterator[dic
     for name, kwargs in REASONING_GYM_MATH.items():
         dataset = reasoning_gym.create_dataset(name, size=size_per_task, seed=seed, **kwargs)
         for i in range(size_per_task):
-            entry = dataset[i]
-            answer = str(entry["answer"]).strip().strip("$")
-            yield {
-                "source": f"reasoning_gym/{name}",
-                "id": f"rg-{name}-{seed}-{i}",
-                "problem": entry["question"],
-                "answer": answer,
-            }
+            yield reasoning_gym_problem(name, dataset[i], f"rg-{name}-{seed}-{i}")
+
+
+def reasoning_gym_problem(name: str, entry: Mapping[str, Any], problem_id: str) -> dict[str, Any]:
+    """One reasoning-gym entry as a math problem. `metadata` is the generator's record of the
+    task's inputs (the expression, the numbers, ...), for programs that read the task."""
+    return {
+        "source": f"reasoning_gym/{name}",
+        "id": problem_id,
+        "problem": entry["question"],
+        "answer": str(entry["answer"]).strip().strip("$"),
+        "metadata": dict(entry.get("metadata") or {}),
+    }
 
 
 def gym_math_problems() -> Iterator[dict[str, Any]]:
@@ -140,21 +145,29 @@ def math_rows(
     agent: str = DEFAULT_AGENT,
     tools: list[dict[str, Any]] | None = None,
 ) -> list[dict[str, Any]]:
-    rows = []
-    for p in [*reasoning_gym_math(size_per_task, seed), *gym_math_problems()]:
-        rows.append(
-            make_row(
-                "prorl_math",
-                p["id"],
-                MATH_SYSTEM,
-                p["problem"],
-                tools,
-                agent,
-                expected_answer=p["answer"],
-                source=p["source"],
-            )
-        )
-    return rows
+    return [
+        math_row(p, agent, tools) for p in [*reasoning_gym_math(size_per_task, seed), *gym_math_problems()]
+    ]
+
+
+def math_row(
+    problem: Mapping[str, Any],
+    agent: str = DEFAULT_AGENT,
+    tools: list[dict[str, Any]] | None = None,
+    **fields: Any,
+) -> dict[str, Any]:
+    """The row of one math problem (`fields`: extra task fields the row carries)."""
+    return make_row(
+        "prorl_math",
+        problem["id"],
+        MATH_SYSTEM,
+        problem["problem"],
+        tools,
+        agent,
+        expected_answer=problem["answer"],
+        source=problem["source"],
+        **fields,
+    )
 
 
 # -- STEM -------------------------------------------------------------------------------------

@@ -1,0 +1,83 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
+"""The seed split: training and held-out tasks come from disjoint seed ranges, and no training
+task repeats a held-out question."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
+
+from nemo_gym_prorl.training.heldout import DEFAULT_FAMILIES, SeedSplit
+
+SPLIT = SeedSplit()
+
+
+def question(row: dict) -> str:
+    return row["responses_create_params"]["input"][-1]["content"]
+
+
+def test_the_heldout_set_is_64_fixed_math_tasks_over_every_family() -> None:
+    rows = SPLIT.heldout_rows()
+    assert len(rows) == 64
+    assert rows == SeedSplit().heldout_rows()  # the same set, whoever asks
+    assert {r["reasoning_gym"]["family"] for r in rows} == set(DEFAULT_FAMILIES)
+    assert {r["data_source"] for r in rows} == {"prorl_math"}
+    assert {r["split"] for r in rows} == {"heldout"}
+    assert all(r["expected_answer"] for r in rows)
+    assert len({r["task_id"] for r in rows}) == 64
+
+
+def test_heldout_seeds_never_intersect_train_seeds() -> None:
+    heldout = {(r["reasoning_gym"]["family"], r["reasoning_gym"]["seed"]) for r in SPLIT.heldout_rows()}
+    train = [(r["reasoning_gym"]["family"], r["reasoning_gym"]["seed"]) for r in SPLIT.train_rows(2000)]
+    assert len(train) == 2000
+    assert not heldout & set(train)
+    assert max(seed for _, seed in train) < SPLIT.heldout_seed_start <= min(seed for _, seed in heldout)
+
+
+def test_no_training_task_asks_a_heldout_question() -> None:
+    heldout = {(r["reasoning_gym"]["family"], question(r)) for r in SPLIT.heldout_rows()}
+    train = SPLIT.train_rows(2000)
+    assert not heldout & {(r["reasoning_gym"]["family"], question(r)) for r in train}
+    # ... which needs the check: one-digit sums repeat, so some training seeds were skipped.
+    last_seed = max(r["reasoning_gym"]["seed"] for r in train)
+    assert len(train) < len(DEFAULT_FAMILIES) * (last_seed + 1)
+
+
+def test_train_rows_are_a_stable_sequence_that_start_offsets_into() -> None:
+    first = SPLIT.train_rows(12)
+    assert SPLIT.train_rows(4, start=8) == first[8:]
+    assert [r["reasoning_gym"]["family"] for r in first[:4]] == list(DEFAULT_FAMILIES)
+    assert all(
+        r["task_id"] == f"rg-{r['reasoning_gym']['family']}-s{r['reasoning_gym']['seed']}" for r in first
+    )
+
+
+def test_a_row_carries_the_task_inputs_a_program_reads() -> None:
+    row = SPLIT.row("train", "gcd", 3)
+    metadata = row["reasoning_gym"]["metadata"]
+    assert all(str(n) in question(row) for n in metadata["numbers"])
+    assert row["responses_create_params"]["input"][0]["role"] == "system"
+
+
+@pytest.mark.parametrize(
+    "fields, message",
+    [
+        ({"heldout_size": 16}, "greater than or equal to 64"),
+        ({"train_seed_start": 5, "heldout_seed_start": 5}, "must be below heldout_seed_start"),
+        ({"families": ("gcd", "gcd")}, "families repeat"),
+        ({"families": ("gsm_symbolic",)}, "families"),
+    ],
+)
+def test_a_split_that_could_leak_or_is_too_small_is_refused(fields: dict, message: str) -> None:
+    with pytest.raises(ValidationError, match=message):
+        SeedSplit(**fields)
+
+
+def test_training_seeds_run_out_before_the_heldout_range() -> None:
+    split = SeedSplit(families=("gcd",), train_seed_start=0, heldout_seed_start=3)
+    assert [r["reasoning_gym"]["seed"] for r in split.iter_train_rows()] == [0, 1, 2]
+    with pytest.raises(IndexError, match="held-out range"):
+        split.recipe("train", 3)
