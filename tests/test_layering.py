@@ -63,6 +63,7 @@ LAYERS: dict[str, int] = {
     "integrations": 4,
     "demo": 4,
     "datasets": 4,
+    "training": 4,
     "cli": 5,
     # Gym servers sit beside the cli: nothing in the package imports them (each is its own unit)
     "resources_servers": 5,
@@ -76,6 +77,7 @@ SAME_LAYER: dict[tuple[str, str], str] = {
     ("demo", "service"): "the demo drives the service end to end",
     ("demo", "integrations"): "the demo shows the Gym contract's view of its rollouts",
     ("demo", "datasets"): "the demo submits rows built from the datasets",
+    ("training", "datasets"): "training draws its task rows (train and held-out) from the datasets",
 }
 # Not layered: they may import anything, and nothing in the product imports them.
 OUTSIDE = {"benchmarks": "benchmarks/", "tests": "tests/ (test support is imported as `support`)"}
