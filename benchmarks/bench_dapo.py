@@ -31,7 +31,6 @@ collects STEPS training steps of B informative groups.
 from __future__ import annotations
 
 import asyncio
-import json
 import random
 import sys
 import time
@@ -291,16 +290,11 @@ def summary(r: dict[str, Any]) -> str:
 def main(as_json: bool = False) -> int:
     """`prorl bench dapo [--json]`."""
     report = asyncio.run(benchmark())
-    if as_json:
-        provenance.record(
-            "dapo", report, simulated=SIMULATED,
-            ours="async replenishment with carry-over (real pipeline and DAPO scheduler)",
-            against="NeMo RL's synchronous batch re-sampling (`use_dynamic_sampling`), same concurrency",
-            measured=summary(report),
-        )  # fmt: skip
-    else:
-        print("simulated: " + "; ".join(SIMULATED))
-    print(json.dumps(report) if as_json else format_report(report), flush=True)
+    provenance.publish(
+        "dapo", report, as_json=as_json, render=format_report, summary=summary, simulated=SIMULATED,
+        ours="async replenishment with carry-over (real pipeline and DAPO scheduler)",
+        against="NeMo RL's synchronous batch re-sampling (`use_dynamic_sampling`), same concurrency",
+    )  # fmt: skip
     return 0
 
 

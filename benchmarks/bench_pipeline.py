@@ -21,7 +21,6 @@ scarce resource: model concurrency); EVAL runs a slow test process in the sandbo
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import statistics
 import subprocess
@@ -286,16 +285,11 @@ def summary(r: dict[str, Any]) -> str:
 def main(as_json: bool = False) -> int:
     """`prorl bench pipeline [--json]`."""
     report = asyncio.run(benchmark())
-    if as_json:
-        provenance.record(
-            "pipeline", report, simulated=SIMULATED,
-            ours=f"INIT/RUN/EVAL pipeline, {report['jobs']} jobs, {report['generation_slots']} generation slots",
-            against="the busiest stage's lower bound; a coupled worker loop holding its slot INIT to EVAL",
-            measured=summary(report),
-        )  # fmt: skip
-    else:
-        print("simulated: " + "; ".join(SIMULATED))
-    print(json.dumps(report) if as_json else format_report(report), flush=True)
+    provenance.publish(
+        "pipeline", report, as_json=as_json, render=format_report, summary=summary, simulated=SIMULATED,
+        ours=f"INIT/RUN/EVAL pipeline, {report['jobs']} jobs, {report['generation_slots']} generation slots",
+        against="the busiest stage's lower bound; a coupled worker loop holding its slot INIT to EVAL",
+    )  # fmt: skip
     return 0
 
 

@@ -122,7 +122,8 @@ def steady_throughput(results: list[JobResult], warmup: int) -> float:
     return (len(ends) - warmup) / span if span > 0 else 0.0
 
 
-async def measure(executor: StageExecutor, slots: int, jobs: int) -> dict[str, Any]:
+async def start_pipeline(executor: StageExecutor, slots: int, jobs: int) -> Pipeline:
+    """The pipeline every point runs: `slots` workers per stage, room for all `jobs` at once."""
     handler = ScriptedHandler(track=False, **SCRIPT)  # the service's copy; the nodes build theirs
     registry = HandlerRegistry()
     registry.register("sim", handler)
@@ -131,6 +132,11 @@ async def measure(executor: StageExecutor, slots: int, jobs: int) -> dict[str, A
     )
     pipeline = Pipeline(registry, config, executor)
     await pipeline.start()
+    return pipeline
+
+
+async def measure(executor: StageExecutor, slots: int, jobs: int) -> dict[str, Any]:
+    pipeline = await start_pipeline(executor, slots, jobs)
     try:
         meter = CpuMeter()
         started = time.monotonic()
@@ -182,14 +188,7 @@ async def node_loss_run(cluster: Any) -> dict[str, Any]:
     await executor.start()
     slots = KILL_NODES * SLOTS
     jobs = WAVES * slots
-    handler = ScriptedHandler(track=False, **SCRIPT)
-    registry = HandlerRegistry()
-    registry.register("sim", handler)
-    config = PipelineConfig(
-        init_workers=slots, run_workers=slots, eval_workers=slots, max_queued=jobs, active_time_s=600
-    )
-    pipeline = Pipeline(registry, config, executor)
-    await pipeline.start()
+    pipeline = await start_pipeline(executor, slots, jobs)
     head = cluster.head_node.node_id
     used = {s.node for s in executor.nodes()}
     victims = [n for n in cluster.list_all_nodes() if n.node_id in used and n.node_id != head][:2]
@@ -306,16 +305,11 @@ def main(as_json: bool = False) -> int:
     """`prorl bench scaleout [--json]`."""
     with children_write_to_stderr():  # Ray's driver prints node deaths to stdout
         report = benchmark()
-    if as_json:
-        provenance.record(
-            "scaleout", report, simulated=SIMULATED,
-            ours="Ray executor: one rollout actor per node, 1-8 real raylets on one machine",
-            against="the in-process executor with the same worker pools",
-            measured=summary(report),
-        )  # fmt: skip
-    else:
-        print("simulated: " + "; ".join(SIMULATED))
-    print(json.dumps(report) if as_json else format_report(report), flush=True)
+    provenance.publish(
+        "scaleout", report, as_json=as_json, render=format_report, summary=summary, simulated=SIMULATED,
+        ours="Ray executor: one rollout actor per node, 1-8 real raylets on one machine",
+        against="the in-process executor with the same worker pools",
+    )  # fmt: skip
     ok = report["node_kill_completed"] == report["node_kill_submitted"]
     return 0 if ok else 1
 

@@ -18,7 +18,6 @@ context, never divided into a ratio. Nothing here is simulated.
 from __future__ import annotations
 
 import asyncio
-import json
 import statistics
 import sys
 import tempfile
@@ -117,14 +116,12 @@ def summary(r: dict[str, float | int | str]) -> str:
 
 def main(as_json: bool = False) -> int:
     results = asyncio.run(measure())
-    if as_json:
-        provenance.record(
-            "tools", results, simulated=SIMULATED,
-            ours="PTY shell in bubblewrap, IPython kernel, sandbox start",
-            against="tmux at its best (wait-for signalling; capture-pane loop), a fresh subprocess",
-            measured=summary(results),
-        )  # fmt: skip
-    print(json.dumps(results) if as_json else render(results))
+    provenance.publish(
+        "tools", results, as_json=as_json, render=render, summary=summary, simulated=SIMULATED,
+        ours="PTY shell in bubblewrap, IPython kernel, sandbox start",
+        against="tmux at its best (wait-for signalling; capture-pane loop), a fresh subprocess",
+        show_simulated=False,
+    )  # fmt: skip
     return 0
 
 

@@ -22,7 +22,7 @@ import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -142,6 +142,27 @@ def record(
     path.write_text(json.dumps(payload, indent=2, sort_keys=False, default=str) + "\n")
     print(f"[bench] results written to {path}", file=sys.stderr)
     return path
+
+
+def publish(
+    name: str,
+    figures: dict[str, Any],
+    *,
+    as_json: bool,
+    render: Callable[[dict[str, Any]], str],
+    summary: Callable[[dict[str, Any]], str],
+    simulated: Sequence[str],
+    ours: str,
+    against: str,
+    show_simulated: bool = True,
+) -> None:
+    """The end of `prorl bench <name> [--json]`. With --json: record the figures (`record`) and
+    print them as one JSON object; else print the report, after what was simulated."""
+    if as_json:
+        record(name, figures, simulated=simulated, ours=ours, against=against, measured=summary(figures))
+    elif show_simulated:
+        print("simulated: " + "; ".join(simulated))
+    print(json.dumps(figures) if as_json else render(figures), flush=True)
 
 
 def load_results(results_dir: Path | None = None) -> list[dict[str, Any]]:

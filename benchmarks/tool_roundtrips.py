@@ -23,12 +23,12 @@ import re
 import shutil
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Literal
 
 from nemo_gym_prorl.sandbox import SandboxSpec, open_sandbox
-from nemo_gym_prorl.tools.ipython_kernel import IPythonKernel
-from nemo_gym_prorl.tools.pty_shell import PtyShell
+from nemo_gym_prorl.tools.ipython_kernel import ExecutionResult, IPythonKernel
+from nemo_gym_prorl.tools.pty_shell import PtyShell, ShellResult
 
 _WARMUP = 5
 TmuxMode = Literal["wait_for", "capture"]
@@ -49,36 +49,44 @@ def _timed(n: int, once: Callable[[], None]) -> list[float]:
     return out
 
 
+async def _timed_async[T](
+    n: int, call: Callable[[], Awaitable[T]], check: Callable[[T], None]
+) -> list[float]:
+    """Milliseconds of `n` awaited calls after the warm-up; every answer, warm-up included, is
+    checked (outside the timed span)."""
+    times: list[float] = []
+    for i in range(_WARMUP + n):
+        start = time.perf_counter()
+        result = await call()
+        elapsed = (time.perf_counter() - start) * 1000.0
+        check(result)
+        if i >= _WARMUP:
+            times.append(elapsed)
+    return times
+
+
 async def pty_roundtrips(n: int, spec: SandboxSpec | None = None) -> list[float]:
     """`echo hi` through a PtyShell inside a (bubblewrap by default) sandbox."""
-    times: list[float] = []
+
+    def check(result: ShellResult) -> None:
+        if result.output != "hi\n" or result.exit_code != 0:
+            raise BenchError(f"pty shell returned {result!r}")
+
     with open_sandbox(spec or SandboxSpec(backend="bubblewrap")) as sandbox:
         async with PtyShell(sandbox, timeout=30.0) as shell:
-            for i in range(_WARMUP + n):
-                start = time.perf_counter()
-                result = await shell.run("echo hi")
-                elapsed = (time.perf_counter() - start) * 1000.0
-                if result.output != "hi\n" or result.exit_code != 0:
-                    raise BenchError(f"pty shell returned {result!r}")
-                if i >= _WARMUP:
-                    times.append(elapsed)
-    return times
+            return await _timed_async(n, lambda: shell.run("echo hi"), check)
 
 
 async def ipython_roundtrips(n: int, spec: SandboxSpec | None = None) -> list[float]:
     """`1+1` on an IPython kernel inside a (bubblewrap by default) sandbox."""
-    times: list[float] = []
+
+    def check(result: ExecutionResult) -> None:
+        if result.result != "2":
+            raise BenchError(f"ipython returned {result!r}")
+
     with open_sandbox(spec or SandboxSpec(backend="bubblewrap")) as sandbox:
         async with IPythonKernel(sandbox, timeout=30.0) as kernel:
-            for i in range(_WARMUP + n):
-                start = time.perf_counter()
-                result = await kernel.execute("1+1")
-                elapsed = (time.perf_counter() - start) * 1000.0
-                if result.result != "2":
-                    raise BenchError(f"ipython returned {result!r}")
-                if i >= _WARMUP:
-                    times.append(elapsed)
-    return times
+            return await _timed_async(n, lambda: kernel.execute("1+1"), check)
 
 
 def tmux_roundtrips(n: int, mode: TmuxMode = "wait_for") -> list[float]:

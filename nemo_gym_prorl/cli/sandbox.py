@@ -3,8 +3,8 @@
 
 """`prorl sandbox setup` and `prorl sandbox check`: the CLI face of `nemo_gym_prorl.sandbox.runtime`.
 
-The main CLI calls `add_sandbox_parser(subparsers)`; each subcommand sets `func` to its handler,
-which takes the parsed namespace and returns an exit code.
+Registered by the main CLI through `add_sandbox_parser(subparsers)`; a subcommand's `func` gets
+the parsed arguments and gives back the process's exit code.
 """
 
 from __future__ import annotations

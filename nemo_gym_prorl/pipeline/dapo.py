@@ -25,6 +25,7 @@ its valid samples with the failed one masked (`mask`). A batch stops with status
 `max_failed_groups` failed groups, so a broken backend cannot silently eat the dataset.
 
 One batch at a time per scheduler; the scheduler owns its jobs (ids `<scheduler>-<n>-s<k>-a<i>`).
+Its config and reports are in `dapo_models`, the bookkeeping of one prompt in `dapo_prompts`.
 """
 
 from __future__ import annotations
@@ -35,149 +36,35 @@ import time
 import uuid
 from collections import deque
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
-
+from nemo_gym_prorl.pipeline.dapo_models import (
+    BatchEvent,
+    BatchFailedError,
+    BatchStats,
+    BatchStatus,
+    DapoConfig,
+)
+from nemo_gym_prorl.pipeline.dapo_prompts import PromptGroup, Sample
 from nemo_gym_prorl.pipeline.engine import Pipeline
 from nemo_gym_prorl.pipeline.groups import (
     GroupResult,
     GroupStatus,
-    UniformRule,
     infrastructure_failure,
-    judge,
 )
-from nemo_gym_prorl.pipeline.job import Budget, JobResult, JobSpec, JobState
+from nemo_gym_prorl.pipeline.job import JobResult, JobSpec, JobState
 from nemo_gym_prorl.pipeline.prompt_source import PromptRow, PromptSource
 from nemo_gym_prorl.pipeline.queue import QueueFullError
 from nemo_gym_prorl.pipeline.store import JobNotFoundError
+
+__all__ = ["BatchEvent", "BatchFailedError", "BatchStats", "BatchStatus", "DapoConfig", "DapoScheduler"]
 
 # How long to wait before retrying a submission the pipeline refused for lack of queue room.
 _QUEUE_FULL_BACKOFF_S = 0.05
 
 
-class DapoConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    group_size: int = Field(8, ge=1, le=1024, description="G: samples per prompt.")
-    batch_groups: int = Field(16, ge=1, le=100_000, description="B: informative groups per batch (default).")
-    max_prompts_in_flight: int = Field(32, ge=1, le=100_000, description="M: prompts running at once.")
-    uniform: UniformRule = Field(default_factory=UniformRule)
-    on_ready: Literal["carry_over", "cancel"] = Field(
-        "carry_over", description="What happens to in-flight jobs once B groups are ready."
-    )
-    priority: int = Field(0, ge=-1000, le=1000, description="Priority of new prompts' jobs.")
-    carry_priority: int = Field(
-        100, ge=-1000, le=1000, description="Priority of carried-over and retried jobs (run first)."
-    )
-    max_sample_retries: int = Field(2, ge=0, le=100, description="Retries of an infrastructure failure.")
-    on_sample_failure: Literal["fail_group", "mask"] = Field(
-        "fail_group",
-        description="A sample still failing after retries fails its group, or is masked (the "
-        "group is judged on its valid samples; at least 2 needed).",
-    )
-    max_failed_groups: int | None = Field(
-        16, ge=1, description="A batch ends with status 'failed' after this many failed groups."
-    )
-    dropped_with_samples: bool = Field(
-        False,
-        description="Send dropped (uniform/failed) groups with their samples, not a summary: for "
-        "reporting every rollout (e.g. the demo); costs memory where batch events are retained.",
-    )
-    task: str | None = Field(None, description="Task handler; default: each row's `data_source`.")
-    sampling_params: dict[str, Any] = Field(default_factory=dict)
-    budget: Budget = Field(default_factory=Budget)
-
-
-BatchStatus = Literal["running", "complete", "exhausted", "failed", "cancelled"]
-
-
-class BatchStats(BaseModel):
-    """What one batch cost. `rollouts_spent` counts finished rollouts of the groups judged in
-    this batch (retries included) plus those thrown away at its end; divided by the informative
-    groups it is the price of one useful group."""
-
-    batch_index: int
-    requested_groups: int
-    status: BatchStatus = "running"
-    error: str | None = None
-    informative_groups: int = 0
-    uniform_groups: int = 0
-    failed_groups: int = 0
-    carried_groups_delivered: int = Field(0, description="Informative groups whose prompt started earlier.")
-    prompts_started: int = 0
-    rollouts_submitted: int = Field(0, description="Jobs submitted (retries and re-queues included).")
-    rollouts_finished: int = Field(0, description="Jobs that ended DONE or FAILED during the batch.")
-    retries: int = 0
-    rollouts_spent: int = 0
-    rollouts_per_informative_group: float | None = None
-    discarded_finished_rollouts: int = Field(
-        0, description="Finished rollouts thrown away at the batch's end (0 with carry-over)."
-    )
-    cancelled_rollouts: int = Field(0, description="Unfinished jobs cancelled at the batch's end.")
-    carried_prompts: int = Field(0, description="Prompts left running for the next batch.")
-    carried_ready_groups: int = Field(
-        0, description="Groups judged after B was reached, kept for the next batch."
-    )
-    carried_finished_rollouts: int = Field(
-        0, description="Finished rollouts of carried prompts and ready groups, all kept."
-    )
-    requeued_jobs: int = Field(0, description="Queued carried jobs re-queued at carry priority.")
-    elapsed_s: float = 0.0
-    time_to_first_group_s: float | None = None
-    source: dict[str, Any] = Field(default_factory=dict)
-
-
-class BatchEvent(BaseModel):
-    """One streamed item: an informative group, a dropped group (summary only), or the end."""
-
-    type: Literal["group", "dropped", "end"]
-    group: GroupResult | None = None
-    stats: BatchStats | None = None
-
-
-class BatchFailedError(RuntimeError):
-    def __init__(self, stats: BatchStats) -> None:
-        super().__init__(f"batch {stats.batch_index} {stats.status}: {stats.error}")
-        self.stats = stats
-
-
 class _TooManyFailuresError(RuntimeError):
     pass
-
-
-@dataclass
-class _Sample:
-    index: int
-    job_id: str | None = None
-    attempt: int = 0
-    priority: int = 0
-    result: JobResult | None = None
-    valid: bool = False
-    done: bool = False
-    finished: int = 0  # DONE/FAILED rollouts of this sample (all attempts)
-
-
-@dataclass
-class _Prompt:
-    seq: int
-    group_id: str
-    prompt: PromptRow
-    started_batch: int
-    started_at: float
-    samples: list[_Sample]
-    failures: list[str] = field(default_factory=list)
-    retries: int = 0
-
-    def finished(self) -> int:
-        return sum(s.finished for s in self.samples)
-
-    def valid_finished(self) -> int:
-        return sum(1 for s in self.samples if s.done and s.valid)
-
-    def live_jobs(self) -> list[_Sample]:
-        return [s for s in self.samples if not s.done and s.job_id is not None]
 
 
 class DapoScheduler:
@@ -194,11 +81,11 @@ class DapoScheduler:
         self.config = config or DapoConfig()
         self.id = name or uuid.uuid4().hex[:10]
         self._inbox: asyncio.Queue[JobResult] = asyncio.Queue()
-        self._prompts: dict[str, _Prompt] = {}
-        self._owner: dict[str, tuple[_Prompt, _Sample]] = {}
+        self._prompts: dict[str, PromptGroup] = {}
+        self._owner: dict[str, tuple[PromptGroup, Sample]] = {}
         self._ignored: set[str] = set()  # our jobs whose late results no longer matter
         self._pending: deque[GroupResult] = deque()  # judged, not yet delivered
-        self._retry: deque[tuple[_Prompt, _Sample]] = deque()  # resubmissions refused (queue full)
+        self._retry: deque[tuple[PromptGroup, Sample]] = deque()  # resubmissions refused (queue full)
         self._next: PromptRow | None = None  # taken from the source, not yet submitted
         self._source_done = False
         self._backoff_until = 0.0
@@ -263,7 +150,9 @@ class DapoScheduler:
                 self._drain_inbox(stats)
                 while stats.informative_groups < want:
                     if self._pending:
-                        event = self._account(self._pending.popleft(), stats, started)
+                        event = stats.record_group(
+                            self._pending.popleft(), started, self.config.dropped_with_samples
+                        )
                         yield event
                         limit = self.config.max_failed_groups
                         if limit is not None and stats.failed_groups >= limit:
@@ -380,20 +269,20 @@ class DapoScheduler:
 
     def _start(self, row: PromptRow, stats: BatchStats) -> None:
         self._seq += 1
-        prompt = _Prompt(
+        prompt = PromptGroup(
             seq=self._seq,
             group_id=f"{self.id}-{self._seq}",
             prompt=row,
             started_batch=self._batch_index,
             started_at=time.monotonic(),
-            samples=[_Sample(index=k) for k in range(self.config.group_size)],
+            samples=[Sample(index=k) for k in range(self.config.group_size)],
         )
         self._submit(prompt, prompt.samples, self.config.priority, stats)  # all G, or none
         self._prompts[prompt.group_id] = prompt
         stats.prompts_started += 1
 
     def _submit(
-        self, prompt: _Prompt, samples: list[_Sample], priority: int, stats: BatchStats | None
+        self, prompt: PromptGroup, samples: list[Sample], priority: int, stats: BatchStats | None
     ) -> None:
         cfg = self.config
         specs = []
@@ -462,56 +351,7 @@ class DapoScheduler:
             sample.result, sample.valid, sample.done = result, False, True
         if all(s.done for s in prompt.samples):
             del self._prompts[prompt.group_id]
-            self._pending.append(self._judge(prompt))
-
-    def _judge(self, prompt: _Prompt) -> GroupResult:
-        rewards = [s.result.reward if s.valid and s.result else None for s in prompt.samples]
-        if self.config.on_sample_failure == "fail_group" and any(r is None for r in rewards):
-            status, mean, std = GroupStatus.FAILED, None, None
-        else:
-            status, mean, std = judge(rewards, self.config.uniform)
-        return GroupResult(
-            group_id=prompt.group_id,
-            prompt_key=prompt.prompt.key,
-            status=status,
-            batch_index=self._batch_index,
-            started_batch=prompt.started_batch,
-            rewards=rewards,
-            reward_mean=mean,
-            reward_std=std,
-            masked=[r is None for r in rewards],
-            rollouts_spent=prompt.finished(),
-            retries=prompt.retries,
-            failures=prompt.failures,
-            elapsed_s=time.monotonic() - prompt.started_at,
-            row=prompt.prompt.row,
-            samples=[s.result for s in prompt.samples if s.result is not None],
-        )
-
-    def _account(self, group: GroupResult, stats: BatchStats, started: float) -> BatchEvent:
-        group.batch_index = stats.batch_index
-        group.carried_over = group.started_batch < stats.batch_index
-        stats.rollouts_spent += group.rollouts_spent
-        if group.status is GroupStatus.INFORMATIVE:
-            stats.informative_groups += 1
-            stats.carried_groups_delivered += int(group.carried_over)
-            if stats.time_to_first_group_s is None:
-                stats.time_to_first_group_s = time.monotonic() - started
-            self._update_ratio(stats)
-            return BatchEvent(type="group", group=group)
-        if group.status is GroupStatus.UNIFORM:
-            stats.uniform_groups += 1
-        else:
-            stats.failed_groups += 1
-        self._update_ratio(stats)
-        return BatchEvent(
-            type="dropped", group=group if self.config.dropped_with_samples else group.summary()
-        )
-
-    @staticmethod
-    def _update_ratio(stats: BatchStats) -> None:
-        if stats.informative_groups:
-            stats.rollouts_per_informative_group = stats.rollouts_spent / stats.informative_groups
+            self._pending.append(prompt.judge(self.config, self._batch_index))
 
     # -- batch boundary -------------------------------------------------------------------------
     async def _end_batch(self, stats: BatchStats) -> None:
@@ -534,7 +374,7 @@ class DapoScheduler:
             stats.requeued_jobs = await self._promote_queued(stats)
             with contextlib.suppress(QueueFullError):
                 self._submit_retries(stats)  # carried groups keep going between batches
-        self._update_ratio(stats)
+        stats.update_ratio()
 
     async def _cancel_inflight(self, reason: str) -> tuple[int, int]:
         """Cancel every live job; returns (cancelled, finished before the cancel landed)."""
@@ -560,7 +400,7 @@ class DapoScheduler:
         started meanwhile is simply interrupted at INIT and re-queued; one that finished
         meanwhile is taken as it is."""
         prio = self.config.carry_priority
-        queued: list[tuple[_Prompt, _Sample]] = []
+        queued: list[tuple[PromptGroup, Sample]] = []
         for prompt in self._prompts.values():
             for sample in prompt.live_jobs():
                 if sample.priority >= prio or sample.job_id is None:
@@ -571,7 +411,7 @@ class DapoScheduler:
         if not queued:
             return 0
 
-        async def requeue(prompt: _Prompt, sample: _Sample) -> int:
+        async def requeue(prompt: PromptGroup, sample: Sample) -> int:
             assert sample.job_id is not None
             old = sample.job_id
             self._owner.pop(old, None)

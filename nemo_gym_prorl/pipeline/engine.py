@@ -12,45 +12,29 @@ live sandboxes that RUN cannot take.
 Time: a job's active-time budget counts only time inside stages; waits are reported apart.
 A per-request wall deadline (queue waits included) is enforced too. Both end the job with
 critical_error = "timeout".
+
+This module is the pipeline's public face; `stages` runs the jobs, `status` describes it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import time
-import traceback
 from collections.abc import AsyncIterator, Iterable, Sequence
 from typing import Literal
 
-from pydantic import BaseModel, Field
-
 from nemo_gym_prorl.pipeline.config import PipelineConfig
-from nemo_gym_prorl.pipeline.executor import (
-    InfrastructureError,
-    InProcessExecutor,
-    NodeStatus,
-    StageExecutor,
-)
-from nemo_gym_prorl.pipeline.handler import HandlerRegistry, RolloutFailure
-from nemo_gym_prorl.pipeline.job import (
-    Attempt,
-    CriticalError,
-    Job,
-    JobResult,
-    JobSpec,
-    JobState,
-    Stage,
-    new_job_id,
-)
+from nemo_gym_prorl.pipeline.executor import InProcessExecutor, StageExecutor
+from nemo_gym_prorl.pipeline.handler import HandlerRegistry
+from nemo_gym_prorl.pipeline.job import Job, JobResult, JobSpec, JobState, Stage, new_job_id
 from nemo_gym_prorl.pipeline.queue import QueueFullError, StageQueue
 from nemo_gym_prorl.pipeline.record import JobRecord
+from nemo_gym_prorl.pipeline.stages import StageRunner
+from nemo_gym_prorl.pipeline.status import PipelineStatus, StageStatus, StageTotals
 from nemo_gym_prorl.pipeline.store import JobNotFoundError, ResultStore
 
-logger = logging.getLogger(__name__)
-
-_NEXT = {Stage.INIT: Stage.RUN, Stage.RUN: Stage.EVAL}
+__all__ = ["DuplicateJobError", "Pipeline", "PipelineClosedError", "PipelineStatus", "StageStatus"]
 
 
 class DuplicateJobError(ValueError):
@@ -61,38 +45,9 @@ class PipelineClosedError(RuntimeError):
     pass
 
 
-class StageStatus(BaseModel):
-    workers: int
-    queued: int
-    queue_capacity: int
-    in_flight: int
+class Pipeline(StageRunner):
+    """Submission, queries, cancellation and shutdown; `StageRunner` moves each job through the stages."""
 
-
-class PipelineStatus(BaseModel):
-    running: bool
-    stages: dict[Stage, StageStatus]
-    live_jobs: int
-    retained_results: int
-    submitted_total: int
-    finished_total: dict[JobState, int]
-    critical_errors_total: dict[str, int]
-    evicted_total: int
-    infra_retries_total: int = 0
-    nodes: list[NodeStatus] = Field(
-        default_factory=list, description="Where jobs run (empty for the in-process executor)."
-    )
-
-
-class StageTotals:
-    """Sums for the metrics endpoint (seconds and counts per stage)."""
-
-    def __init__(self) -> None:
-        self.active_s = dict.fromkeys(Stage, 0.0)
-        self.wait_s = dict.fromkeys(Stage, 0.0)
-        self.count = dict.fromkeys(Stage, 0)
-
-
-class Pipeline:
     def __init__(
         self,
         handlers: HandlerRegistry,
@@ -322,13 +277,6 @@ class Pipeline:
         if rec.task is not None and not rec.task.done():
             await asyncio.wait({rec.task}, timeout=self.config.cancel_wait_s)
 
-    async def _finish_cancelled(self, rec: JobRecord) -> None:
-        await self._release(rec)
-        if rec.cancel_is_timeout:
-            self._finish(rec, JobState.FAILED, critical_error="timeout", error=rec.cancel_reason)
-        else:
-            self._finish(rec, JobState.CANCELLED)
-
     async def _watch_deadlines(self) -> None:
         """Expire jobs whose wall deadline passes while they wait (stages enforce it themselves)."""
         while True:
@@ -347,235 +295,3 @@ class Pipeline:
                 task = asyncio.create_task(self._cancel(rec.id, msg, as_timeout=True))
                 self._background.add(task)
                 task.add_done_callback(self._background.discard)
-
-    # -- stage execution --------------------------------------------------------------------
-    async def _worker(self, stage: Stage) -> None:
-        queue = self._queues[stage]
-        while True:
-            _, rec = await queue.get()
-            # Eager start: the stage's try/finally is entered before anyone can cancel it (a
-            # task cancelled before its first step would skip its body, and its cleanup).
-            task = asyncio.Task(
-                self._execute(rec, stage),
-                loop=asyncio.get_running_loop(),
-                name=f"{stage}-{rec.id}",
-                eager_start=True,
-            )
-            rec.task = task
-            try:
-                # Waiting on the task (not awaiting it) keeps its cancellation from hitting us.
-                await asyncio.wait({task})
-            except asyncio.CancelledError:
-                if not task.done():
-                    rec.cancel_reason = rec.cancel_reason or "service shutdown"
-                    task.cancel()
-                    await asyncio.wait({task}, timeout=self.config.cancel_wait_s)
-                raise
-
-    async def _execute(self, rec: JobRecord, stage: Stage) -> None:
-        if stage is Stage.INIT and not await self._wait_for_capacity(rec):
-            return
-        rec.begin_active(stage)
-        self._in_flight[stage] += 1
-        counted = True
-        failure: tuple[CriticalError, str, str | None] | None = None
-        try:
-            left = rec.time_left()
-            if rec.cancel_reason is not None:
-                raise asyncio.CancelledError
-            if left <= 0:
-                raise _BudgetSpentError
-            timer = asyncio.timeout(left)
-            try:
-                async with timer:
-                    await self._stage_body(rec, stage)
-            except TimeoutError as exc:
-                if not timer.expired():
-                    raise  # the handler's own timeout error: a stage failure
-                raise _BudgetSpentError from exc
-            if timer.expired():  # the handler swallowed the cancellation
-                raise _BudgetSpentError
-            if rec.cancel_reason is not None:  # likewise for a cancel
-                raise asyncio.CancelledError
-            self._count_stage_end(rec, stage)
-            counted = False
-            if stage is Stage.RUN and not rec.handler.eval_needs_run_state:
-                await self._release(rec)
-            if stage is Stage.EVAL:
-                await self._release(rec)
-                self._finish(rec, JobState.DONE)
-                return
-            # Hand-off: the time blocked on a full queue is the next stage's queue wait.
-            next_stage = _NEXT[stage]
-            rec.begin_wait(next_stage)
-            await self._queues[next_stage].put(rec.id, rec, rec.job.priority)
-            return
-        except _BudgetSpentError:
-            spent = rec.counted_elapsed()
-            over_wall = rec.deadline is not None and time.monotonic() >= rec.deadline
-            what = (
-                f"wall deadline of {rec.job.wall_time_s}s"
-                if over_wall
-                else f"active-time budget of {rec.job.active_time_s}s"
-            )
-            failure = ("timeout", f"{what} exceeded during {stage} (active {spent:.3f}s)", None)
-        except InfrastructureError as exc:
-            if counted:
-                self._count_stage_end(rec, stage)
-                counted = False
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._release(rec)  # the node is gone: this only frees bookkeeping
-            if rec.cancel_reason is not None:
-                if rec.cancel_is_timeout:
-                    self._finish(rec, JobState.FAILED, critical_error="timeout", error=rec.cancel_reason)
-                else:
-                    self._finish(rec, JobState.CANCELLED)
-                return
-            if self._retry_elsewhere(rec, stage, exc):
-                return
-            failure = (stage.value, f"{type(exc).__name__}: {exc}", None)  # type: ignore[assignment]
-            rec.mask_sample = True  # the infrastructure failed, not the policy
-        except asyncio.CancelledError:
-            if counted:
-                self._count_stage_end(rec, stage)
-                counted = False
-            await self._release(rec)
-            if rec.cancel_reason is None:  # not ours (event loop shutting down): record and go
-                rec.cancel_reason = "interrupted"
-                self._finish(rec, JobState.CANCELLED)
-                raise
-            if rec.cancel_is_timeout:
-                self._finish(rec, JobState.FAILED, critical_error="timeout", error=rec.cancel_reason)
-            else:
-                self._finish(rec, JobState.CANCELLED)
-            return
-        except Exception as exc:
-            failure = (
-                stage.value,  # type: ignore[assignment]
-                f"{type(exc).__name__}: {exc}",
-                traceback.format_exc(),
-            )
-            if isinstance(exc, RolloutFailure):
-                rec.failure = exc.classification()
-        finally:
-            self._in_flight[stage] -= 1
-        # Failure path (kept out of `except` so a cancel during release is handled plainly).
-        assert failure is not None
-        if counted:
-            self._count_stage_end(rec, stage)
-        kind, message, tb = failure
-        logger.info("job %s failed in %s: %s", rec.id, stage, message)
-        with contextlib.suppress(asyncio.CancelledError):
-            await self._release(rec)  # a cancel now changes nothing: the job has failed
-        self._finish(rec, JobState.FAILED, critical_error=kind, error=message, traceback_text=tb)
-
-    async def _wait_for_capacity(self, rec: JobRecord) -> bool:
-        """Wait (as INIT queue time) until the executor can place a job; False if the job was
-        cancelled meanwhile (and is finished here: it holds nothing yet)."""
-        try:
-            await self.executor.wait_for_capacity()
-        except asyncio.CancelledError:
-            if rec.cancel_reason is None:
-                rec.cancel_reason = "interrupted"
-                self._finish(rec, JobState.CANCELLED)
-                raise
-            if rec.cancel_is_timeout:
-                self._finish(rec, JobState.FAILED, critical_error="timeout", error=rec.cancel_reason)
-            else:
-                self._finish(rec, JobState.CANCELLED)
-            return False
-        return True
-
-    def _retry_elsewhere(self, rec: JobRecord, stage: Stage, exc: InfrastructureError) -> bool:
-        """A lost node: put the job back at the front of INIT for a fresh start elsewhere (its
-        state went with the node), unless its attempts are spent."""
-        if rec.attempts and rec.attempts[-1].lost is None:
-            rec.attempts[-1].lost = str(exc)
-        else:  # lost before INIT could report where it ran
-            rec.attempts.append(Attempt(node=exc.node, stage=stage, lost=str(exc)))
-        if self.executor.max_attempts <= len(rec.attempts):
-            return False
-        logger.info("job %s lost its node during %s (%s); running it again", rec.id, stage, exc)
-        rec.restart()
-        rec.infra_retries += 1
-        self.infra_retries_total += 1
-        self._queues[Stage.INIT].put_front(rec.id, rec)
-        return True
-
-    async def _stage_body(self, rec: JobRecord, stage: Stage) -> None:
-        ex, handler, job = self.executor, rec.handler, rec.job
-        if rec.attempts and rec.attempts[-1].lost is None:
-            rec.attempts[-1].stage = stage
-        if stage is Stage.INIT:
-            state = await ex.init(handler, job)
-            rec.state, rec.has_state = state, True
-            node = ex.node_of(state)
-            if node is not None:
-                rec.attempts.append(Attempt(node=node, stage=stage))
-        elif stage is Stage.RUN:
-            rec.trajectory = await ex.run(handler, job, rec.state)
-        else:
-            assert rec.trajectory is not None
-            state = rec.state if handler.eval_needs_run_state else None
-            rec.evaluation = await ex.evaluate(handler, job, state, rec.trajectory)
-
-    def _count_stage_end(self, rec: JobRecord, stage: Stage) -> None:
-        rec.end_active()
-        totals = self.stage_totals
-        totals.active_s[stage] += rec.active[stage]
-        totals.wait_s[stage] += rec.waits[stage]
-        totals.count[stage] += 1
-
-    async def _release(self, rec: JobRecord) -> None:
-        """Release the job's state exactly once; every caller waits for the same release.
-
-        Shielded: a cancel arriving mid-release must not leave a sandbox half closed.
-        """
-        if not rec.has_state:
-            return
-        if rec.release_task is None:
-            rec.release_task = asyncio.create_task(self._do_release(rec), name=f"release-{rec.id}")
-            self._releases.add(rec.release_task)
-            rec.release_task.add_done_callback(self._releases.discard)
-        try:
-            await asyncio.shield(rec.release_task)
-        except asyncio.CancelledError:
-            await asyncio.wait({rec.release_task})
-            raise
-
-    async def _do_release(self, rec: JobRecord) -> None:
-        started = time.monotonic()
-        try:
-            await self.executor.release(rec.handler, rec.state)
-        except Exception as exc:
-            logger.warning("releasing job %s failed: %s", rec.id, exc, exc_info=True)
-            rec.report["release_error"] = f"{type(exc).__name__}: {exc}"
-        finally:
-            rec.state = None
-            rec.add_others(time.monotonic() - started)
-
-    def _finish(
-        self,
-        rec: JobRecord,
-        state: JobState,
-        *,
-        critical_error: CriticalError | None = None,
-        error: str | None = None,
-        traceback_text: str | None = None,
-    ) -> None:
-        if rec.id not in self._live:
-            return
-        rec.begin_wait(rec.stage)  # close the open segment
-        result = rec.result(state, critical_error=critical_error, error=error, traceback=traceback_text)
-        del self._live[rec.id]
-        self._store.put(result)
-        self.finished_total[state] += 1
-        if critical_error:
-            self.critical_errors_total[critical_error] = self.critical_errors_total.get(critical_error, 0) + 1
-        for inbox in rec.watchers:
-            inbox.put_nowait(result)
-        rec.watchers.clear()
-
-
-class _BudgetSpentError(Exception):
-    """Internal: the job's active budget or wall deadline ran out inside a stage."""

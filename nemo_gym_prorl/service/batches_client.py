@@ -3,10 +3,8 @@
 
 """Client methods for DAPO batches, as mixins for `RolloutClient` / `AsyncRolloutClient`.
 
-They use only the clients' `_call(method, path, ...)` and `_http` (an httpx client), so:
-
-    class RolloutClient(BatchesClientMixin): ...            # sync
-    class AsyncRolloutClient(AsyncBatchesClientMixin): ...  # asyncio
+Each request is described once here (`client_requests.Call`); the mixins only hand it to the
+client's transport (`_send` for one answer, `_lines` for a stream), sync or asyncio:
 
     with RolloutClient(url) as client:
         batch = client.start_batch(groups=16, source={"dataset": "math_train", "epochs": None},
@@ -18,25 +16,22 @@ They use only the clients' `_call(method, path, ...)` and `_http` (an httpx clie
 
 from __future__ import annotations
 
-import json
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Literal
-
-import httpx
 
 from nemo_gym_prorl.pipeline.dapo import BatchEvent, DapoConfig
 from nemo_gym_prorl.service.batch_manager import BatchInfo, BatchRequest, SessionInfo, SourceSpec
-from nemo_gym_prorl.service.client_errors import api_error
+from nemo_gym_prorl.service.client_requests import Call, StreamCall, ndjson_line
 
 InflightPolicy = Literal["carry_over", "cancel"]
+Groups = int | None
+Id = str | None
+Source = SourceSpec | Mapping[str, Any] | None
+Config = DapoConfig | Mapping[str, Any] | None
 
 
 def batch_body(
-    *,
-    groups: int | None = None,
-    session_id: str | None = None,
-    source: SourceSpec | Mapping[str, Any] | None = None,
-    config: DapoConfig | Mapping[str, Any] | None = None,
+    *, groups: int | None = None, session_id: str | None = None, source: Source = None, config: Config = None
 ) -> dict[str, Any]:
     """Validated here, so a malformed request fails before it is sent."""
     request = BatchRequest.model_validate(
@@ -51,97 +46,91 @@ def batch_body(
 
 
 def _event(raw: str) -> BatchEvent | None:
-    raw = raw.strip()
-    return BatchEvent.model_validate(json.loads(raw)) if raw else None
+    data = ndjson_line(raw)
+    return BatchEvent.model_validate(data) if data is not None else None
+
+
+def start_batch(
+    groups: int | None, session_id: str | None, source: Source, config: Config
+) -> Call[BatchInfo]:
+    body = batch_body(groups=groups, session_id=session_id, source=source, config=config)
+    return Call("POST", "/v1/batches", BatchInfo.model_validate, {"json": body})
+
+
+def get_batch(batch_id: str, include_groups: bool, wait_s: float) -> Call[BatchInfo]:
+    params = {"include_groups": include_groups, "wait_s": wait_s}
+    return Call("GET", f"/v1/batches/{batch_id}", BatchInfo.model_validate, {"params": params}, wait_s)
+
+
+def stream_batch(batch_id: str, timeout_s: float) -> StreamCall[BatchEvent]:
+    return StreamCall("GET", f"/v1/batches/{batch_id}/stream", _event, timeout_s)
+
+
+def cancel_batch(batch_id: str, inflight: InflightPolicy | None) -> Call[BatchInfo]:
+    params = {"inflight": inflight} if inflight else {}
+    return Call("DELETE", f"/v1/batches/{batch_id}", BatchInfo.model_validate, {"params": params})
+
+
+def batch_session(session_id: str) -> Call[SessionInfo]:
+    return Call("GET", f"/v1/batch_sessions/{session_id}", SessionInfo.model_validate)
+
+
+def close_batch_session(session_id: str) -> Call[int]:
+    discarded = lambda data: int(data["discarded_finished_rollouts"])  # noqa: E731
+    return Call("DELETE", f"/v1/batch_sessions/{session_id}", discarded)
 
 
 class BatchesClientMixin:
-    _http: httpx.Client
-
     if TYPE_CHECKING:  # provided by RolloutClient (a stub here would shadow it in the MRO)
 
-        def _call(self, method: str, path: str, *, timeout: float | None = None, **kw: Any) -> Any: ...
+        def _send[T](self, call: Call[T]) -> T: ...
+        def _lines[T](self, call: StreamCall[T]) -> Iterator[T]: ...
 
     def start_batch(
-        self,
-        *,
-        groups: int | None = None,
-        session_id: str | None = None,
-        source: SourceSpec | Mapping[str, Any] | None = None,
-        config: DapoConfig | Mapping[str, Any] | None = None,
+        self, *, groups: Groups = None, session_id: Id = None, source: Source = None, config: Config = None
     ) -> BatchInfo:
-        body = batch_body(groups=groups, session_id=session_id, source=source, config=config)
-        return BatchInfo.model_validate(self._call("POST", "/v1/batches", json=body))
+        return self._send(start_batch(groups, session_id, source, config))
 
     def get_batch(self, batch_id: str, *, include_groups: bool = False, wait_s: float = 0.0) -> BatchInfo:
-        params = {"include_groups": include_groups, "wait_s": wait_s}
-        return BatchInfo.model_validate(
-            self._call("GET", f"/v1/batches/{batch_id}", params=params, timeout=wait_s)
-        )
+        return self._send(get_batch(batch_id, include_groups, wait_s))
 
     def stream_batch(self, batch_id: str, *, timeout_s: float = 86_400) -> Iterator[BatchEvent]:
-        with self._http.stream("GET", f"/v1/batches/{batch_id}/stream", timeout=timeout_s) as response:
-            if response.status_code >= 400:
-                response.read()
-                raise api_error(response)
-            for raw in response.iter_lines():
-                event = _event(raw)
-                if event is not None:
-                    yield event
+        return self._lines(stream_batch(batch_id, timeout_s))
 
     def cancel_batch(self, batch_id: str, *, inflight: InflightPolicy | None = None) -> BatchInfo:
-        params = {"inflight": inflight} if inflight else {}
-        return BatchInfo.model_validate(self._call("DELETE", f"/v1/batches/{batch_id}", params=params))
+        return self._send(cancel_batch(batch_id, inflight))
 
     def batch_session(self, session_id: str) -> SessionInfo:
-        return SessionInfo.model_validate(self._call("GET", f"/v1/batch_sessions/{session_id}"))
+        return self._send(batch_session(session_id))
 
     def close_batch_session(self, session_id: str) -> int:
-        return int(self._call("DELETE", f"/v1/batch_sessions/{session_id}")["discarded_finished_rollouts"])
+        return self._send(close_batch_session(session_id))
 
 
 class AsyncBatchesClientMixin:
-    _http: httpx.AsyncClient
-
     if TYPE_CHECKING:  # provided by AsyncRolloutClient
 
-        async def _call(self, method: str, path: str, *, timeout: float | None = None, **kw: Any) -> Any: ...
+        def _send[T](self, call: Call[T]) -> Awaitable[T]: ...
+        def _lines[T](self, call: StreamCall[T]) -> AsyncIterator[T]: ...
 
     async def start_batch(
-        self,
-        *,
-        groups: int | None = None,
-        session_id: str | None = None,
-        source: SourceSpec | Mapping[str, Any] | None = None,
-        config: DapoConfig | Mapping[str, Any] | None = None,
+        self, *, groups: Groups = None, session_id: Id = None, source: Source = None, config: Config = None
     ) -> BatchInfo:
-        body = batch_body(groups=groups, session_id=session_id, source=source, config=config)
-        return BatchInfo.model_validate(await self._call("POST", "/v1/batches", json=body))
+        return await self._send(start_batch(groups, session_id, source, config))
 
     async def get_batch(
         self, batch_id: str, *, include_groups: bool = False, wait_s: float = 0.0
     ) -> BatchInfo:
-        params = {"include_groups": include_groups, "wait_s": wait_s}
-        data = await self._call("GET", f"/v1/batches/{batch_id}", params=params, timeout=wait_s)
-        return BatchInfo.model_validate(data)
+        return await self._send(get_batch(batch_id, include_groups, wait_s))
 
-    async def stream_batch(self, batch_id: str, *, timeout_s: float = 86_400) -> AsyncIterator[BatchEvent]:
-        async with self._http.stream("GET", f"/v1/batches/{batch_id}/stream", timeout=timeout_s) as response:
-            if response.status_code >= 400:
-                await response.aread()
-                raise api_error(response)
-            async for raw in response.aiter_lines():
-                event = _event(raw)
-                if event is not None:
-                    yield event
+    def stream_batch(self, batch_id: str, *, timeout_s: float = 86_400) -> AsyncIterator[BatchEvent]:
+        return self._lines(stream_batch(batch_id, timeout_s))
 
     async def cancel_batch(self, batch_id: str, *, inflight: InflightPolicy | None = None) -> BatchInfo:
-        params = {"inflight": inflight} if inflight else {}
-        return BatchInfo.model_validate(await self._call("DELETE", f"/v1/batches/{batch_id}", params=params))
+        return await self._send(cancel_batch(batch_id, inflight))
 
     async def batch_session(self, session_id: str) -> SessionInfo:
-        return SessionInfo.model_validate(await self._call("GET", f"/v1/batch_sessions/{session_id}"))
+        return await self._send(batch_session(session_id))
 
     async def close_batch_session(self, session_id: str) -> int:
-        data = await self._call("DELETE", f"/v1/batch_sessions/{session_id}")
-        return int(data["discarded_finished_rollouts"])
+        return await self._send(close_batch_session(session_id))

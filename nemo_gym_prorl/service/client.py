@@ -10,79 +10,47 @@ ProRL's `/process`. Errors come back as `RolloutAPIError` with the server's code
         ids = client.submit([{"task": "math", "instance": row}])
         for result in client.stream(ids):
             ...
+
+What each call sends and how its answer is read lives once, in `client_requests`; the two
+classes differ only in how they move a request (`_send`, `_lines`).
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from typing import Any, Literal
 
 import httpx
 
-from nemo_gym_prorl.pipeline import JobResult, JobSpec
+from nemo_gym_prorl.pipeline import JobResult
+from nemo_gym_prorl.service import client_requests as api
 from nemo_gym_prorl.service.backends import BackendInfo
 from nemo_gym_prorl.service.batches_client import AsyncBatchesClientMixin, BatchesClientMixin
 from nemo_gym_prorl.service.client_errors import api_error
-from nemo_gym_prorl.service.models import (
-    ProcessRequest,
-    ProcessResult,
-    StatusResponse,
-    StreamLine,
-    WaitResponse,
-)
+from nemo_gym_prorl.service.client_requests import Call, JobLike, StreamCall, process_body
+from nemo_gym_prorl.service.models import ProcessResult, StatusResponse, WaitResponse
 
-JobLike = JobSpec | Mapping[str, Any]
+__all__ = ["AsyncRolloutClient", "JobLike", "RolloutClient", "process_body"]
 
-
-def _headers(token: str | None) -> dict[str, str]:
-    return {"Authorization": f"Bearer {token}"} if token else {}
-
-
-def _jobs_body(jobs: Sequence[JobLike]) -> dict[str, Any]:
-    specs = [j if isinstance(j, JobSpec) else JobSpec.model_validate(j) for j in jobs]
-    return {"jobs": [s.model_dump(mode="json", exclude_none=True) for s in specs]}
+Mode = Literal["all", "any"]
+Row = Mapping[str, Any]  # a dataset row, e.g. ProRL's instance
+Params = Mapping[str, Any] | None
+Id = str | None
+Seconds = float | None
+SyncTransport = httpx.BaseTransport | None
+AsyncTransport = httpx.AsyncBaseTransport | None
 
 
-def _check(response: httpx.Response) -> Any:
-    if response.status_code >= 400:
-        raise api_error(response)
-    return response.json()
-
-
-def _parse_line(raw: str) -> StreamLine | None:
-    raw = raw.strip()
-    return StreamLine.model_validate(json.loads(raw)) if raw else None
-
-
-def process_body(
-    instance: Mapping[str, Any],
-    sampling_params: Mapping[str, Any] | None,
-    *,
-    job_id: str | None,
-    timeout: float | None,
-) -> dict[str, Any]:
-    """ProRL's `/process` request, validated before it leaves the client."""
-    return ProcessRequest(
-        instance=dict(instance),
-        sampling_params=dict(sampling_params or {}),
-        job_id=job_id,
-        timeout=timeout,
-    ).model_dump(mode="json", exclude_none=True)
+def _client_options(base_url: str, token: str | None, timeout: float) -> dict[str, Any]:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    return {"base_url": base_url.rstrip("/"), "headers": headers, "timeout": timeout}
 
 
 class RolloutClient(BatchesClientMixin):
     def __init__(
-        self,
-        base_url: str,
-        *,
-        token: str | None = None,
-        timeout: float = 60.0,
-        transport: httpx.BaseTransport | None = None,
+        self, base_url: str, *, token: Id = None, timeout: float = 60.0, transport: SyncTransport = None
     ) -> None:
-        self._http = httpx.Client(
-            base_url=base_url.rstrip("/"), headers=_headers(token), timeout=timeout, transport=transport
-        )
+        self._http = httpx.Client(**_client_options(base_url, token, timeout), transport=transport)
 
     def close(self) -> None:
         self._http.close()
@@ -93,37 +61,30 @@ class RolloutClient(BatchesClientMixin):
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _call(self, method: str, path: str, *, timeout: float | None = None, **kw: Any) -> Any:
-        extra = {"timeout": timeout + 30} if timeout is not None else {}
-        return _check(self._http.request(method, path, **kw, **extra))
+    def _send[T](self, call: Call[T]) -> T:
+        return call.answer(self._http.request(call.method, call.path, **call.request_options()))
 
-    # -- native API -------------------------------------------------------------------------
+    def _lines[T](self, call: StreamCall[T]) -> Iterator[T]:
+        with self._http.stream(call.method, call.path, **call.request_options()) as response:
+            if response.status_code >= 400:
+                response.read()
+                raise api_error(response)
+            for raw in response.iter_lines():
+                if (item := call.parse(raw)) is not None:
+                    yield item
+
     def submit(self, jobs: Sequence[JobLike]) -> list[str]:
-        return list(self._call("POST", "/v1/rollouts", json=_jobs_body(jobs))["ids"])
+        return self._send(api.submit(jobs))
 
     def get(self, job_id: str, *, wait_s: float = 0.0) -> JobResult:
-        data = self._call("GET", f"/v1/rollouts/{job_id}", params={"wait_s": wait_s}, timeout=wait_s)
-        return JobResult.model_validate(data)
+        return self._send(api.get(job_id, wait_s))
 
-    def wait(
-        self, ids: Sequence[str], *, timeout_s: float = 30.0, mode: Literal["all", "any"] = "all"
-    ) -> WaitResponse:
-        body = {"ids": list(ids), "timeout_s": timeout_s, "mode": mode}
-        return WaitResponse.model_validate(
-            self._call("POST", "/v1/rollouts/wait", json=body, timeout=timeout_s)
-        )
+    def wait(self, ids: Sequence[str], *, timeout_s: float = 30.0, mode: Mode = "all") -> WaitResponse:
+        return self._send(api.wait(ids, timeout_s, mode))
 
     def stream(self, ids: Sequence[str], *, timeout_s: float = 3600.0) -> Iterator[JobResult]:
         """Results as they finish (NDJSON); stops at the server's end line."""
-        body = {"ids": list(ids), "timeout_s": timeout_s}
-        with self._http.stream("POST", "/v1/rollouts/stream", json=body, timeout=timeout_s + 30) as response:
-            if response.status_code >= 400:
-                response.read()
-                _check(response)
-            for raw in response.iter_lines():
-                line = _parse_line(raw)
-                if line is not None and line.type == "result" and line.result is not None:
-                    yield line.result
+        return self._lines(api.stream(ids, timeout_s))
 
     def run(self, jobs: Sequence[JobLike], *, timeout_s: float = 3600.0) -> list[JobResult]:
         """Submit and collect every result, in submission order."""
@@ -132,53 +93,35 @@ class RolloutClient(BatchesClientMixin):
         return [by_id[i] if i in by_id else self.get(i) for i in ids]
 
     def cancel(self, job_id: str) -> JobResult:
-        return JobResult.model_validate(self._call("DELETE", f"/v1/rollouts/{job_id}"))
+        return self._send(api.cancel(job_id))
 
     def status(self) -> StatusResponse:
-        return StatusResponse.model_validate(self._call("GET", "/v1/status"))
+        return self._send(api.status())
 
     def backends(self) -> list[BackendInfo]:
-        return [BackendInfo.model_validate(b) for b in self._call("GET", "/v1/backends")["backends"]]
+        return self._send(api.backends())
 
     def add_backend(self, url: str, **options: Any) -> list[BackendInfo]:
-        data = self._call("POST", "/v1/backends", json={"url": url, "options": options})
-        return [BackendInfo.model_validate(b) for b in data["backends"]]
+        return self._send(api.add_backend(url, options))
 
     def remove_backend(self, url: str) -> list[BackendInfo]:
-        data = self._call("DELETE", "/v1/backends", params={"url": url})
-        return [BackendInfo.model_validate(b) for b in data["backends"]]
+        return self._send(api.remove_backend(url))
 
     def drain_backend(self, url: str) -> list[BackendInfo]:
-        data = self._call("POST", "/v1/backends/drain", json={"url": url})
-        return [BackendInfo.model_validate(b) for b in data["backends"]]
+        return self._send(api.drain_backend(url))
 
-    # -- ProRL-compatible -------------------------------------------------------------------
     def process(
-        self,
-        instance: Mapping[str, Any],
-        sampling_params: Mapping[str, Any] | None = None,
-        *,
-        job_id: str | None = None,
-        timeout: float | None = None,
+        self, instance: Row, sampling_params: Params = None, *, job_id: Id = None, timeout: Seconds = None
     ) -> ProcessResult:
-        body = process_body(instance, sampling_params, job_id=job_id, timeout=timeout)
-        return ProcessResult.model_validate(
-            self._call("POST", "/process", json=body, timeout=timeout if timeout else 86_400)
-        )
+        """ProRL-compatible: one instance in, its scored result out."""
+        return self._send(api.process(instance, sampling_params, job_id, timeout))
 
 
 class AsyncRolloutClient(AsyncBatchesClientMixin):
     def __init__(
-        self,
-        base_url: str,
-        *,
-        token: str | None = None,
-        timeout: float = 60.0,
-        transport: httpx.AsyncBaseTransport | None = None,
+        self, base_url: str, *, token: Id = None, timeout: float = 60.0, transport: AsyncTransport = None
     ) -> None:
-        self._http = httpx.AsyncClient(
-            base_url=base_url.rstrip("/"), headers=_headers(token), timeout=timeout, transport=transport
-        )
+        self._http = httpx.AsyncClient(**_client_options(base_url, token, timeout), transport=transport)
 
     async def aclose(self) -> None:
         await self._http.aclose()
@@ -189,37 +132,29 @@ class AsyncRolloutClient(AsyncBatchesClientMixin):
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
 
-    async def _call(self, method: str, path: str, *, timeout: float | None = None, **kw: Any) -> Any:
-        extra = {"timeout": timeout + 30} if timeout is not None else {}
-        return _check(await self._http.request(method, path, **kw, **extra))
+    async def _send[T](self, call: Call[T]) -> T:
+        return call.answer(await self._http.request(call.method, call.path, **call.request_options()))
 
-    async def submit(self, jobs: Sequence[JobLike]) -> list[str]:
-        return list((await self._call("POST", "/v1/rollouts", json=_jobs_body(jobs)))["ids"])
-
-    async def get(self, job_id: str, *, wait_s: float = 0.0) -> JobResult:
-        data = await self._call("GET", f"/v1/rollouts/{job_id}", params={"wait_s": wait_s}, timeout=wait_s)
-        return JobResult.model_validate(data)
-
-    async def wait(
-        self, ids: Sequence[str], *, timeout_s: float = 30.0, mode: Literal["all", "any"] = "all"
-    ) -> WaitResponse:
-        body = {"ids": list(ids), "timeout_s": timeout_s, "mode": mode}
-        return WaitResponse.model_validate(
-            await self._call("POST", "/v1/rollouts/wait", json=body, timeout=timeout_s)
-        )
-
-    async def stream(self, ids: Sequence[str], *, timeout_s: float = 3600.0) -> AsyncIterator[JobResult]:
-        body = {"ids": list(ids), "timeout_s": timeout_s}
-        async with self._http.stream(
-            "POST", "/v1/rollouts/stream", json=body, timeout=timeout_s + 30
-        ) as response:
+    async def _lines[T](self, call: StreamCall[T]) -> AsyncIterator[T]:
+        async with self._http.stream(call.method, call.path, **call.request_options()) as response:
             if response.status_code >= 400:
                 await response.aread()
-                _check(response)
+                raise api_error(response)
             async for raw in response.aiter_lines():
-                line = _parse_line(raw)
-                if line is not None and line.type == "result" and line.result is not None:
-                    yield line.result
+                if (item := call.parse(raw)) is not None:
+                    yield item
+
+    async def submit(self, jobs: Sequence[JobLike]) -> list[str]:
+        return await self._send(api.submit(jobs))
+
+    async def get(self, job_id: str, *, wait_s: float = 0.0) -> JobResult:
+        return await self._send(api.get(job_id, wait_s))
+
+    async def wait(self, ids: Sequence[str], *, timeout_s: float = 30.0, mode: Mode = "all") -> WaitResponse:
+        return await self._send(api.wait(ids, timeout_s, mode))
+
+    def stream(self, ids: Sequence[str], *, timeout_s: float = 3600.0) -> AsyncIterator[JobResult]:
+        return self._lines(api.stream(ids, timeout_s))
 
     async def run(self, jobs: Sequence[JobLike], *, timeout_s: float = 3600.0) -> list[JobResult]:
         ids = await self.submit(jobs)
@@ -227,35 +162,24 @@ class AsyncRolloutClient(AsyncBatchesClientMixin):
         return [by_id[i] if i in by_id else await self.get(i) for i in ids]
 
     async def cancel(self, job_id: str) -> JobResult:
-        return JobResult.model_validate(await self._call("DELETE", f"/v1/rollouts/{job_id}"))
+        return await self._send(api.cancel(job_id))
 
     async def status(self) -> StatusResponse:
-        return StatusResponse.model_validate(await self._call("GET", "/v1/status"))
+        return await self._send(api.status())
 
     async def backends(self) -> list[BackendInfo]:
-        return [BackendInfo.model_validate(b) for b in (await self._call("GET", "/v1/backends"))["backends"]]
+        return await self._send(api.backends())
 
     async def add_backend(self, url: str, **options: Any) -> list[BackendInfo]:
-        data = await self._call("POST", "/v1/backends", json={"url": url, "options": options})
-        return [BackendInfo.model_validate(b) for b in data["backends"]]
+        return await self._send(api.add_backend(url, options))
 
     async def remove_backend(self, url: str) -> list[BackendInfo]:
-        data = await self._call("DELETE", "/v1/backends", params={"url": url})
-        return [BackendInfo.model_validate(b) for b in data["backends"]]
+        return await self._send(api.remove_backend(url))
 
     async def drain_backend(self, url: str) -> list[BackendInfo]:
-        data = await self._call("POST", "/v1/backends/drain", json={"url": url})
-        return [BackendInfo.model_validate(b) for b in data["backends"]]
+        return await self._send(api.drain_backend(url))
 
     async def process(
-        self,
-        instance: Mapping[str, Any],
-        sampling_params: Mapping[str, Any] | None = None,
-        *,
-        job_id: str | None = None,
-        timeout: float | None = None,
+        self, instance: Row, sampling_params: Params = None, *, job_id: Id = None, timeout: Seconds = None
     ) -> ProcessResult:
-        body = process_body(instance, sampling_params, job_id=job_id, timeout=timeout)
-        return ProcessResult.model_validate(
-            await self._call("POST", "/process", json=body, timeout=timeout if timeout else 86_400)
-        )
+        return await self._send(api.process(instance, sampling_params, job_id, timeout))

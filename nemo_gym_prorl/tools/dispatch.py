@@ -166,27 +166,25 @@ class ToolBox:
     # -- tools ----------------------------------------------------------------------------------------
     async def shell(self) -> PtyShell:
         async with self._shell_lock:
-            if self._shell is None:
-                shell = PtyShell(
-                    self.sandbox,
-                    timeout=self.config.bash_timeout_s,
-                    no_output_timeout=self.config.bash_no_output_timeout_s,
-                    max_output_bytes=self.config.max_output_bytes,
+            if self._shell is None:  # kept only once it has started
+                self._shell = await _started(
+                    PtyShell(
+                        self.sandbox,
+                        timeout=self.config.bash_timeout_s,
+                        no_output_timeout=self.config.bash_no_output_timeout_s,
+                        max_output_bytes=self.config.max_output_bytes,
+                    )
                 )
-                await shell.start()
-                self._shell = shell
             return self._shell
 
     async def kernel(self) -> IPythonKernel:
+        cfg = self.config
         async with self._kernel_lock:
             if self._kernel is None:
                 kernel = IPythonKernel(
-                    self.sandbox,
-                    timeout=self.config.ipython_timeout_s,
-                    max_output_bytes=self.config.max_output_bytes,
+                    self.sandbox, timeout=cfg.ipython_timeout_s, max_output_bytes=cfg.max_output_bytes
                 )
-                await kernel.start()
-                self._kernel = kernel
+                self._kernel = await _started(kernel)
             return self._kernel
 
     async def _bash(self, args: BashArgs) -> ToolObservation:
@@ -270,3 +268,8 @@ def _ipython_text(result: ExecutionResult) -> str:
     if result.hint:
         parts.append(f"[note: {result.hint}]")
     return "\n".join(parts) or "(no output)"
+
+
+async def _started[T: PtyShell | IPythonKernel](tool: T) -> T:
+    await tool.start()
+    return tool

@@ -140,24 +140,21 @@ def assert_stopped_in_order(demo: Demo, code: int, output: str, sig: signal.Sign
     assert kept == taken and len(kept) == MATH_GROUPS
 
 
-def test_sigint_stops_the_demo_even_when_started_with_sigint_ignored(start_demo) -> None:
-    demo = start_demo(sigint_ignored=True)
+@pytest.mark.parametrize(
+    ("sig", "sigint_ignored"),
+    [
+        pytest.param(signal.SIGINT, True, id="sigint-even-when-started-with-sigint-ignored"),
+        pytest.param(signal.SIGTERM, False, id="sigterm-exits-143"),
+    ],
+)
+def test_a_signal_stops_the_demo_in_order(start_demo, sig: signal.Signals, sigint_ignored: bool) -> None:
+    demo = start_demo(sigint_ignored=sigint_ignored)
     demo.wait_collecting()
 
-    demo.signal(signal.SIGINT)
+    demo.signal(sig)
     code, output = demo.finish()
 
-    assert_stopped_in_order(demo, code, output, signal.SIGINT)
-
-
-def test_sigterm_stops_the_demo_in_order_and_exits_143(start_demo) -> None:
-    demo = start_demo()
-    demo.wait_collecting()
-
-    demo.signal(signal.SIGTERM)
-    code, output = demo.finish()
-
-    assert_stopped_in_order(demo, code, output, signal.SIGTERM)
+    assert_stopped_in_order(demo, code, output, sig)
 
 
 def test_a_second_ctrl_c_during_the_shutdown_does_not_cut_it_short(start_demo) -> None:

@@ -61,12 +61,17 @@ def test_rows_render_generically_whatever_their_columns() -> None:
         table_html([("math", 1)])
 
 
-async def test_the_report_is_one_self_contained_file(trajectories_file: Path, tmp_path: Path) -> None:
+def _write_report(trajectories_file: Path, tmp_path: Path, title: str) -> Path:
+    """The demo's report over the recorded trajectories, with a timeline."""
     records = [json.loads(line) for line in trajectories_file.read_text().splitlines()]
-    report = write_html_report(
-        tmp_path / "report.html", title="demo", rows=[Row("math", 2, 1.0)], records=records,
+    return write_html_report(
+        tmp_path / "report.html", title=title, rows=[Row("math", 2, 1.0)], records=records,
         timeline_png=timeline_png(tmp_path / "timeline.png"),
     )  # fmt: skip
+
+
+async def test_the_report_is_one_self_contained_file(trajectories_file: Path, tmp_path: Path) -> None:
+    report = _write_report(trajectories_file, tmp_path, "demo")
     page = report.read_text()
     assert 'src="data:image/png;base64,' in page
     assert "http://" not in page and "https://" not in page  # nothing fetched from anywhere
@@ -75,11 +80,7 @@ async def test_the_report_is_one_self_contained_file(trajectories_file: Path, tm
 
 @needs_chromium
 async def test_chromium_renders_every_trajectory_turn(trajectories_file: Path, tmp_path: Path) -> None:
-    records = [json.loads(line) for line in trajectories_file.read_text().splitlines()]
-    report = write_html_report(
-        tmp_path / "report.html", title="ProRL demo", rows=[Row("math", 2, 1.0)], records=records,
-        timeline_png=timeline_png(tmp_path / "timeline.png"),
-    )  # fmt: skip
+    report = _write_report(trajectories_file, tmp_path, "ProRL demo")
 
     dom = chromium(tmp_path, "--virtual-time-budget=5000", "--dump-dom", report.as_uri())
     assert dom.returncode == 0, dom.stderr[-2000:]

@@ -10,7 +10,7 @@ from typing import Any
 
 from support.scripted_stages import ScriptedHandler
 
-from nemo_gym_prorl.pipeline import HandlerRegistry, JobSpec, JobState, Pipeline, PipelineConfig
+from nemo_gym_prorl.pipeline import HandlerRegistry, JobResult, JobSpec, JobState, Pipeline, PipelineConfig
 from nemo_gym_prorl.pipeline.executor import InfrastructureError, InProcessExecutor
 from nemo_gym_prorl.pipeline.job import Job, Stage, Trajectory
 from nemo_gym_prorl.pipeline.ray_executor import NodeRuntime, NodeShare, RayExecutor, RayExecutorConfig
@@ -52,13 +52,21 @@ async def _pipeline(executor: LosingExecutor) -> tuple[Pipeline, ScriptedHandler
     return pipeline, handler
 
 
-async def test_a_job_whose_node_is_lost_runs_again_with_a_fresh_state_and_says_so() -> None:
-    pipeline, handler = await _pipeline(LosingExecutor(lose=1, max_attempts=3))
+async def _run_one_job(
+    executor: LosingExecutor,
+) -> tuple[Pipeline, ScriptedHandler, str, JobResult, list[str]]:
+    """One job through a pipeline over `executor`, which is stopped afterwards."""
+    pipeline, handler = await _pipeline(executor)
     try:
         (job_id,) = pipeline.submit([JobSpec(task="s")])
-        (result,), _ = await pipeline.wait([job_id], timeout=10)
+        (result,), pending = await pipeline.wait([job_id], timeout=10)
     finally:
         await pipeline.stop()
+    return pipeline, handler, job_id, result, pending
+
+
+async def test_a_job_whose_node_is_lost_runs_again_with_a_fresh_state_and_says_so() -> None:
+    pipeline, handler, job_id, result, _ = await _run_one_job(LosingExecutor(lose=1, max_attempts=3))
     assert result.state is JobState.DONE and not result.mask_sample
     assert result.infra_retries == 1
     assert [(a.node, a.stage, a.lost is not None) for a in result.attempts] == [
@@ -71,12 +79,7 @@ async def test_a_job_whose_node_is_lost_runs_again_with_a_fresh_state_and_says_s
 
 
 async def test_when_attempts_run_out_the_result_is_masked_not_lost() -> None:
-    pipeline, handler = await _pipeline(LosingExecutor(lose=5, max_attempts=2))
-    try:
-        (job_id,) = pipeline.submit([JobSpec(task="s")])
-        (result,), pending = await pipeline.wait([job_id], timeout=10)
-    finally:
-        await pipeline.stop()
+    _, handler, _, result, pending = await _run_one_job(LosingExecutor(lose=5, max_attempts=2))
     assert pending == []
     assert result.state is JobState.FAILED and result.critical_error == "run"
     assert result.mask_sample and result.infra_retries == 1 and len(result.attempts) == 2

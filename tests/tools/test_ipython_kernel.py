@@ -6,7 +6,6 @@ survives timeouts and its own death."""
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import shutil
 import time
@@ -15,6 +14,7 @@ from pathlib import Path
 
 import pytest
 import pytest_asyncio
+from support.busy import second_call_is_refused
 
 from nemo_gym_prorl.sandbox import Sandbox, SandboxSpec, open_sandbox
 from nemo_gym_prorl.tools.ipython_kernel import IPythonKernel, KernelBusyError, KernelError
@@ -177,11 +177,12 @@ async def test_a_kernel_killed_between_cells_is_replaced_on_the_next_cell(
 
 # -- misuse and lifecycle ------------------------------------------------------------------------------
 async def test_a_second_concurrent_cell_is_refused_clearly(kernel: IPythonKernel) -> None:
-    first = asyncio.create_task(kernel.execute("import time; time.sleep(0.3); 'first'"))
-    await asyncio.sleep(0.05)
-    with pytest.raises(KernelBusyError, match="already running"):
-        await kernel.execute("'second'")
-    assert (await first).result == "'first'"
+    first = await second_call_is_refused(
+        kernel.execute("import time; time.sleep(0.3); 'first'"),
+        lambda: kernel.execute("'second'"),
+        KernelBusyError,
+    )
+    assert first.result == "'first'"
 
 
 async def test_close_is_idempotent_and_removes_the_sockets(kernel_sandbox: Sandbox) -> None:

@@ -12,6 +12,7 @@ import shutil
 import time
 
 import pytest
+from support.busy import second_call_is_refused
 
 from nemo_gym_prorl.sandbox import Sandbox, SandboxLimits, SandboxSpec, open_sandbox
 from nemo_gym_prorl.tools.pty_shell import PtyShell, ShellBusyError, ShellError, encode_command
@@ -262,11 +263,10 @@ async def test_send_input_without_a_running_command_is_an_error(shell: PtyShell)
 
 # -- one command at a time -------------------------------------------------------------------------
 async def test_a_second_concurrent_command_is_refused_clearly(shell: PtyShell) -> None:
-    first = asyncio.create_task(shell.run("sleep 0.3; echo first"))
-    await asyncio.sleep(0.05)
-    with pytest.raises(ShellBusyError, match="already running"):
-        await shell.run("echo second")
-    assert (await first).output == "first\n"
+    first = await second_call_is_refused(
+        shell.run("sleep 0.3; echo first"), lambda: shell.run("echo second"), ShellBusyError
+    )
+    assert first.output == "first\n"
     assert (await shell.run("echo third")).output == "third\n"
 
 

@@ -10,7 +10,6 @@ as a `TurnContext`. One dialect instance serves many concurrent sessions.
 
 from __future__ import annotations
 
-import re
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -18,18 +17,9 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, Field
 
 from nemo_gym_prorl.llm.dialects.structured import DecodingRecord, TrajectoryConstraint
-from nemo_gym_prorl.llm.errors import ContextLengthExceededError
 from nemo_gym_prorl.llm.pool import LLMBackendPool, Route
 from nemo_gym_prorl.llm.records import FinishReason, SamplingParams
 from nemo_gym_prorl.llm.toolcalls import ToolCallFormat
-
-_FINISH: dict[str, FinishReason] = {
-    "stop": "stop",
-    "length": "length",
-    "tool_calls": "tool_calls",
-    "abort": "abort",
-}
-_CONTEXT_NUMBERS = re.compile(r"maximum context length is (\d+) tokens.*?(\d+) input tokens", re.S | re.I)
 
 
 @dataclass(slots=True)
@@ -88,36 +78,3 @@ class Dialect(ABC):
     @abstractmethod
     async def generate(self, ctx: TurnContext) -> Generation:
         """Send the next prompt (history + `ctx.new_messages`) and read the generation."""
-
-
-def finish_reason(value: Any) -> FinishReason:
-    if value not in _FINISH:
-        raise ValueError(f"unknown finish_reason {value!r}")
-    return _FINISH[value]
-
-
-def room_from_context_error(error: ContextLengthExceededError) -> int | None:
-    """From vLLM's "maximum context length is N tokens ... M input tokens" message: how many
-    tokens are left for generation (None if the message does not say, or nothing is left)."""
-    match = _CONTEXT_NUMBERS.search(error.body or error.message)
-    if match is None:
-        return None
-    room = int(match.group(1)) - int(match.group(2))
-    return room if room > 0 else None
-
-
-def check_token_ids(value: Any, what: str) -> list[int]:
-    if not isinstance(value, list) or not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
-        raise ValueError(f"{what} must be a list of integers")
-    return value
-
-
-def check_log_probs(value: Any, what: str) -> list[float]:
-    if not isinstance(value, list) or not all(
-        isinstance(v, int | float) and not isinstance(v, bool) for v in value
-    ):
-        raise ValueError(f"{what} must be a list of numbers")
-    out = [float(v) for v in value]
-    if any(v != v or v in (float("inf"), float("-inf")) for v in out):
-        raise ValueError(f"{what} contains NaN or infinite values")
-    return out

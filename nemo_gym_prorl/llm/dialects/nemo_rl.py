@@ -19,16 +19,13 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from nemo_gym_prorl.llm.dialects.base import (
-    Dialect,
-    Generation,
-    TurnContext,
+from nemo_gym_prorl.llm.dialects.base import Dialect, Generation, TurnContext
+from nemo_gym_prorl.llm.dialects.replies import (
     check_log_probs,
     check_token_ids,
-    finish_reason,
-    room_from_context_error,
+    checked_generation,
+    post_generation,
 )
-from nemo_gym_prorl.llm.errors import ContextLengthExceededError
 from nemo_gym_prorl.llm.toolcalls import ToolCallFormat
 
 
@@ -66,21 +63,12 @@ def parse_chat_generation(data: Any) -> Generation:
             if raw_ids is not None
             else [_token_id(item["token"]) for item in content]
         )
-    if len(ids) != len(log_probs):
-        raise ValueError(f"{len(ids)} token ids but {len(log_probs)} log-probs")
-    text = message.get("content") or ""
-    if not isinstance(text, str):
-        raise ValueError("message.content must be a string")
     tool_calls = message.get("tool_calls") or None
     if tool_calls is not None and not isinstance(tool_calls, list):
         raise ValueError("message.tool_calls must be a list")
-    return Generation(
-        prompt_token_ids=prompt,
-        generation_token_ids=ids,
-        generation_log_probs=log_probs,
-        finish_reason=finish_reason(choice.get("finish_reason")),
-        text=text,
-        server_tool_calls=tool_calls,
+    text = message.get("content") or ""
+    return checked_generation(
+        prompt, ids, log_probs, choice, text, "message.content must be a string", server_tool_calls=tool_calls
     )
 
 
@@ -128,20 +116,6 @@ class NemoRLChatDialect(Dialect):
         if ctx.max_model_len is not None and len(ctx.history_ids) >= ctx.max_model_len:
             return Generation.exhausted(ctx.history_ids, ctx.max_model_len)
         body = self.build_request(ctx, ctx.sampling.max_tokens)
-        try:
-            generation, reply = await ctx.pool.post_json(
-                "/v1/chat/completions", body, route=ctx.route, parse=parse_chat_generation
-            )
-        except ContextLengthExceededError as exc:
-            room = room_from_context_error(exc)
-            if room is None or room >= body["max_tokens"]:
-                return Generation.exhausted(ctx.history_ids, ctx.max_model_len)
-            body["max_tokens"] = room
-            try:
-                generation, reply = await ctx.pool.post_json(
-                    "/v1/chat/completions", body, route=ctx.route, parse=parse_chat_generation
-                )
-            except ContextLengthExceededError:
-                return Generation.exhausted(ctx.history_ids, ctx.max_model_len)
-        generation.backend = reply.backend
-        return generation
+        return await post_generation(
+            ctx, "/v1/chat/completions", body, parse_chat_generation, ctx.history_ids, ctx.max_model_len
+        )

@@ -114,19 +114,16 @@ def bounded_schema(schema: Any, max_length: int) -> Any:
 
 
 def _tool_tag(name: str, schema: dict[str, Any], tool_format: ConstrainedFormat) -> dict[str, Any]:
-    if tool_format == "hermes":
+    if tool_format in ("hermes", "llama3_json"):  # the arguments object inside a JSON call
+        key = "arguments" if tool_format == "hermes" else "parameters"
+        begin, end = f'{{"name": {json.dumps(name)}, "{key}": ', "}"
+        if tool_format == "hermes":
+            begin, end = f"<tool_call>\n{begin}", f"{end}\n</tool_call>"
         return {
             "type": "tag",
-            "begin": f'<tool_call>\n{{"name": {json.dumps(name)}, "arguments": ',
+            "begin": begin,
             "content": {"type": "json_schema", "json_schema": schema},
-            "end": "}\n</tool_call>",
-        }
-    if tool_format == "llama3_json":
-        return {
-            "type": "tag",
-            "begin": f'{{"name": {json.dumps(name)}, "parameters": ',
-            "content": {"type": "json_schema", "json_schema": schema},
-            "end": "}",
+            "end": end,
         }
     return {
         "type": "tag",

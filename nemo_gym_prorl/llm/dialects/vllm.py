@@ -26,17 +26,15 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel
 
-from nemo_gym_prorl.llm.dialects.base import (
-    Dialect,
-    Generation,
-    TurnContext,
+from nemo_gym_prorl.llm.dialects.base import Dialect, Generation, TurnContext
+from nemo_gym_prorl.llm.dialects.replies import (
     check_log_probs,
     check_token_ids,
-    finish_reason,
-    room_from_context_error,
+    checked_generation,
+    post_generation,
 )
 from nemo_gym_prorl.llm.dialects.structured import ConstrainedToolCalls, structural_tag
-from nemo_gym_prorl.llm.errors import ContextLengthExceededError, TemplateDeltaError
+from nemo_gym_prorl.llm.errors import TemplateDeltaError
 from nemo_gym_prorl.llm.toolcalls import ToolCallFormat
 
 # The anchor: neutral content that tokenizes the same in any context for common tokenizers.
@@ -202,40 +200,13 @@ class VLLMCompletionsDialect(Dialect):
             log_probs = check_log_probs(
                 (choice.get("logprobs") or {}).get("token_logprobs"), "token_logprobs"
             )
-            if len(ids) != len(log_probs):
-                raise ValueError(f"{len(ids)} token ids but {len(log_probs)} log-probs")
             echoed = choice.get("prompt_token_ids") or data.get("prompt_token_ids")
             if echoed is not None and list(echoed) != prompt:
                 raise ValueError("the server's prompt_token_ids differ from the prompt sent")
-            text = choice.get("text")
-            if not isinstance(text, str):
-                raise ValueError("choices[0].text is missing")
-            return Generation(
-                prompt_token_ids=prompt,
-                generation_token_ids=ids,
-                generation_log_probs=log_probs,
-                finish_reason=finish_reason(choice.get("finish_reason")),
-                text=text,
-                max_model_len=max_model_len,
-                decoding=built[1] if built is not None else None,
-            )
+            decoding = built[1] if built is not None else None
+            return checked_generation(
+                prompt, ids, log_probs, choice, choice.get("text"), "choices[0].text is missing",
+                max_model_len=max_model_len, decoding=decoding,
+            )  # fmt: skip
 
-        try:
-            generation, reply = await ctx.pool.post_json(
-                "/v1/completions", body, route=ctx.route, parse=parse
-            )
-        except ContextLengthExceededError as exc:
-            # max_model_len was unknown (or the server counts differently). If the prompt fits
-            # and only max_tokens did not, ask again for what is left; else the window is full.
-            room = room_from_context_error(exc)
-            if room is None or room >= max_tokens:
-                return Generation.exhausted(prompt, max_model_len)
-            body["max_tokens"] = room
-            try:
-                generation, reply = await ctx.pool.post_json(
-                    "/v1/completions", body, route=ctx.route, parse=parse
-                )
-            except ContextLengthExceededError:
-                return Generation.exhausted(prompt, max_model_len)
-        generation.backend = reply.backend
-        return generation
+        return await post_generation(ctx, "/v1/completions", body, parse, prompt, max_model_len)
