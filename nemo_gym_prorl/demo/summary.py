@@ -14,7 +14,6 @@ import statistics
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from nemo_gym_prorl.demo.report import Rollout
 from nemo_gym_prorl.pipeline.groups import GroupResult

@@ -661,4 +661,3 @@ class ExecutorConfig(BaseModel):
 
     kind: Literal["inprocess", "ray"] = "inprocess"
     ray: RayExecutorConfig = Field(default_factory=RayExecutorConfig)
-

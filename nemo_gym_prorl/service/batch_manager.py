@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from nemo_gym_prorl.pipeline.dapo import BatchEvent, BatchStats, DapoConfig, DapoScheduler
 from nemo_gym_prorl.pipeline.groups import GroupResult
+from nemo_gym_prorl.pipeline.handler import InvalidInstanceError
 from nemo_gym_prorl.pipeline.prompt_source import CyclingSource, PromptSource
 from nemo_gym_prorl.service.core import RolloutService
 from nemo_gym_prorl.service.errors import ApiError
@@ -281,11 +282,15 @@ class BatchManager:
                 f"{len(self.sessions)} sessions open (max {self.max_sessions}); close one with "
                 f"DELETE /v1/batch_sessions/{{id}} ({len(idle)} are idle)",
             )
+        config = request.config or DapoConfig()
+        for index, row in enumerate(request.source.rows or []):  # inline rows: checked at the door
+            try:
+                self.service.check_instance(row, config.task)
+            except InvalidInstanceError as exc:
+                raise ApiError(400, "invalid_instance", f"source.rows[{index}]: {exc}") from None
         source = request.source.build(self.datasets)
         session_id = request.session_id or f"dapo-{uuid.uuid4().hex[:10]}"
-        scheduler = DapoScheduler(
-            self.service.pipeline, source, request.config or DapoConfig(), name=session_id
-        )
+        scheduler = DapoScheduler(self.service.pipeline, source, config, name=session_id)
         session = Session(session_id, scheduler)
         self.sessions[session_id] = session
         return session

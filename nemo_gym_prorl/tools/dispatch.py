@@ -75,7 +75,9 @@ def unknown_tool(name: str, available: Iterable[str]) -> ToolObservation:
     return _error(f"Unknown tool `{name}`. Available tools: {', '.join(available)}.")
 
 
-def decode_arguments(tool: str, arguments: str | Mapping[str, Any] | None) -> dict[str, Any] | ToolObservation:
+def decode_arguments(
+    tool: str, arguments: str | Mapping[str, Any] | None
+) -> dict[str, Any] | ToolObservation:
     """The one decoder of a tool call's arguments (OpenAI's JSON string, or an already-decoded
     object) into a JSON object, whoever runs the tool; or the observation that tells the model
     what is wrong."""
@@ -92,7 +94,9 @@ def decode_arguments(tool: str, arguments: str | Mapping[str, Any] | None) -> di
             f"column {exc.colno}). Send one JSON object,{example or ' e.g. {}'}."
         )
     if not isinstance(raw, dict):
-        return _error(f"The arguments for tool `{tool}` must be a JSON object, not {type(raw).__name__};{example}.")
+        return _error(
+            f"The arguments for tool `{tool}` must be a JSON object, not {type(raw).__name__};{example}."
+        )
     return raw
 
 

@@ -56,8 +56,8 @@ def test_missing_task_modules_are_reported_together() -> None:
     with pytest.raises(ConfigError) as info:
         build_handlers(config, llm=None, backends=None)  # type: ignore[arg-type]
     text = str(info.value)
-    assert "tasks.a.handler: cannot import module 'no_such_module'" in text
-    assert "tasks.b.handler: 'json:nope' is not a callable" in text
+    assert "tasks.a.handler: task handler: cannot import module 'no_such_module'" in text
+    assert "tasks.b.handler: task handler: 'json:nope' is not a callable" in text
 
 
 async def test_service_is_built_from_config() -> None:

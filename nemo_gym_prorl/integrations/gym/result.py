@@ -83,7 +83,8 @@ def run_result(row: Mapping[str, Any], result: JobResult) -> dict[str, Any]:
 class RunOutcome(NamedTuple):
     status: int
     body: dict[str, Any]
+    headers: dict[str, str] | None = None  # e.g. `Retry-After` with a full queue
 
 
-def error_outcome(status: int, kind: str, message: str) -> RunOutcome:
-    return RunOutcome(status, {"error": kind, "detail": message})
+def error_outcome(status: int, kind: str, message: str, headers: dict[str, str] | None = None) -> RunOutcome:
+    return RunOutcome(status, {"error": kind, "detail": message}, headers)
