@@ -49,7 +49,7 @@ async def live(real_vllm: VLLMServer, tmp_path: Path) -> AsyncIterator[tuple[str
         assert not serving.done(), "the service did not start"
         await asyncio.sleep(0.02)
     try:
-        yield f"http://127.0.0.1:{port}", service
+        yield f"http://127.0.0.1:{port}", stack.service
     finally:
         server.should_exit = True
         await serving

@@ -158,6 +158,7 @@ class ProRLGymRuntime:
         # Built here, started in `start()` (inside the serving loop): the rollout API's routes
         # need the service when they are declared.
         self.stack: RolloutStack = build_stack(config, handlers, gym_head_address=gym_head_address)
+        self.llm = self.stack.llm
         self.pipeline = self.stack.pipeline
         self.service = self.stack.service
 
