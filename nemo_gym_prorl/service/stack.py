@@ -73,6 +73,7 @@ class RolloutStack:
         self.pipeline = Pipeline(handlers(self.llm, self.backends), config.pipeline)
         self.service = RolloutService(self.pipeline, self.backends, config.service)
         self._router: APIRouter | None = None
+        self._router_args: tuple[str | None, DatasetCatalog | None] = (None, None)
         self._lock = asyncio.Lock()
         self._started = False
 
@@ -114,6 +115,9 @@ class RolloutStack:
         every app that mounts it serves these very routes. `/healthz` is left to the host app."""
         if self._router is None:
             self._router = rollout_router(self.service, token=token, datasets=datasets, health=False)
+            self._router_args = (token, datasets)
+        elif (token, datasets) != self._router_args:  # never serve it unguarded by mistake
+            raise ValueError("the stack's router was already made with another token or datasets")
         return self._router
 
     def app(self, *, token: str | None = None, datasets: DatasetCatalog | None = None) -> FastAPI:
