@@ -433,7 +433,7 @@ class Pipeline:
                 return
             if self._retry_elsewhere(rec, stage, exc):
                 return
-            failure = (stage.value, f"{type(exc).__name__}: {exc}", None)  # type: ignore[assignment]
+            failure = (stage.critical_error, f"{type(exc).__name__}: {exc}", None)
             rec.mask_sample = True  # the infrastructure failed, not the policy
         except asyncio.CancelledError:
             if counted:
@@ -451,7 +451,7 @@ class Pipeline:
             return
         except Exception as exc:
             failure = (
-                stage.value,  # type: ignore[assignment]
+                stage.critical_error,
                 f"{type(exc).__name__}: {exc}",
                 traceback.format_exc(),
             )

@@ -17,6 +17,11 @@ class Stage(StrEnum):
     RUN = "run"
     EVAL = "eval"
 
+    @property
+    def critical_error(self) -> CriticalError:
+        """The `critical_error` of a job that failed in this stage."""
+        return _STAGE_ERRORS[self]
+
 
 class JobState(StrEnum):
     QUEUED = "queued"  # accepted, waiting for an INIT worker
@@ -35,6 +40,8 @@ class JobState(StrEnum):
 TERMINAL_STATES = frozenset({JobState.DONE, JobState.FAILED, JobState.CANCELLED})
 
 CriticalError = Literal["init", "run", "eval", "timeout"]
+
+_STAGE_ERRORS: dict[Stage, CriticalError] = {Stage.INIT: "init", Stage.RUN: "run", Stage.EVAL: "eval"}
 
 FailureKind = Literal["infrastructure", "data"]
 
