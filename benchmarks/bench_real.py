@@ -8,7 +8,7 @@ running ones instead) and real math rollouts (reasoning-gym problems, real bubbl
 the IPython tool offered, math-verify EVAL). Nothing is simulated. Three measurements:
 
 - service cost: generated tokens per second through the service (the one builder
-  `build_service`: pool, token sessions, agent loop, INIT/RUN/EVAL pipeline) against the same
+  `stack_from_config`: pool, token sessions, agent loop, INIT/RUN/EVAL pipeline) against the same
   vLLM servers driven directly with the same prompt token ids, the same sampling, the same
   number of generated tokens per turn (`min_tokens = max_tokens = n`) and the same concurrency;
   reported as a ratio (1.0 = no cost), for single-turn and multi-turn rollouts, on a cold first
@@ -43,7 +43,7 @@ from nemo_gym_prorl.datasets.sources import math_rows
 from nemo_gym_prorl.llm.pool import LLMBackendPool, PoolConfig, Route
 from nemo_gym_prorl.pipeline.job import Job, JobResult, JobSpec, JobState
 from nemo_gym_prorl.service.config import compose_config, validate_config
-from nemo_gym_prorl.service.wiring import build_service
+from nemo_gym_prorl.service.stack import stack_from_config
 
 SERVERS = 2
 SIMULATED: list[str] = []  # real model, real sandboxes, real tools, real EVAL
@@ -360,8 +360,9 @@ async def measure(config: Config, urls: list[str], model: str, say: Callable[[st
         ("single_turn", 1, batches[0], batches[1]),
         ("multi_turn", config.multi_turns, batches[2], batches[3]),
     ):
-        service = await build_service(_serve_config(urls, config.concurrency, max_turns))
-        await service.start()
+        stack = stack_from_config(_serve_config(urls, config.concurrency, max_turns))
+        await stack.start()
+        service = stack.service
         try:
             for phase, batch in (("cold", cold_rows), ("warm", warm_rows)):
                 say(f"{label} {phase}: {len(batch)} rollouts through the service")

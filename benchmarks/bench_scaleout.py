@@ -37,7 +37,8 @@ import provenance  # first: it notes the load average the run starts under
 from nemo_gym_prorl.pipeline import HandlerRegistry, JobResult, JobSpec, JobState, Pipeline, PipelineConfig
 from nemo_gym_prorl.pipeline.executor import InProcessExecutor, StageExecutor
 from nemo_gym_prorl.pipeline.ray_executor import RayExecutor, RayExecutorConfig
-from nemo_gym_prorl.service.cluster import build_node_runtime
+from nemo_gym_prorl.service.config import validate_config
+from nemo_gym_prorl.service.stack import build_node, serve_handlers
 from ray_local import (
     add_local_node,
     children_write_to_stderr,
@@ -169,7 +170,10 @@ def ray_executor(nodes: int, **extra: Any) -> RayExecutor:
         node_timeout_s=15,
         **extra,
     )
-    return RayExecutor(config, functools.partial(build_node_runtime, _serve_config()))
+    data = _serve_config()
+    handlers = functools.partial(serve_handlers, data)
+    llm = validate_config(data).llm.model_dump(mode="json")
+    return RayExecutor(config, functools.partial(build_node, llm, handlers))
 
 
 async def scaling_point(nodes: int) -> dict[str, Any]:

@@ -4,7 +4,7 @@
 """What a rollout-handler factory is given (`factory(deps, **options) -> RolloutHandler`).
 
 It sits below every factory (`agent.factory`, the test-support scripted handlers) and every
-builder that calls one (`service.wiring`), so neither imports the other.
+builder that calls one (`service.stack`), so neither imports the other.
 """
 
 from __future__ import annotations

@@ -25,16 +25,17 @@ from typing import Any, Protocol
 
 from nemo_gym_prorl.agent.answer_formats import answer_pattern, submit_pattern
 from nemo_gym_prorl.agent.loop import FINISH_TOOL, AgentLimits, AgentTrajectory, ToolExecutor, run_agent
-from nemo_gym_prorl.agent.prompts import PromptError, initial_messages
+from nemo_gym_prorl.agent.prompts import PromptError, initial_messages, row_messages
 from nemo_gym_prorl.llm.access import LLMAccess
 from nemo_gym_prorl.llm.dialects.structured import TrajectoryConstraint, decoding_summary
 from nemo_gym_prorl.llm.tito import TokenSession
 from nemo_gym_prorl.llm.toolcalls import tool_call_to_openai
-from nemo_gym_prorl.pipeline.handler import RolloutFailure
+from nemo_gym_prorl.pipeline.handler import InvalidInstanceError, RolloutFailure
 from nemo_gym_prorl.pipeline.job import Evaluation, Job, Trajectory
 from nemo_gym_prorl.sandbox import SandboxSpec
 from nemo_gym_prorl.tasks.base import EvalOutcome, TaskDomain
 from nemo_gym_prorl.tasks.workspace import Workspace, open_workspace
+from nemo_gym_prorl.tools import ALL_TOOLS
 from nemo_gym_prorl.tools.dispatch import ToolBoxConfig
 
 # Stop reasons that are a normal end of a trajectory (ProRL's `end_properly`).
@@ -57,9 +58,13 @@ class RolloutTransport(Protocol):
       `RolloutFailure`. `model` is the served model name the session used.
     - `evaluate(job, state, trajectory)`: EVAL; `state` is None unless `eval_needs_run_state`.
     - `release(state)`: idempotent, never raises.
+    - `validate(instance)`: at submit, before any work: raise `InvalidInstanceError` naming the
+      field this transport cannot run (the prompt itself is checked by the handler).
     """
 
     eval_needs_run_state: bool
+
+    def validate(self, instance: Mapping[str, Any]) -> None: ...
 
     async def open(self, job: Job) -> Any: ...
 
@@ -91,10 +96,26 @@ class AgentRolloutHandler:
         self.llm = llm
         self.limits = limits or AgentLimits()
         self.aliases = aliases  # the `data_source` values it serves (ProRL routes jobs by them)
+        self.eval_needs_run_state = transport.eval_needs_run_state
 
-    @property
-    def eval_needs_run_state(self) -> bool:  # type: ignore[override]
-        return self.transport.eval_needs_run_state
+    # -- at submit --------------------------------------------------------------------------------
+    def validate(self, instance: Mapping[str, Any]) -> None:
+        """Refuse, naming the field, an instance no rollout can be made of: no prompt (a row
+        without `responses_create_params.input`), fields of the wrong type, unknown tools."""
+        params = instance.get("responses_create_params")
+        if not isinstance(params, Mapping):
+            what = "is missing" if params is None else f"must be an object, not {type(params).__name__}"
+            raise InvalidInstanceError("responses_create_params", f"{what} (the prompt is its `input`)")
+        if "input" not in params:
+            raise InvalidInstanceError("responses_create_params.input", "is missing (the prompt)")
+        tools = params.get("tools")
+        if tools is not None and not isinstance(tools, list):
+            raise InvalidInstanceError("responses_create_params.tools", "must be a list of tools")
+        try:
+            row_messages(instance)
+        except PromptError as exc:
+            raise InvalidInstanceError("responses_create_params.input", str(exc)) from None
+        self.transport.validate(instance)
 
     # -- INIT -------------------------------------------------------------------------------------
     async def init(self, job: Job) -> Any:
@@ -174,6 +195,18 @@ class InProcessTransport:
         self.sandbox_base = sandbox or SandboxSpec()
         self.tool_config = tools or ToolBoxConfig()
 
+    def validate(self, instance: Mapping[str, Any]) -> None:
+        offered = instance.get("tools_offered")
+        if offered is None:
+            return
+        if not isinstance(offered, list) or not all(isinstance(t, str) for t in offered):
+            raise InvalidInstanceError("tools_offered", "must be a list of tool names")
+        unknown = sorted(set(offered) - set(ALL_TOOLS))
+        if unknown:
+            raise InvalidInstanceError(
+                "tools_offered", f"unknown tools {unknown}; this service offers {sorted(ALL_TOOLS)}"
+            )
+
     async def open(self, job: Job) -> InProcessState:
         row = job.instance
         names = [*self.domain.tool_names(row), FINISH_TOOL]
@@ -184,18 +217,16 @@ class InProcessTransport:
         self, job: Job, state: InProcessState, agent: AgentTrajectory, trajectory: Trajectory, model: str
     ) -> None:
         state.artifacts = await self.domain.collect_artifacts(state.workspace.sandbox, job.instance)
-        trajectory.artifacts = dict(state.artifacts)  # type: ignore[attr-defined]
+        trajectory.artifacts = dict(state.artifacts)
         # ProRL's result carries the SWE patch at the top level; so does ours.
-        trajectory.git_patch = state.artifacts.get("git_patch")  # type: ignore[attr-defined]
+        patch = state.artifacts.get("git_patch")
+        trajectory.git_patch = patch if isinstance(patch, str) else None
 
     async def evaluate(self, job: Job, state: InProcessState | None, trajectory: Trajectory) -> Evaluation:
-        extra = trajectory.model_extra or {}
-        if extra.get("infrastructure_failed"):
-            outcome = EvalOutcome.infra_failure(f"inference failed: {extra.get('failure')}")
+        if trajectory.infrastructure_failed:
+            outcome = EvalOutcome.infra_failure(f"inference failed: {trajectory.failure}")
         else:
-            outcome = await self.domain.evaluate(
-                job.instance, extra.get("final_answer"), extra.get("artifacts")
-            )
+            outcome = await self.domain.evaluate(job.instance, trajectory.final_answer, trajectory.artifacts)
         return outcome.to_evaluation()
 
     async def release(self, state: InProcessState) -> None:
@@ -263,6 +294,8 @@ def to_trajectory(
         steps=[s.model_dump() for s in agent.steps],
         num_turns=agent.num_turns,
         generated_tokens=agent.generated_tokens,
+        tool_errors=sum(1 for s in agent.steps if s.is_error),
+        http_retries=agent.tokens.http_retries,
         reroutes=[r.model_dump() for r in agent.tokens.reroutes],
         infrastructure_failed=agent.infrastructure_failed,
         decoding=decoding_summary(agent.tokens.turns),

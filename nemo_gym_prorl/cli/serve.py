@@ -61,10 +61,15 @@ async def serve(config: ServeConfig) -> None:
     """Build everything, serve until SIGINT/SIGTERM, then close every sandbox the jobs opened."""
     import uvicorn
 
-    from nemo_gym_prorl.service.wiring import build_app, build_service
+    from nemo_gym_prorl.service.stack import serve_datasets, stack_from_config
 
-    service = await build_service(config)
-    app = build_app(config, service)
+    stack = stack_from_config(config)  # handlers built: a bad task config fails here
+    try:
+        await stack.start()  # executor (Ray: one actor per node) and LLM pool, before listening
+    except BaseException:
+        await stack.close()
+        raise
+    app = stack.app(token=config.auth.resolved_token(), datasets=serve_datasets(config))
     server = uvicorn.Server(
         uvicorn.Config(
             app,
@@ -81,9 +86,12 @@ async def serve(config: ServeConfig) -> None:
         await asyncio.sleep(0.02)
     if server.started:
         host, port = server.servers[0].sockets[0].getsockname()[:2]
-        tasks = ", ".join(service.pipeline.handlers.names()) or "(none)"
+        tasks = ", ".join(stack.pipeline.handlers.names()) or "(none)"
         print(f"{READY_PREFIX}http://{host}:{port} (tasks: {tasks})", flush=True)
-    await serving
+    try:
+        await serving
+    finally:
+        await stack.close()  # already closed by the app's shutdown unless uvicorn never started
 
 
 def main(argv: list[str] | None = None) -> int:

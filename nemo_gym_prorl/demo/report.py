@@ -27,8 +27,7 @@ class Rollout:
 
     @property
     def generated_tokens(self) -> int:
-        extra = (self.result.trajectory.model_extra or {}) if self.result.trajectory else {}
-        return int(extra.get("generated_tokens") or 0)
+        return self.result.trajectory.generated_tokens if self.result.trajectory else 0
 
 
 def rollouts_of(groups: Iterable[tuple[GroupResult, bool]], domain_of: Mapping[str, str]) -> list[Rollout]:

@@ -14,7 +14,6 @@ import statistics
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from nemo_gym_prorl.demo.report import Rollout
 from nemo_gym_prorl.pipeline.groups import GroupResult
@@ -47,11 +46,6 @@ class DomainSummary:
         return self.total_tool_calls / self.rollouts if self.rollouts else 0.0
 
 
-def _extra(rollout: Rollout) -> Mapping[str, Any]:
-    trajectory = rollout.result.trajectory
-    return (trajectory.model_extra or {}) if trajectory is not None else {}
-
-
 def summarize(
     rollouts: Sequence[Rollout], groups: Iterable[tuple[GroupResult, bool]], domain_of: Mapping[str, str]
 ) -> list[DomainSummary]:
@@ -78,14 +72,13 @@ def _summary(domain: str, items: list[Rollout], flags: list[bool]) -> DomainSumm
     turns: list[int] = []
     constrained = 0
     for rollout in items:
-        extra = _extra(rollout)
-        steps = extra.get("steps") or []
-        tools.update(str(s.get("name") or "?") for s in steps if isinstance(s, Mapping))
-        errors += sum(1 for s in steps if isinstance(s, Mapping) and s.get("is_error"))
         trajectory = rollout.result.trajectory
+        steps = trajectory.steps if trajectory else []
+        tools.update(str(s.get("name") or "?") for s in steps)
+        errors += sum(1 for s in steps if s.get("is_error"))
         stops[(trajectory.stop_reason if trajectory else None) or rollout.result.state.value] += 1
-        turns.append(int(extra.get("num_turns") or 0))
-        constrained += bool(extra.get("decoding"))
+        turns.append(trajectory.num_turns if trajectory else 0)
+        constrained += bool(trajectory and trajectory.decoding)
     return DomainSummary(
         domain=domain,
         rollouts=len(items),

@@ -12,7 +12,13 @@ from nemo_gym_prorl.pipeline.engine import (
     StageStatus,
 )
 from nemo_gym_prorl.pipeline.executor import InProcessExecutor, StageExecutor
-from nemo_gym_prorl.pipeline.handler import HandlerRegistry, RolloutFailure, RolloutHandler, UnknownTaskError
+from nemo_gym_prorl.pipeline.handler import (
+    HandlerRegistry,
+    InvalidInstanceError,
+    RolloutFailure,
+    RolloutHandler,
+    UnknownTaskError,
+)
 from nemo_gym_prorl.pipeline.job import (
     Budget,
     CriticalError,
@@ -37,6 +43,7 @@ __all__ = [
     "FailureClass",
     "HandlerRegistry",
     "InProcessExecutor",
+    "InvalidInstanceError",
     "Job",
     "JobNotFoundError",
     "JobResult",

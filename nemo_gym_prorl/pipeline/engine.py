@@ -129,7 +129,7 @@ class Pipeline(StageRunner):
         jobs: list[tuple[Job, JobRecord]] = []
         seen: set[str] = set()
         for spec in specs:
-            task = self.handlers.canonical(spec.task or spec.instance.get("data_source"))
+            task = self.handlers.resolve(spec.task, spec.instance)
             job_id = spec.id or new_job_id()
             if job_id in seen or job_id in self._live or job_id in self._store:
                 raise DuplicateJobError(f"job id {job_id!r} is already in use")

@@ -65,6 +65,25 @@ class RolloutFailure(Exception):
         return FailureClass(kind=self.kind, status=self.status, message=str(self))
 
 
+class InvalidInstanceError(ValueError):
+    """An instance the task cannot run (a missing prompt, a field of the wrong type, a tool the
+    task does not offer): refused at submit (HTTP 400) with the offending field named."""
+
+    def __init__(self, field: str, reason: str) -> None:
+        super().__init__(f"instance.{field}: {reason}" if field else reason)
+        self.field = field
+        self.reason = reason
+
+
+@runtime_checkable
+class ValidatingHandler(Protocol):
+    """A handler that can tell, before any work, whether it can run an instance."""
+
+    def validate(self, instance: Mapping[str, Any]) -> None:
+        """Raise `InvalidInstanceError` naming the field when the instance cannot be run."""
+        ...
+
+
 class UnknownTaskError(LookupError):
     def __init__(self, task: str | None, known: Iterable[str]) -> None:
         self.task = task
@@ -79,9 +98,10 @@ class UnknownTaskError(LookupError):
 class HandlerRegistry:
     """Handlers by task name, plus aliases (e.g. several `data_source` values of one domain)."""
 
-    def __init__(self) -> None:
+    def __init__(self, default: str | None = None) -> None:
         self._handlers: dict[str, RolloutHandler] = {}
         self._aliases: dict[str, str] = {}
+        self.default = default  # the task of a job that names none (one resources server: its own)
 
     def register(self, name: str, handler: RolloutHandler, aliases: Iterable[str] = ()) -> None:
         if not isinstance(handler, RolloutHandler):
@@ -104,6 +124,20 @@ class HandlerRegistry:
             if task in self._aliases:
                 return self._aliases[task]
         raise UnknownTaskError(task, self.names())
+
+    def resolve(self, task: str | None, instance: Mapping[str, Any]) -> str:
+        """The one rule naming a job's task: its `task`, else the instance's `data_source`, else
+        the registry's default; returns the registered name, or raises UnknownTaskError."""
+        named = task or instance.get("data_source") or self.default
+        return self.canonical(str(named) if named is not None else None)
+
+    def validate(self, task: str, instance: Mapping[str, Any]) -> None:
+        """Raise `InvalidInstanceError` if `task`'s handler cannot run `instance`."""
+        if not isinstance(instance, Mapping):
+            raise InvalidInstanceError("", "the instance must be a JSON object")
+        handler = self.get(task)
+        if isinstance(handler, ValidatingHandler):
+            handler.validate(instance)
 
     def get(self, task: str) -> RolloutHandler:
         return self._handlers[self.canonical(task)]

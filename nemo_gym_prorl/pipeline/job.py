@@ -17,6 +17,11 @@ class Stage(StrEnum):
     RUN = "run"
     EVAL = "eval"
 
+    @property
+    def critical_error(self) -> CriticalError:
+        """The `critical_error` of a job that failed in this stage."""
+        return _STAGE_ERRORS[self]
+
 
 class JobState(StrEnum):
     QUEUED = "queued"  # accepted, waiting for an INIT worker
@@ -35,6 +40,8 @@ class JobState(StrEnum):
 TERMINAL_STATES = frozenset({JobState.DONE, JobState.FAILED, JobState.CANCELLED})
 
 CriticalError = Literal["init", "run", "eval", "timeout"]
+
+_STAGE_ERRORS: dict[Stage, CriticalError] = {Stage.INIT: "init", Stage.RUN: "run", Stage.EVAL: "eval"}
 
 FailureKind = Literal["infrastructure", "data"]
 
@@ -109,8 +116,15 @@ def new_job_id() -> str:
 
 
 class Trajectory(BaseModel):
-    """What RUN produces. The agent loop fills `messages` with token fields per turn; task
-    specifics (e.g. SWE's `git_patch`) go in as extra fields, which are kept."""
+    """What RUN produces, and all EVAL and the callers read of it: every field the rollout path
+    writes is declared here, so the handoff from RUN to EVAL is typed end to end.
+
+    `response` is the transport's own answer for its caller (NeMo Gym: the Responses-API
+    response `/verify` scores and `/run` returns); `observations` is what the transport's
+    observability recorded of the rollout. Per-turn fields live in `messages`; a field that
+    concerns every turn (e.g. the policy version that generated it) goes there or here, typed.
+    Extra fields are still accepted from third-party handlers that return plain dicts.
+    """
 
     model_config = ConfigDict(extra="allow")
 
@@ -119,6 +133,20 @@ class Trajectory(BaseModel):
     finish: bool = Field(False, description="The agent ended with its finish action / final answer.")
     end_properly: bool = Field(False, description="Stopped for a normal reason (not a budget or error).")
     stop_reason: str | None = None
+    final_answer: str | None = None
+    artifacts: dict[str, Any] = Field(default_factory=dict, description="What EVAL needs from RUN's sandbox.")
+    git_patch: str | None = Field(None, description="SWE: the patch (ProRL's result carries it on top).")
+    steps: list[dict[str, Any]] = Field(default_factory=list, description="One per tool call.")
+    num_turns: int = 0
+    generated_tokens: int = 0
+    tool_errors: int = Field(0, description="Tool calls that ended in an error observation.")
+    http_retries: int = 0
+    reroutes: list[dict[str, Any]] = Field(default_factory=list)
+    infrastructure_failed: bool = Field(False, description="Inference died mid-trajectory (masked).")
+    failure: dict[str, Any] | None = Field(None, description="The inference failure, when there was one.")
+    decoding: dict[str, Any] | None = None
+    response: dict[str, Any] | None = Field(None, description="The transport's response body (Gym: /run's).")
+    observations: dict[str, Any] | None = Field(None, description="The transport's observability record.")
 
 
 class Evaluation(BaseModel):

@@ -39,9 +39,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from nemo_gym_prorl.pipeline.executor import (
     InfrastructureError,
-    InProcessExecutor,
     NodeStatus,
-    StageExecutor,
     as_evaluation,
     as_trajectory,
 )
@@ -663,17 +661,3 @@ class ExecutorConfig(BaseModel):
 
     kind: Literal["inprocess", "ray"] = "inprocess"
     ray: RayExecutorConfig = Field(default_factory=RayExecutorConfig)
-
-
-async def make_executor(
-    config: ExecutorConfig, build: NodeBuilder | None, *, gym_head_address: str | None = None
-) -> StageExecutor:
-    """The configured executor, started (Ray: cluster joined, one actor per node ready, each
-    built by `build`)."""
-    if config.kind == "inprocess":
-        return InProcessExecutor()
-    if build is None:
-        raise ValueError("executor.kind=ray needs a node builder")
-    executor = RayExecutor(config.ray, build, gym_head_address=gym_head_address)
-    await executor.start()
-    return executor

@@ -129,7 +129,7 @@ class StageRunner:
                 return
             if self._retry_elsewhere(rec, stage, exc):
                 return
-            failure = (stage.value, f"{type(exc).__name__}: {exc}", None)  # type: ignore[assignment]
+            failure = (stage.critical_error, f"{type(exc).__name__}: {exc}", None)
             rec.mask_sample = True  # the infrastructure failed, not the policy
         except asyncio.CancelledError:
             if counted:
@@ -143,7 +143,7 @@ class StageRunner:
             return
         except Exception as exc:
             failure = (
-                stage.value,  # type: ignore[assignment]
+                stage.critical_error,
                 f"{type(exc).__name__}: {exc}",
                 traceback.format_exc(),
             )

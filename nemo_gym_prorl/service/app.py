@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, FastAPI, Query, Request, Response
@@ -46,27 +46,32 @@ from nemo_gym_prorl.service.models import (
 JobId = Annotated[str, Query(min_length=1, max_length=128)]
 
 
+Lifecycle = tuple[Callable[[], Awaitable[None]], Callable[[], Awaitable[None]]]
+
+
 def create_app(
     service: RolloutService,
     *,
     token: str | None = None,
     manage_lifecycle: bool = True,
     datasets: DatasetCatalog | None = None,
+    lifecycle: Lifecycle | None = None,
 ) -> FastAPI:
-    """Build the app. With `manage_lifecycle`, start-up starts the pipeline and shutdown closes
-    everything it opened; a host app that mounts this one may manage the service itself.
-    `datasets`: the server-side JSONL datasets DAPO batches may name (default: from the
-    environment, `PRORL_DATASETS_DIR` / `PRORL_DATASETS`)."""
+    """An app serving the rollout API alone. With `manage_lifecycle`, start-up starts the
+    service and shutdown closes everything it opened (`lifecycle`: the (start, close) to call
+    instead, e.g. a `RolloutStack`'s). `datasets`: the server-side JSONL datasets DAPO batches
+    may name (default: from the environment, `PRORL_DATASETS_DIR` / `PRORL_DATASETS`)."""
+    start, close = lifecycle or (service.start, service.close)
 
     @contextlib.asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         if manage_lifecycle:
-            await service.start()
+            await start()
         try:
             yield
         finally:
             if manage_lifecycle:
-                await service.close()
+                await close()
 
     app = FastAPI(
         title="nemo-gym-prorl rollout service",
@@ -77,13 +82,28 @@ def create_app(
     )
     app.state.service = service
     install_error_handlers(app)
-    guard = [Depends(bearer_guard(token))]
-    app.include_router(_native_router(service), dependencies=guard)
-    catalog = datasets if datasets is not None else DatasetCatalog.from_env()
-    app.include_router(batches_router(service, datasets=catalog), dependencies=guard)
-    app.include_router(_prorl_router(service), dependencies=guard)
-    app.include_router(_ops_router(service))
+    app.include_router(rollout_router(service, token=token, datasets=datasets))
     return app
+
+
+def rollout_router(
+    service: RolloutService,
+    *,
+    token: str | None = None,
+    datasets: DatasetCatalog | None = None,
+    health: bool = True,
+) -> APIRouter:
+    """Every route of the rollout API in one router, for any FastAPI app to include (with
+    `install_error_handlers(app, ...)`): native `/v1`, DAPO batches and the ProRL-compatible API
+    behind the bearer guard; `/metrics` (and `/healthz` unless the host app has its own) open."""
+    router = APIRouter(responses=ErrorBodyDoc)
+    guard = [Depends(bearer_guard(token))]
+    router.include_router(_native_router(service), dependencies=guard)
+    catalog = datasets if datasets is not None else DatasetCatalog.from_env()
+    router.include_router(batches_router(service, datasets=catalog), dependencies=guard)
+    router.include_router(_prorl_router(service), dependencies=guard)
+    router.include_router(_ops_router(service, health=health))
+    return router
 
 
 async def _disconnected(request: Request) -> None:
@@ -253,12 +273,14 @@ def _prorl_router(service: RolloutService) -> APIRouter:
     return router
 
 
-def _ops_router(service: RolloutService) -> APIRouter:
+def _ops_router(service: RolloutService, *, health: bool) -> APIRouter:
     router = APIRouter(tags=["operations"])
 
-    @router.get("/healthz")
-    async def healthz() -> dict[str, str]:
-        return {"status": "ok" if service.pipeline.running else "stopped"}
+    if health:
+
+        @router.get("/healthz")
+        async def healthz() -> dict[str, str]:
+            return {"status": "ok" if service.pipeline.running else "stopped"}
 
     @router.get("/metrics", response_class=Response, responses={200: {"content": {"text/plain": {}}}})
     async def metrics() -> Response:

@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from nemo_gym_prorl.pipeline.dapo import BatchEvent, BatchStats, DapoConfig, DapoScheduler
 from nemo_gym_prorl.pipeline.groups import GroupResult
+from nemo_gym_prorl.pipeline.handler import InvalidInstanceError
 from nemo_gym_prorl.pipeline.prompt_source import CyclingSource, PromptSource
 from nemo_gym_prorl.service.core import RolloutService
 from nemo_gym_prorl.service.errors import ApiError
@@ -243,6 +244,7 @@ class BatchManager:
         self._lock = asyncio.Lock()
 
     async def start(self, request: BatchRequest) -> BatchRun:
+        self._check_rows(request)  # 400 before 503: bad input is bad whatever the state
         await self.service.check_admission()
         async with self._lock:  # session creation and the busy check are one step
             session = self.sessions.get(request.session_id) if request.session_id else None
@@ -269,6 +271,19 @@ class BatchManager:
             await asyncio.sleep(0)
             return run
 
+    def _check_rows(self, request: BatchRequest) -> None:
+        """Inline rows are checked at the door like any submitted instance (dataset rows are
+        read as the batch goes, and a bad one fails its own rollout)."""
+        if request.session_id in self.sessions:
+            return  # a running session's source is fixed (giving one again is refused: 409)
+        rows = request.source.rows if request.source is not None else None
+        task = request.config.task if request.config is not None else DapoConfig().task
+        for index, row in enumerate(rows or []):
+            try:
+                self.service.check_instance(row, task)
+            except InvalidInstanceError as exc:
+                raise ApiError(400, "invalid_instance", f"source.rows[{index}]: {exc}") from None
+
     def _new_session(self, request: BatchRequest) -> Session:
         if request.source is None:
             what = f"no session {request.session_id!r}" if request.session_id else "a new session"
@@ -281,11 +296,10 @@ class BatchManager:
                 f"{len(self.sessions)} sessions open (max {self.max_sessions}); close one with "
                 f"DELETE /v1/batch_sessions/{{id}} ({len(idle)} are idle)",
             )
+        config = request.config or DapoConfig()
         source = request.source.build(self.datasets)
         session_id = request.session_id or f"dapo-{uuid.uuid4().hex[:10]}"
-        scheduler = DapoScheduler(
-            self.service.pipeline, source, request.config or DapoConfig(), name=session_id
-        )
+        scheduler = DapoScheduler(self.service.pipeline, source, config, name=session_id)
         session = Session(session_id, scheduler)
         self.sessions[session_id] = session
         return session

@@ -1,12 +1,11 @@
 # SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
 # SPDX-License-Identifier: Apache-2.0
 
-"""The service's executor: in this process, or on every node of a Ray cluster.
+"""The service's backends when its stages run on every node of a Ray cluster.
 
-With `executor.kind=ray`, every node's rollout actor builds its handlers from the same validated
-config as the service (`build_node_runtime` for `prorl serve`; the Gym agent has its own
-builder over `node_runtime`), with its own LLM pool over the same backends and its share of each
-backend's in-flight cap, so the cluster as a whole never sends a backend more than the configured
+With `executor.kind=ray`, every node's rollout actor builds its handlers with the same factory
+as the service (`service.stack.build_node`, whoever configured the stack), with its own LLM pool
+over the same backends and its share of each backend's in-flight cap, so the cluster as a whole never sends a backend more than the configured
 cap; the shares are recomputed whenever nodes join or are lost. Backend changes made through the
 API (`/v1/backends`, `/add_llm_server`) are applied on the service's pool and then on every
 node's (`ClusterBackendRegistry`).
@@ -14,15 +13,12 @@ node's (`ClusterBackendRegistry`).
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
-from nemo_gym_prorl.llm.access import LLMAccess, LLMConfig
+from nemo_gym_prorl.llm.access import LLMConfig
 from nemo_gym_prorl.pipeline.executor import StageExecutor
-from nemo_gym_prorl.pipeline.ray_executor import NodeRuntime, NodeShare, RayExecutor, make_executor
+from nemo_gym_prorl.pipeline.ray_executor import NodeShare, RayExecutor
 from nemo_gym_prorl.service.backends import BackendInfo, BackendRegistry, PoolBackendRegistry
-from nemo_gym_prorl.service.config import ServeConfig, validate_config
-from nemo_gym_prorl.service.task_handlers import HandlersFactory, build_handlers
 
 
 class SharedBackends:
@@ -63,34 +59,6 @@ def node_llm_config(llm: LLMConfig, share: NodeShare) -> LLMConfig:
     node = llm.model_copy(deep=True)
     node.balancer.max_in_flight = share.of(llm.balancer.max_in_flight)
     return node
-
-
-async def node_runtime(llm_config: LLMConfig, share: NodeShare, handlers: HandlersFactory) -> NodeRuntime:
-    """What every node's rollout actor serves, whoever configured it (`prorl serve` or the Gym
-    agent): `handlers` over this node's own LLM pool, which takes the node's share of the caps."""
-    llm = LLMAccess.from_config(node_llm_config(llm_config, share))
-    backends = PoolBackendRegistry(llm.pool)
-    try:
-        registry = handlers(llm, backends)
-        await llm.pool.start()
-    except BaseException:
-        await backends.aclose()
-        raise
-    shared = SharedBackends(backends, share, llm_config.balancer.max_in_flight)
-    return NodeRuntime(handlers=registry, backends=shared, close=backends.aclose)
-
-
-async def build_node_runtime(config_data: dict[str, Any], share: NodeShare) -> NodeRuntime:
-    """Runs on a node's rollout actor: the same handlers `prorl serve` builds. Takes the config
-    as plain data (validated again here) so the actor needs nothing but this package installed."""
-    config = validate_config(config_data)
-    return await node_runtime(config.llm, share, lambda llm, backends: build_handlers(config, llm, backends))
-
-
-async def build_executor(config: ServeConfig, *, gym_head_address: str | None = None) -> StageExecutor:
-    """The configured executor, started; for Ray, one actor per node built from `config`."""
-    build = functools.partial(build_node_runtime, config.model_dump(mode="json"))
-    return await make_executor(config.executor, build, gym_head_address=gym_head_address)
 
 
 class ClusterBackendRegistry:

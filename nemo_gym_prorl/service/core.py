@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -74,12 +75,25 @@ class RolloutService:
                 "no LLM backend can take work; add one with POST /v1/backends or /add_llm_server",
             )
 
-    async def submit(self, specs: Sequence[JobSpec]) -> list[str]:
-        # A request naming an unknown task is wrong whatever the service's state: 400 before 503.
+    def admit(self, specs: Sequence[JobSpec]) -> list[JobSpec]:
+        """The jobs with their task resolved (once, here), each instance checked by its task's
+        handler: an unknown task or an instance the task cannot run is refused (400) before any
+        work, whatever the service's state. Every door submits through this."""
+        admitted = []
         for spec in specs:
-            self.pipeline.handlers.canonical(spec.task or spec.instance.get("data_source"))
+            task = self.pipeline.handlers.resolve(spec.task, spec.instance)
+            self.pipeline.handlers.validate(task, spec.instance)
+            admitted.append(spec if spec.task == task else spec.model_copy(update={"task": task}))
+        return admitted
+
+    def check_instance(self, instance: Mapping[str, Any], task: str | None = None) -> None:
+        """Raise as `admit` would for one instance (a DAPO batch's inline rows)."""
+        self.admit([JobSpec(task=task, instance=dict(instance))])
+
+    async def submit(self, specs: Sequence[JobSpec]) -> list[str]:
+        admitted = self.admit(specs)  # 400 before 503: bad input is bad whatever the state
         await self.check_admission()
-        return self.pipeline.submit(specs)
+        return self.pipeline.submit(admitted)
 
     async def stop_accepting(self) -> int:
         """ProRL's /stop: refuse new jobs and cancel the ones in flight; returns how many."""

@@ -14,7 +14,10 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from nemo_gym_prorl.pipeline import (
     DuplicateJobError,
+    InvalidInstanceError,
     JobNotFoundError,
+    JobResult,
+    JobState,
     PipelineClosedError,
     QueueFullError,
     UnknownTaskError,
@@ -37,10 +40,60 @@ def _loc(parts: tuple[Any, ...] | list[Any]) -> str:
     return ".".join(str(p) for p in parts)
 
 
-def install_error_handlers(app: FastAPI) -> None:
-    @app.exception_handler(ApiError)
-    async def _api(_: Request, exc: ApiError) -> JSONResponse:
-        return error_response(exc.status, exc.code, exc.reason, headers=exc.headers)
+# The one table from the stack's errors to HTTP answers, whichever door (`prorl serve`, the NeMo
+# Gym agent's rollout API or its `/run`): (status, code, headers). A full queue is a temporary
+# overload of this server, not a fault of the client: 503 with `Retry-After`, everywhere.
+RETRY_AFTER = {"Retry-After": "1"}
+ERRORS: dict[type[Exception], tuple[int, str, dict[str, str] | None]] = {
+    UnknownTaskError: (400, "unknown_task", None),
+    InvalidInstanceError: (400, "invalid_instance", None),
+    BackendError: (400, "bad_backend", None),
+    BackendNotFoundError: (404, "unknown_backend", None),
+    DuplicateJobError: (409, "duplicate_id", None),
+    QueueFullError: (503, "queue_full", RETRY_AFTER),
+    PipelineClosedError: (503, "shutting_down", None),
+}
+
+
+def as_api_error(exc: Exception) -> ApiError | None:
+    """The HTTP answer for one of the stack's errors; None for an error the table does not know."""
+    if isinstance(exc, ApiError):
+        return exc
+    if isinstance(exc, JobNotFoundError):
+        return ApiError(410 if exc.evicted else 404, "evicted" if exc.evicted else "unknown_job", str(exc))
+    for kind, (status, code, headers) in ERRORS.items():
+        if isinstance(exc, kind):
+            return ApiError(status, code, str(exc), dict(headers) if headers else None)
+    return None
+
+
+def result_error(result: JobResult) -> ApiError | None:
+    """The HTTP answer of a blocking call whose rollout did not finish (None: it did). A
+    handler's classified failure keeps its own status; running out of time is 504."""
+    if result.state is JobState.DONE:
+        return None
+    if result.failure is not None:
+        return ApiError(result.failure.status, f"{result.failure.kind}_failure", result.failure.message)
+    if result.critical_error == "timeout":
+        return ApiError(504, "timeout", result.error or "the rollout exceeded its time budget")
+    if result.state is JobState.CANCELLED:
+        return ApiError(503, "cancelled", result.cancel_reason or "cancelled")
+    return ApiError(500, f"{result.critical_error or 'unknown'}_error", result.error or "rollout failed")
+
+
+def install_error_handlers(app: FastAPI, *, request_errors: bool = True) -> None:
+    """Answer the stack's errors from the table; with `request_errors`, also malformed requests
+    and unknown paths in the same shape (a host app that has its own handlers leaves them)."""
+
+    async def _stack_error(_: Request, exc: Exception) -> JSONResponse:
+        error = as_api_error(exc)
+        assert error is not None  # registered only for the table's types
+        return error_response(error.status, error.code, error.reason, headers=error.headers)
+
+    for kind in (ApiError, JobNotFoundError, *ERRORS):
+        app.add_exception_handler(kind, _stack_error)
+    if not request_errors:
+        return
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
@@ -56,36 +109,6 @@ def install_error_handlers(app: FastAPI) -> None:
         code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
         return error_response(exc.status_code, code, str(exc.detail), headers=getattr(exc, "headers", None))
 
-    @app.exception_handler(UnknownTaskError)
-    async def _unknown_task(_: Request, exc: UnknownTaskError) -> JSONResponse:
-        return error_response(400, "unknown_task", str(exc))
-
-    @app.exception_handler(DuplicateJobError)
-    async def _dup(_: Request, exc: DuplicateJobError) -> JSONResponse:
-        return error_response(409, "duplicate_id", str(exc))
-
-    @app.exception_handler(QueueFullError)
-    async def _full(_: Request, exc: QueueFullError) -> JSONResponse:
-        return error_response(429, "queue_full", str(exc), headers={"Retry-After": "1"})
-
-    @app.exception_handler(JobNotFoundError)
-    async def _missing(_: Request, exc: JobNotFoundError) -> JSONResponse:
-        return error_response(
-            410 if exc.evicted else 404, "evicted" if exc.evicted else "unknown_job", str(exc)
-        )
-
-    @app.exception_handler(PipelineClosedError)
-    async def _closed(_: Request, exc: PipelineClosedError) -> JSONResponse:
-        return error_response(503, "shutting_down", str(exc))
-
-    @app.exception_handler(BackendError)
-    async def _bad_backend(_: Request, exc: BackendError) -> JSONResponse:
-        return error_response(400, "bad_backend", str(exc))
-
-    @app.exception_handler(BackendNotFoundError)
-    async def _no_backend(_: Request, exc: BackendNotFoundError) -> JSONResponse:
-        return error_response(404, "unknown_backend", str(exc))
-
 
 def _error_doc(description: str) -> dict[str, Any]:
     from nemo_gym_prorl.service.models import ErrorBody
@@ -95,13 +118,13 @@ def _error_doc(description: str) -> dict[str, Any]:
 
 # Documented on every route, so the OpenAPI schema tells clients the error shape.
 ErrorBodyDoc: dict[int | str, dict[str, Any]] = {
-    400: _error_doc("Bad request (unknown task, bad backend address)"),
+    400: _error_doc("Bad request (unknown task, an instance the task cannot run, bad backend address)"),
     401: _error_doc("Missing or wrong bearer token"),
     404: _error_doc("Unknown job or backend"),
     409: _error_doc("Job id already in use"),
     410: _error_doc("Result evicted by the retention cap"),
     422: _error_doc("Malformed request"),
-    429: _error_doc("Queue full; retry later"),
-    503: _error_doc("Not running, no LLM backend, or shutting down"),
+    429: _error_doc("Too many batch sessions open"),
+    503: _error_doc("Queue full (with Retry-After), not running, no LLM backend, or shutting down"),
     504: _error_doc("The rollout did not finish in time (cancelled)"),
 }

@@ -133,8 +133,7 @@ class ProcessResult(BaseModel):
     @classmethod
     def from_result(cls, result: JobResult) -> ProcessResult:
         traj = result.trajectory
-        extra = (traj.model_extra or {}) if traj is not None else {}
-        patch = extra.get("git_patch")
+        patch = traj.git_patch if traj is not None else None
         return cls(
             job_id=result.id,
             state=result.state,

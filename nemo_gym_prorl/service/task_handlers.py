@@ -2,18 +2,18 @@
 # SPDX-License-Identifier: Apache-2.0
 
 """The task handlers `prorl serve` registers, built from the `tasks` section of its config: one
-`module:factory` per task, called with the shared dependencies. Used by the service's builder
+handler per task, named in `TASK_HANDLERS` or as `module:factory`, called with the shared
+dependencies. Used by the service's builder
 and by every Ray node, which builds its own handlers from the same config."""
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
-from typing import Any
 
 from nemo_gym_prorl.agent.deps import HandlerDeps
 from nemo_gym_prorl.llm.access import LLMAccess
-from nemo_gym_prorl.pipeline import HandlerRegistry
+from nemo_gym_prorl.pipeline import HandlerRegistry, RolloutHandler
+from nemo_gym_prorl.registry import Registry, RegistryError
 from nemo_gym_prorl.service.backends import BackendRegistry
 from nemo_gym_prorl.service.config import ConfigError, ServeConfig
 
@@ -21,16 +21,9 @@ HandlersFactory = Callable[[LLMAccess, BackendRegistry], HandlerRegistry]
 """Registers a service's task handlers over the LLM access (and backend registry) given."""
 
 
-def import_target(target: str, what: str) -> Callable[..., Any]:
-    module_name, _, attr = target.partition(":")
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise ConfigError(f"{what}: cannot import module {module_name!r} ({exc})") from None
-    factory = getattr(module, attr, None)
-    if not callable(factory):
-        raise ConfigError(f"{what}: {target!r} is not a callable in {module_name}")
-    return factory
+TASK_HANDLERS: Registry[RolloutHandler] = Registry("task handler")
+"""Task handlers by name; a config names one by its registered name or as `module:factory`.
+A factory is called with the shared `HandlerDeps` and the task's `options`."""
 
 
 def build_handlers(config: ServeConfig, llm: LLMAccess, backends: BackendRegistry) -> HandlerRegistry:
@@ -39,13 +32,13 @@ def build_handlers(config: ServeConfig, llm: LLMAccess, backends: BackendRegistr
     problems: list[str] = []
     for name, task in config.tasks.items():
         try:
-            handler = import_target(task.handler, f"tasks.{name}.handler")(deps, **task.options)
+            handler = TASK_HANDLERS.create(task.handler, deps, **task.options)
             # A handler may know the data_source values it serves (a domain's `data_sources`).
             own = getattr(handler, "aliases", ())
             aliases = [a for a in dict.fromkeys([*task.aliases, *own]) if a != name]
             registry.register(name, handler, aliases)
-        except ConfigError as exc:
-            problems.append(str(exc))
+        except RegistryError as exc:
+            problems.append(f"tasks.{name}.handler: {exc}")
         except (TypeError, ValueError) as exc:
             problems.append(f"tasks.{name}: {exc}")
     if problems:

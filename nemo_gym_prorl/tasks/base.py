@@ -24,6 +24,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, Field, model_validator
 
+from nemo_gym_prorl.pipeline.job import Evaluation
 from nemo_gym_prorl.sandbox import Sandbox, SandboxSpec
 from nemo_gym_prorl.tools import ALL_TOOLS
 
@@ -68,10 +69,8 @@ class EvalOutcome(BaseModel):
     def infra_failure(cls, detail: str, **kwargs: Any) -> EvalOutcome:
         return cls(reward=0.0, reason="infrastructure_error", detail=detail, mask_sample=True, **kwargs)
 
-    def to_evaluation(self) -> Any:
-        """The pipeline's `Evaluation` (imported lazily: tasks do not depend on the pipeline)."""
-        from nemo_gym_prorl.pipeline.job import Evaluation
-
+    def to_evaluation(self) -> Evaluation:
+        """The pipeline's `Evaluation` of this outcome."""
         report = {
             "reason": self.reason,
             "detail": self.detail,

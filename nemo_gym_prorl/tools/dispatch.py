@@ -75,30 +75,46 @@ def unknown_tool(name: str, available: Iterable[str]) -> ToolObservation:
     return _error(f"Unknown tool `{name}`. Available tools: {', '.join(available)}.")
 
 
-def parse_arguments(tool: ToolName, arguments: str | Mapping[str, Any] | None) -> BaseModel | ToolObservation:
-    """The model's arguments (OpenAI's JSON string, or an already-decoded object) validated
-    against the tool's schema, or the observation that tells the model what is wrong."""
+def decode_arguments(
+    tool: str, arguments: str | Mapping[str, Any] | None
+) -> dict[str, Any] | ToolObservation:
+    """The one decoder of a tool call's arguments (OpenAI's JSON string, or an already-decoded
+    object) into a JSON object, whoever runs the tool; or the observation that tells the model
+    what is wrong."""
+    example = f" e.g. {_EXAMPLES[tool]}" if tool in _EXAMPLES else ""
     if arguments is None or (isinstance(arguments, str) and not arguments.strip()):
-        raw: Any = {}
-    elif isinstance(arguments, str):
-        try:
-            raw = json.loads(arguments)
-        except json.JSONDecodeError as exc:
-            return _error(
-                f"The arguments for tool `{tool}` are not valid JSON ({exc.msg} at line {exc.lineno} "
-                f"column {exc.colno}). Send one JSON object, e.g. {_EXAMPLES[tool]}."
-            )
-    else:
-        raw = dict(arguments)
+        return {}
+    if not isinstance(arguments, str):
+        return dict(arguments)
+    try:
+        raw = json.loads(arguments)
+    except json.JSONDecodeError as exc:
+        return _error(
+            f"The arguments for tool `{tool}` are not valid JSON ({exc.msg} at line {exc.lineno} "
+            f"column {exc.colno}). Send one JSON object,{example or ' e.g. {}'}."
+        )
     if not isinstance(raw, dict):
         return _error(
-            f"The arguments for tool `{tool}` must be a JSON object, not {type(raw).__name__}; "
-            f"e.g. {_EXAMPLES[tool]}."
+            f"The arguments for tool `{tool}` must be a JSON object, not {type(raw).__name__};{example}."
         )
+    return raw
+
+
+def parse_arguments(tool: ToolName, arguments: str | Mapping[str, Any] | None) -> BaseModel | ToolObservation:
+    """The model's arguments validated against the tool's schema, or the observation that tells
+    the model what is wrong."""
+    raw = decode_arguments(tool, arguments)
+    if isinstance(raw, ToolObservation):
+        return raw
     try:
         return ARGUMENT_MODELS[tool].model_validate(raw)
     except ValidationError as exc:
-        return _error(_format_validation(tool, exc))
+        return invalid_arguments(tool, exc)
+
+
+def invalid_arguments(tool: str, exc: ValidationError) -> ToolObservation:
+    """What the model reads when its arguments do not fit the tool's schema."""
+    return _error(_format_validation(tool, exc))
 
 
 _EXAMPLES: dict[str, str] = {

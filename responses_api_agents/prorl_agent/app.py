@@ -17,7 +17,6 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from fastapi import Body, FastAPI, Request
-from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from nemo_gym.base_resources_server import BaseRunRequest
 from nemo_gym.base_responses_api_agent import BaseResponsesAPIAgentConfig, SimpleResponsesAPIAgent
@@ -25,17 +24,13 @@ from nemo_gym.config_types import ModelServerRef, ResourcesServerRef
 from nemo_gym.openai_utils import NeMoGymResponse, NeMoGymResponseCreateParamsNonStreaming
 from omegaconf import OmegaConf
 from pydantic import ConfigDict, Field, PrivateAttr, model_validator
-from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from nemo_gym_prorl.integrations.gym.config import ProRLAgentSettings, resolve_model_access
 from nemo_gym_prorl.integrations.gym.observability import capture_dir
 from nemo_gym_prorl.integrations.gym.runtime import ProRLGymRuntime
 from nemo_gym_prorl.integrations.gym.transport import GymServerClient
 from nemo_gym_prorl.integrations.nemo_rl.result import answer_for_trainer
-
-# Paths Gym itself serves on every server (liveness) or that FastAPI adds: not taken from the
-# rollout API's app.
-_GYM_OWNED_PATHS = frozenset({"/healthz", "/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc"})
+from nemo_gym_prorl.service.errors import install_error_handlers
 
 
 class ProRLAgentConfig(BaseResponsesAPIAgentConfig, ProRLAgentSettings):
@@ -131,17 +126,10 @@ class ProRLAgent(SimpleResponsesAPIAgent):
         return app
 
     def _add_rollout_api(self, app: FastAPI, runtime: ProRLGymRuntime) -> None:
-        from nemo_gym_prorl.service.app import create_app
-
-        sub = create_app(runtime.service, token=self.config.rollout_api_token, manage_lifecycle=False)
-        taken = {getattr(r, "path", None) for r in app.router.routes}
-        for route in sub.router.routes:
-            path = getattr(route, "path", None)
-            if path not in taken and path not in _GYM_OWNED_PATHS:
-                app.router.routes.append(route)
-        for exc, handler in sub.exception_handlers.items():
-            if exc not in (RequestValidationError, StarletteHTTPException, 500, Exception):
-                app.add_exception_handler(exc, handler)
+        """Mount the stack's own rollout router (not a copy); Gym keeps its liveness routes and
+        its handlers for malformed requests, the stack's errors answer from the stack's table."""
+        app.include_router(runtime.stack.router(token=self.config.rollout_api_token))
+        install_error_handlers(app, request_errors=False)
 
     # -- Gym endpoints ------------------------------------------------------------------------
     async def run(self, request: Request, body: ProRLAgentRunRequest) -> JSONResponse:
@@ -154,7 +142,8 @@ class ProRLAgent(SimpleResponsesAPIAgent):
         status, answer = answer_for_trainer(
             outcome.status, outcome.body, row, self.config.infrastructure_failures
         )
-        return JSONResponse(answer, status_code=status)
+        headers = outcome.headers if status == outcome.status else None
+        return JSONResponse(answer, status_code=status, headers=headers)
 
     async def responses(self, body: NeMoGymResponseCreateParamsNonStreaming = Body()) -> Any:  # noqa: B008 (FastAPI)
         """One agent episode for bare Responses-API parameters, on the default resources server

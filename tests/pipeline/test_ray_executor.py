@@ -25,7 +25,7 @@ from nemo_gym_prorl.pipeline.ray_executor import RayExecutor
 from nemo_gym_prorl.service.config import validate_config
 from nemo_gym_prorl.service.core import RolloutService
 from nemo_gym_prorl.service.metrics import collect, render
-from nemo_gym_prorl.service.wiring import build_service
+from nemo_gym_prorl.service.stack import stack_from_config
 from ray_local import (
     add_local_node,
 )
@@ -60,8 +60,9 @@ async def _service(tmp_path: Path, **ray_opts: Any) -> tuple[RolloutService, Ray
             "llm": {"health_path": None},
         }
     )
-    service = await build_service(config)
-    await service.start()
+    stack = stack_from_config(config)
+    await stack.start()
+    service = stack.service
     executor = service.pipeline.executor
     assert isinstance(executor, RayExecutor)
     return service, executor, record

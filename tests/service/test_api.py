@@ -92,12 +92,13 @@ async def test_errors_have_a_code_and_a_reason(make_api: MakeApi) -> None:
         )
     )
     cases.append(
-        (await api.http.post("/v1/rollouts", json={"jobs": [job(), job(), job()]}), 429, "queue_full")
+        (await api.http.post("/v1/rollouts", json={"jobs": [job(), job(), job()]}), 503, "queue_full")
     )
     for response, status, code in cases:
         body = response.json()
         assert (response.status_code, body["error"]) == (status, code), body
         assert body["reason"]
+    assert cases[-1][0].headers["retry-after"] == "1"  # a full queue: retry later, on every door
     assert "priority" in cases[3][0].json()["reason"]
 
 

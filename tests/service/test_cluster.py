@@ -11,11 +11,11 @@ from support.scripted_stages import SCRIPTED_TASKS
 from nemo_gym_prorl.llm.balancer import BalancerConfig
 from nemo_gym_prorl.llm.pool import LLMBackendPool, PoolConfig
 from nemo_gym_prorl.pipeline.executor import InProcessExecutor
+from nemo_gym_prorl.pipeline.executors import EXECUTORS, make_executor
 from nemo_gym_prorl.pipeline.ray_executor import NodeShare, resolve_address
 from nemo_gym_prorl.service.backends import PoolBackendRegistry
 from nemo_gym_prorl.service.cluster import (
     SharedBackends,
-    build_executor,
     node_llm_config,
     with_cluster_backends,
 )
@@ -25,7 +25,7 @@ from nemo_gym_prorl.service.config import ConfigError, load_config, validate_con
 async def test_the_default_executor_is_in_process_and_places_nothing() -> None:
     config = load_config(SCRIPTED_TASKS)
     assert config.executor.kind == "inprocess"
-    executor = await build_executor(config)
+    executor = await make_executor(config.executor, None)
     assert isinstance(executor, InProcessExecutor)
     assert executor.nodes() == [] and executor.max_attempts == 1
     backends = object()
@@ -78,3 +78,9 @@ async def test_a_node_resizes_every_backend_cap_when_the_node_count_changes() ->
         assert sorted(caps.values()) == [10, 32]
     finally:
         await registry.aclose()
+
+
+def test_executors_are_chosen_by_name_from_one_registry() -> None:
+    assert EXECUTORS.names() == ["inprocess", "ray"]
+    with pytest.raises(ValueError, match="unknown executor 'slurm'"):
+        EXECUTORS.factory("slurm")

@@ -9,8 +9,8 @@ import pytest
 from support.scripted_stages import SCRIPTED_TASKS
 
 from nemo_gym_prorl.service.config import ConfigError, load_config
+from nemo_gym_prorl.service.stack import stack_from_config
 from nemo_gym_prorl.service.task_handlers import build_handlers
-from nemo_gym_prorl.service.wiring import build_service
 
 
 def test_defaults_and_overrides_compose() -> None:
@@ -76,21 +76,26 @@ def test_missing_task_modules_are_reported_together() -> None:
     with pytest.raises(ConfigError) as info:
         build_handlers(config, llm=None, backends=None)  # type: ignore[arg-type]
     text = str(info.value)
-    assert "tasks.a.handler: cannot import module 'no_such_module'" in text
-    assert "tasks.b.handler: 'json:nope' is not a callable" in text
+    assert "tasks.a.handler: task handler: cannot import module 'no_such_module'" in text
+    assert "tasks.b.handler: task handler: 'json:nope' is not a callable" in text
 
 
 async def test_service_is_built_from_config() -> None:
     config = load_config([*SCRIPTED_TASKS, "llm.backends=[gpu01:8000]", "pipeline.init_workers=2"])
-    service = await build_service(config)
-    assert service.pipeline.handlers.names() == ["scripted", "scripted_sandbox"]
-    assert [b.url for b in await service.backends.list()] == ["http://gpu01:8000"]
-    assert service.pipeline.config.init_workers == 2
+    stack = stack_from_config(config)
+    await stack.start()
+    try:
+        service = stack.service
+        assert service.pipeline.handlers.names() == ["scripted", "scripted_sandbox"]
+        assert [b.url for b in await service.backends.list()] == ["http://gpu01:8000"]
+        assert service.pipeline.config.init_workers == 2
+    finally:
+        await stack.close()
 
 
 async def test_the_default_tasks_build_real_agent_handlers_that_answer_to_their_data_sources() -> None:
     config = load_config(["llm.health_path=null"])
-    service = await build_service(config)
+    service = stack_from_config(config).service
     try:
         handlers = service.pipeline.handlers
         assert handlers.canonical("gsm8k") == "math" and handlers.canonical("humaneval") == "code"

@@ -20,7 +20,7 @@ from nemo_gym_prorl.pipeline.job import JobState
 from nemo_gym_prorl.service import RolloutService
 from nemo_gym_prorl.service.client import AsyncRolloutClient
 from nemo_gym_prorl.service.config import load_config
-from nemo_gym_prorl.service.wiring import build_app, build_service
+from nemo_gym_prorl.service.stack import stack_from_config
 from nemo_gym_prorl.tasks.command_output import make_rows
 
 pytestmark = [pytest.mark.vllm, pytest.mark.bwrap]
@@ -40,17 +40,16 @@ async def live(real_vllm: VLLMServer, tmp_path: Path) -> AsyncIterator[tuple[str
             "pipeline.eval_workers=4",
         ]
     )
-    service = await build_service(config)
+    stack = stack_from_config(config)
+    await stack.start()
     port = free_port()
-    server = uvicorn.Server(
-        uvicorn.Config(build_app(config, service), host="127.0.0.1", port=port, log_level="warning")
-    )
+    server = uvicorn.Server(uvicorn.Config(stack.app(), host="127.0.0.1", port=port, log_level="warning"))
     serving = asyncio.create_task(server.serve())
     while not server.started:
         assert not serving.done(), "the service did not start"
         await asyncio.sleep(0.02)
     try:
-        yield f"http://127.0.0.1:{port}", service
+        yield f"http://127.0.0.1:{port}", stack.service
     finally:
         server.should_exit = True
         await serving

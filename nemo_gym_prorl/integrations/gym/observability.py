@@ -186,8 +186,7 @@ async def publish(
     row: Mapping[str, Any], result: JobResult, body: dict[str, Any], directory: Path | None
 ) -> dict[str, Any]:
     """Attach the bundle to a `/run` body and, when Gym captures model calls, record ours."""
-    extra = (result.trajectory.model_extra or {}) if result.trajectory is not None else {}
-    observed = extra.get(EXTRA_KEY)
+    observed = result.trajectory.observations if result.trajectory is not None else None
     if not isinstance(observed, Mapping):
         return body
     body["ng_agent_observations"] = observed["bundle"]

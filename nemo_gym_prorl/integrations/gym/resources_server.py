@@ -289,16 +289,28 @@ class ProRLTaskServer(SimpleResourcesServer):
 
 def verifier_fixture(server_cls: type[ProRLTaskServer], config: ProRLServerConfig, app_file: str) -> Any:
     """NeMo Gym 0.7's verifier fixture for a server: its `tests/verifier_cases.jsonl` run against a
-    server built with `config` (no Gym stack: a mocked server client)."""
+    server built with `config` (no Gym stack: a server client over an empty global config, which
+    `/verify` never uses)."""
     from pathlib import Path
-    from unittest.mock import MagicMock
 
-    from nemo_gym.server_utils import ServerClient
     from nemo_gym.verifier_fixture import VerifierFixture
 
     return VerifierFixture(
-        server_factory=lambda: server_cls(config=config, server_client=MagicMock(spec=ServerClient)),
+        server_factory=lambda: server_cls(config=config, server_client=standalone_server_client()),
         request_model=ProRLVerifyRequest,
         cases_path=Path(app_file).parent / "tests" / "verifier_cases.jsonl",
         invoke=lambda server, request: server.verify_body(request),
+    )
+
+
+def standalone_server_client() -> Any:
+    """A real Gym `ServerClient` that knows no other server: for a resources server run outside a
+    Gym stack (its verifier cases), where nothing calls another server."""
+    from nemo_gym.config_types import BaseServerConfig
+    from nemo_gym.server_utils import ServerClient
+    from omegaconf import OmegaConf
+
+    return ServerClient(
+        head_server_config=BaseServerConfig(host="127.0.0.1", port=0),
+        global_config_dict=OmegaConf.create({}),
     )

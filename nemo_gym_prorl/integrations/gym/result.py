@@ -26,15 +26,14 @@ def run_result(row: Mapping[str, Any], result: JobResult) -> dict[str, Any]:
     """The Gym verify response `/run` returns for a finished job."""
     trajectory = result.trajectory
     assert trajectory is not None
-    extra = trajectory.model_extra or {}
     report = result.report
     verify: dict[str, Any] = dict(report.get("verify") or {})
     body: dict[str, Any] = {k: v for k, v in row.items() if k not in verify}
     body.update(verify)
     body["responses_create_params"] = row.get("responses_create_params")
-    body["response"] = extra["gym_response"]
+    body["response"] = trajectory.response
     reward = float(result.reward or 0.0)
-    inference_failed = bool(extra.get("infrastructure_failed"))
+    inference_failed = trajectory.infrastructure_failed
     masked = bool(verify.get("mask_sample")) or bool(report.get("mask_sample")) or inference_failed
     body["reward"] = reward
     body["reward_components"] = dict(result.reward_components) or {"reward": reward}
@@ -45,7 +44,7 @@ def run_result(row: Mapping[str, Any], result: JobResult) -> dict[str, Any]:
     body["instance_config"] = {**instance_config, "mask_sample": masked}
     if masked and not body.get("failure_kind"):
         if inference_failed:
-            failure = extra.get("failure") or {}
+            failure = trajectory.failure or {}
             body["failure_kind"] = "provider_unavailable"
             body["failure_reason"] = (
                 f"inference failed mid-trajectory: {failure.get('kind')}: {failure.get('message')}"
@@ -54,7 +53,6 @@ def run_result(row: Mapping[str, Any], result: JobResult) -> dict[str, Any]:
             body["failure_kind"] = report.get("failure_kind") or "verifier_error"
             body["failure_reason"] = report.get("failure_reason")
     timing = result.timing
-    steps = extra.get("steps") or []
     # Numeric top-level fields: NeMo RL logs them as metrics.
     body.update(
         init_time_s=timing.init_time,
@@ -62,19 +60,19 @@ def run_result(row: Mapping[str, Any], result: JobResult) -> dict[str, Any]:
         eval_time_s=timing.eval_time,
         queue_wait_s=timing.init_wait + timing.run_wait + timing.eval_wait,
         total_time_s=timing.total_elapsed,
-        num_turns=int(extra.get("num_turns") or 0),
-        generated_tokens=int(extra.get("generated_tokens") or 0),
-        num_tool_calls=len(steps),
-        tool_errors=int(extra.get("tool_errors") or 0),
+        num_turns=trajectory.num_turns,
+        generated_tokens=trajectory.generated_tokens,
+        num_tool_calls=len(trajectory.steps),
+        tool_errors=trajectory.tool_errors,
         end_properly=float(bool(trajectory.end_properly)),
     )
     body["prorl"] = {
         "job_id": result.id,
         "task": result.task,
         "stop_reason": trajectory.stop_reason,
-        "reroutes": extra.get("reroutes") or [],
-        "http_retries": extra.get("http_retries", 0),
-        "decoding": extra.get("decoding"),
+        "reroutes": trajectory.reroutes,
+        "http_retries": trajectory.http_retries,
+        "decoding": trajectory.decoding,
         "nodes": [a.node for a in result.attempts],  # where each start ran (Ray: node ids)
         "infra_retries": result.infra_retries,
     }
@@ -85,7 +83,8 @@ def run_result(row: Mapping[str, Any], result: JobResult) -> dict[str, Any]:
 class RunOutcome(NamedTuple):
     status: int
     body: dict[str, Any]
+    headers: dict[str, str] | None = None  # e.g. `Retry-After` with a full queue
 
 
-def error_outcome(status: int, kind: str, message: str) -> RunOutcome:
-    return RunOutcome(status, {"error": kind, "detail": message})
+def error_outcome(status: int, kind: str, message: str, headers: dict[str, str] | None = None) -> RunOutcome:
+    return RunOutcome(status, {"error": kind, "detail": message}, headers)

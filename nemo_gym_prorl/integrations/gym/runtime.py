@@ -20,21 +20,25 @@ answers 200: a partial trajectory whose inference died and one with no generated
 prompt over the context, time budget spent) are returned masked (`integrations/nemo_rl/result.py`). The
 statuses below are for requests no rollout can be made of:
   200  the rollout ran
-  400  the row cannot be routed or prompted (unknown data_source, bad input)
+  400  the row cannot be routed or run (unknown data_source; an instance the task cannot run,
+       e.g. no `responses_create_params`, named in the answer)
   422  the model request itself was refused before any turn (e.g. bad sampling parameters)
   503  infrastructure: no backend, resources server unreachable/5xx at seed, all backends died
-       before the first turn, queue full; 504: the rollout ran past its time budget
+       before the first turn, queue full (with `Retry-After`, as on every door of the stack);
+  504  the rollout ran past its time budget
+The statuses come from the stack's one table (`service.errors`), as the rollout API's do.
+
+The stack itself (pool, pipeline, executor, service) is `service.stack.build_stack`, the one
+`prorl serve` builds; this module adds only the Gym handlers and `/run`.
 """
 
 from __future__ import annotations
 
-import asyncio
-import functools
 import ipaddress
 import logging
-import time
 import uuid
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -44,13 +48,12 @@ from nemo_gym_prorl.integrations.gym import observability
 from nemo_gym_prorl.integrations.gym.config import ProRLAgentSettings, ResolvedModelAccess
 from nemo_gym_prorl.integrations.gym.result import RunOutcome, error_outcome, run_result, sampling_from_row
 from nemo_gym_prorl.integrations.gym.transport import ResourcesClient, ResourcesServerTransport
-from nemo_gym_prorl.llm.access import LLMAccess, LLMConfig
-from nemo_gym_prorl.pipeline import HandlerRegistry, JobSpec, JobState, QueueFullError, UnknownTaskError
-from nemo_gym_prorl.pipeline.ray_executor import NodeBuilder, NodeRuntime, NodeShare, make_executor
-from nemo_gym_prorl.service.cluster import node_runtime
+from nemo_gym_prorl.llm.access import LLMAccess
+from nemo_gym_prorl.pipeline import HandlerRegistry, JobSpec
+from nemo_gym_prorl.service.backends import BackendRegistry
 from nemo_gym_prorl.service.core import ServiceOptions
-from nemo_gym_prorl.service.errors import ApiError
-from nemo_gym_prorl.service.wiring import build_rollout_stack
+from nemo_gym_prorl.service.errors import as_api_error, result_error
+from nemo_gym_prorl.service.stack import RolloutStack, StackConfig, build_stack
 
 log = logging.getLogger(__name__)
 
@@ -60,48 +63,50 @@ ResourcesClientFactory = Callable[[], ResourcesClient]
 of `GymServerClient.from_config`) when they run on Ray nodes."""
 
 
-def gym_handlers(
-    settings: ProRLAgentSettings, resources: Mapping[str, str], client: ResourcesClient, llm: LLMAccess
-) -> HandlerRegistry:
-    """One rollout handler per resources server: the same handler `prorl serve` runs, over the
-    resources server's HTTP routes."""
-    registry = HandlerRegistry()
-    for task, server in resources.items():
-        handler = AgentRolloutHandler(ResourcesServerTransport(server, client), llm, limits=settings.agent)
-        aliases = [server] if server != task and server not in resources else []
-        registry.register(task, handler, aliases=aliases)
-    return registry
+@dataclass(frozen=True)
+class GymHandlers:
+    """The stack's handlers factory for the Gym agent: one rollout handler per resources
+    server, the same handler `prorl serve` runs, over the server's HTTP routes. Plain data and
+    picklable, so that every Ray node builds its own (with its own client) from it."""
 
+    settings: ProRLAgentSettings
+    resources: dict[str, str]
+    clients: ResourcesClientFactory
+    default_task: str | None = None
+    origin_ip: str | None = None  # the agent's node: loopback addresses are only valid there
 
-async def build_gym_node(
-    settings_data: dict[str, Any],
-    resources: dict[str, str],
-    llm_data: dict[str, Any],
-    clients: ResourcesClientFactory,
-    origin_ip: str,
-    share: NodeShare,
-) -> NodeRuntime:
-    """Runs on a Ray node's rollout actor: the agent's handlers, over this node's LLM pool share
-    and its own client to the resources servers (from plain config data)."""
-    import ray
+    def __call__(self, llm: LLMAccess, backends: BackendRegistry) -> HandlerRegistry:
+        client = self.clients()
+        self._check_reachable(client, llm)
+        registry = HandlerRegistry(default=self.default_task)
+        for task, server in self.resources.items():
+            transport = ResourcesServerTransport(server, client)
+            handler = AgentRolloutHandler(transport, llm, limits=self.settings.agent)
+            aliases = [server] if server != task and server not in self.resources else []
+            registry.register(task, handler, aliases=aliases)
+        return registry
 
-    settings = ProRLAgentSettings.model_validate(settings_data)
-    llm_config = LLMConfig.model_validate(llm_data)
-    client = clients()
-    here = ray.util.get_node_ip_address()
-    if here != origin_ip:  # a loopback address of the agent's node means nothing here
-        urls = {server: client.base_url(server) for server in resources.values()}
-        urls.update({url: url for url in llm_config.backends})
+    def _check_reachable(self, client: ResourcesClient, llm: LLMAccess) -> None:
+        """On a Ray node other than the agent's, a loopback address of the agent's node means
+        nothing: refuse to build rather than fail every rollout."""
+        if self.origin_ip is None:
+            return
+        import ray
+
+        if not ray.is_initialized():  # the agent's own process, before the executor starts
+            return
+        here = ray.util.get_node_ip_address()
+        if here == self.origin_ip:
+            return
+        urls = {server: client.base_url(server) for server in self.resources.values()}
+        urls.update({url: url for url in llm.pool.backends()})
         unreachable = [name for name, url in urls.items() if url is not None and is_loopback_url(url)]
         if unreachable:
             raise RuntimeError(
                 f"node {here} cannot reach {', '.join(unreachable)} at a loopback address of "
-                f"{origin_ip}: serve them on a routable host (Gym: default_host=0.0.0.0), or keep "
+                f"{self.origin_ip}: serve them on a routable host (Gym: default_host=0.0.0.0), or keep "
                 "the rollout actors on that node (executor.ray.node_labels / resource)"
             )
-    return await node_runtime(
-        llm_config, share, lambda llm, _: gym_handlers(settings, resources, client, llm)
-    )
 
 
 def is_loopback_url(url: str) -> bool:
@@ -115,12 +120,12 @@ def is_loopback_url(url: str) -> bool:
 
 
 class ProRLGymRuntime:
-    """Everything behind the agent: LLM pool, handlers per resources server, pipeline, service.
+    """The Gym agent's rollout stack (`build_stack`, as `prorl serve` builds it, over
+    `GymHandlers`) and its `/run`.
 
     Stages run in this process or, with `executor.kind=ray`, on a rollout actor on every node of
     the Ray cluster (each with its own client to the resources servers and its share of the LLM
-    backends' caps). `start()` must run inside the serving event loop (the pool's HTTP client
-    binds to it).
+    backends' caps). `start()` must run inside the serving event loop.
     """
 
     def __init__(
@@ -138,76 +143,46 @@ class ProRLGymRuntime:
             raise ValueError("the agent needs at least one resources server")
         self.settings = settings
         self.resources = dict(resources)
-        self.clients = clients
         self.model_access = model_access
-        self.default_task = default_task or (next(iter(self.resources)) if len(self.resources) == 1 else None)
         self.model_call_capture_dir = model_call_capture_dir  # Gym's, when observability is on
-        self.gym_head_address = gym_head_address
-        # Built here, started in `start()` (inside the serving loop): the HTTP faces need the
-        # service object when their routes are declared.
-        client = clients()
-        self.stack = build_rollout_stack(
-            model_access.settings,
-            settings.pipeline,
-            ServiceOptions(require_backend=True),
-            lambda llm, _: gym_handlers(settings, self.resources, client, llm),
+        default = default_task or (next(iter(self.resources)) if len(self.resources) == 1 else None)
+        handlers = GymHandlers(
+            settings, self.resources, clients, default_task=default, origin_ip=_origin_ip(settings)
         )
-        self.pool = self.stack.llm.pool
+        config = StackConfig(
+            llm=model_access.settings,
+            pipeline=settings.pipeline,
+            executor=settings.executor,
+            service=ServiceOptions(require_backend=True),
+        )
+        # Built here, started in `start()` (inside the serving loop): the rollout API's routes
+        # need the service when they are declared.
+        self.stack: RolloutStack = build_stack(config, handlers, gym_head_address=gym_head_address)
         self.llm = self.stack.llm
         self.pipeline = self.stack.pipeline
         self.service = self.stack.service
-        self._lock = asyncio.Lock()
-        self._started = False
-        self._closed = False
 
     async def start(self) -> None:
-        async with self._lock:
-            if self._started:
-                return
-            executor = await make_executor(
-                self.settings.executor, self._node_builder(), gym_head_address=self.gym_head_address
-            )
-            self.stack.place_on(executor)
-            try:
-                await self.stack.start()
-            except BaseException:
-                await executor.close()
-                raise
-            self._started = True
-            access = self.model_access
-            log.info(
-                "prorl_agent: %d backend(s) via %s (%s dialect), tasks %s, stages %s",
-                len(access.settings.backends), access.source, access.settings.dialect,
-                self.pipeline.handlers.names(), self.settings.executor.kind,
-            )  # fmt: skip
-
-    def _node_builder(self) -> NodeBuilder | None:
-        """What each Ray node's actor runs to build its handlers (none in process)."""
-        if self.settings.executor.kind != "ray":
-            return None
-        import ray
-
-        return functools.partial(
-            build_gym_node,
-            self.settings.model_dump(mode="json"),
-            self.resources,
-            self.model_access.settings.model_dump(mode="json"),
-            self.clients,
-            ray.util.get_node_ip_address(),
-        )
+        if self.stack.started:
+            return
+        await self.stack.start()
+        access = self.model_access
+        log.info(
+            "prorl_agent: %d backend(s) via %s (%s dialect), tasks %s, stages %s",
+            len(access.settings.backends), access.source, access.settings.dialect,
+            self.pipeline.handlers.names(), self.settings.executor.kind,
+        )  # fmt: skip
 
     async def close(self) -> None:
-        if self._closed or not self._started:
-            return
-        self._closed = True
-        await self.service.close()  # stops the pipeline (releasing every rollout), closes the pool
+        if self.stack.started:
+            await self.stack.close()  # stops the pipeline (releasing every rollout), closes the pool
 
     def job_spec(self, row: Mapping[str, Any]) -> JobSpec:
-        task = row.get("data_source") or self.default_task
+        """The job of one `/run` row; its task is resolved by the stack (`data_source`, else the
+        default resources server)."""
         group = row.get("_ng_task_index", row.get("_rowidx", row.get("task_id")))
         return JobSpec(
             id=f"gym-{uuid.uuid4().hex}",
-            task=str(task) if task is not None else None,
             instance=dict(row),
             sampling_params=sampling_from_row(row),
             group_id=str(group) if group is not None else None,
@@ -221,35 +196,26 @@ class ProRLGymRuntime:
         await self.start()
         try:
             spec = self.job_spec(row)
-            self.pipeline.handlers.canonical(spec.task)
-        except UnknownTaskError as exc:
-            return error_outcome(400, "unknown_task", str(exc))
         except ValueError as exc:
             return error_outcome(400, "bad_row", str(exc))
-        started = time.monotonic()
         try:
             result = await self.service.process(spec, self.settings.rollout_timeout_s)
-        except ApiError as exc:
-            status = exc.status if exc.status >= 500 else 503
-            return error_outcome(status, getattr(exc, "code", "unavailable"), str(exc))
-        except QueueFullError as exc:
-            return error_outcome(503, "queue_full", str(exc))
-        if result.state is JobState.DONE:
-            body = run_result(row, result)
-            return RunOutcome(
-                200, await observability.publish(row, result, body, self.model_call_capture_dir)
-            )
-        if result.failure is not None:
-            failure = result.failure
-            return error_outcome(failure.status, f"{failure.kind}_failure", failure.message)
-        if result.critical_error == "timeout":
-            return error_outcome(
-                504,
-                "timeout",
-                result.error or f"rollout exceeded its budget after {time.monotonic() - started:.1f}s",
-            )
-        if result.state is JobState.CANCELLED:
-            return error_outcome(503, "cancelled", result.cancel_reason or "cancelled")
-        return error_outcome(
-            500, f"{result.critical_error or 'unknown'}_error", result.error or "rollout failed"
-        )
+        except Exception as exc:
+            refused = as_api_error(exc)
+            if refused is None:
+                raise
+            return error_outcome(refused.status, refused.code, refused.reason, refused.headers)
+        failed = result_error(result)
+        if failed is not None:
+            return error_outcome(failed.status, failed.code, failed.reason, failed.headers)
+        body = run_result(row, result)
+        return RunOutcome(200, await observability.publish(row, result, body, self.model_call_capture_dir))
+
+
+def _origin_ip(settings: ProRLAgentSettings) -> str | None:
+    """This node's address, which Ray nodes compare with their own (only with Ray stages)."""
+    if settings.executor.kind != "ray":
+        return None
+    import ray
+
+    return str(ray.util.get_node_ip_address())

@@ -22,12 +22,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
 
+from pydantic import ValidationError
+
 from nemo_gym_prorl.agent.handler import ToolServiceUnavailableError
 from nemo_gym_prorl.agent.loop import AgentTrajectory
 from nemo_gym_prorl.integrations.gym import observability
 from nemo_gym_prorl.integrations.gym.response import chat_tool_specs, gym_response
 from nemo_gym_prorl.pipeline import Evaluation, Job, RolloutFailure, Trajectory
-from nemo_gym_prorl.tools.dispatch import ToolObservation, parse_arguments, unknown_tool
+from nemo_gym_prorl.tools.dispatch import ToolObservation, decode_arguments, invalid_arguments, unknown_tool
 from nemo_gym_prorl.tools.specs import ARGUMENT_MODELS
 
 
@@ -143,13 +145,15 @@ class ResourcesToolExecutor:
     async def call(self, name: str, arguments: str | Mapping[str, Any] | None) -> ToolObservation:
         if name not in self.names:
             return unknown_tool(name, self.names)
-        if name in ARGUMENT_MODELS:  # one of ours: the same checks as in process, before the POST
-            parsed = parse_arguments(name, arguments)  # type: ignore[arg-type]
-            if isinstance(parsed, ToolObservation):
-                return parsed
-        body = _decoded(arguments)
+        body = decode_arguments(name, arguments)
         if isinstance(body, ToolObservation):
             return body
+        schema = ARGUMENT_MODELS.get(name)
+        if schema is not None:  # one of ours: the same schema check as in process, before the POST
+            try:
+                schema.model_validate(body)
+            except ValidationError as exc:
+                return invalid_arguments(name, exc)
         reply = await self.client.post(self.server, f"/{name}", body, self.cookies)
         self.cookies.update(reply.cookies)
         if reply.status >= 500:
@@ -173,21 +177,6 @@ class ResourcesToolExecutor:
         return ToolObservation(text=text)
 
 
-def _decoded(arguments: str | Mapping[str, Any] | None) -> dict[str, Any] | ToolObservation:
-    """The JSON object a tool route takes (tool-call arguments are OpenAI's JSON string)."""
-    if arguments is None or (isinstance(arguments, str) and not arguments.strip()):
-        return {}
-    if not isinstance(arguments, str):
-        return dict(arguments)
-    try:
-        value = json.loads(arguments)
-    except ValueError as exc:
-        return ToolObservation(text=f"The tool arguments are not valid JSON ({exc}).", is_error=True)
-    if not isinstance(value, dict):
-        return ToolObservation(text="The tool arguments must be a JSON object.", is_error=True)
-    return value
-
-
 @dataclass
 class ResourcesSession:
     """One rollout's session on a resources server: its cookies and whether it is over."""
@@ -207,6 +196,9 @@ class ResourcesServerTransport:
     def __init__(self, server: str, client: ResourcesClient) -> None:
         self.server = server
         self.client = client
+
+    def validate(self, instance: Mapping[str, Any]) -> None:
+        """The resources server checks the rest at `/seed_session` (its tools are its own)."""
 
     async def open(self, job: Job) -> ResourcesSession:
         try:
@@ -239,17 +231,12 @@ class ResourcesServerTransport:
                 raise RolloutFailure("infrastructure", f"inference failed before the first turn: {detail}")
             if agent.stop_reason == "model_error":
                 raise RolloutFailure("data", f"the model server refused the first turn: {detail}", 422)
-        extra = trajectory.model_extra
-        assert extra is not None
-        extra["gym_response"] = gym_response(agent, row=job.instance, model=model)
-        extra["tool_errors"] = sum(1 for s in agent.steps if s.is_error)
-        extra["http_retries"] = agent.tokens.http_retries
-        extra[observability.EXTRA_KEY] = observability.observe_agent(agent, model=model)
+        trajectory.response = gym_response(agent, row=job.instance, model=model)
+        trajectory.observations = observability.observe_agent(agent, model=model)
 
     async def evaluate(self, job: Job, state: ResourcesSession | None, trajectory: Trajectory) -> Evaluation:
         assert state is not None
-        extra = trajectory.model_extra or {}
-        body = {**job.instance, "response": extra["gym_response"]}
+        body = {**job.instance, "response": trajectory.response}
         try:
             reply = await self.client.post(self.server, "/verify", body, state.tools.cookies)
         except ResourcesUnavailableError as exc:

@@ -1,13 +1,12 @@
 # SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
 # SPDX-License-Identifier: Apache-2.0
 
-"""The agent's HTTP face, built as Gym builds it (MagicMock ServerClient + TestClient): /run answers
+"""The agent's HTTP face, built as Gym builds it (a ServerClient over an empty global config + TestClient): /run answers
 the runtime's status and body; the rollout API is served by the same app; Gym's liveness stays."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from unittest.mock import MagicMock
 
 import pytest
 from fastapi.testclient import TestClient
@@ -27,15 +26,17 @@ def make_agent() -> ProRLAgent:
         resources_servers={"prorl_math": {"type": "resources_servers", "name": "prorl_math"}},
         llm={"backends": ["http://127.0.0.1:9"], "health_path": None, "model": "m"},
     )  # fmt: skip
-    client = MagicMock(spec=ServerClient)
-    client.global_config_dict = OmegaConf.create({})
-    client.head_server_config = BaseServerConfig(host="127.0.0.1", port=11000)
+    client = ServerClient(
+        head_server_config=BaseServerConfig(host="127.0.0.1", port=11000),
+        global_config_dict=OmegaConf.create({}),
+    )
     return ProRLAgent(config=config, server_client=client)
 
 
 def test_run_answers_the_runtime_outcome() -> None:
     agent = make_agent()
     app = agent.setup_webserver()
+    agent.setup_liveness(app)  # as Gym's run_webserver does, after setup_webserver
     seen = []
 
     async def fake_run(row):
@@ -117,3 +118,54 @@ def test_the_shipped_config_runs_in_process_and_ray_is_one_override_away() -> No
     assert ray.executor.kind == "ray" and ray.executor.ray.slots_per_node == 8
     with pytest.raises(ValidationError, match=r"executor\.kind"):
         ProRLAgentConfig.model_validate({**base, "executor": {"kind": "slurm"}})
+
+
+def _endpoints(routes: list) -> dict[tuple[str, frozenset[str]], object]:
+    """(path, methods) -> endpoint of every API route, through included routers."""
+    from fastapi.routing import APIRoute
+
+    out: dict[tuple[str, frozenset[str]], object] = {}
+    for route in routes:
+        included = getattr(route, "original_router", None)  # FastAPI mounts the router object itself
+        if included is not None:
+            prefix = getattr(getattr(route, "include_context", None), "prefix", "") or ""
+            out.update({(prefix + p, m): e for (p, m), e in _endpoints(included.routes).items()})
+        elif isinstance(route, APIRoute):
+            out[(route.path, frozenset(route.methods))] = route.endpoint
+    return out
+
+
+def test_the_rollout_api_is_the_stacks_own_router_mounted_not_copied() -> None:
+    agent = make_agent()
+    app = agent.setup_webserver()
+    router = agent.runtime.stack.router()
+    assert router is agent.runtime.stack.router()  # made once
+    assert any(getattr(r, "original_router", None) is router for r in app.router.routes)
+    served = _endpoints(router.routes)
+    mounted = _endpoints(app.router.routes)
+    assert {"/v1/rollouts", "/process", "/v1/batches", "/metrics"} <= {path for path, _ in served}
+    for key, endpoint in served.items():  # the very endpoint functions the stack's router declares
+        assert mounted[key] is endpoint
+    # The Gym agent adds only its own routes beside them (Gym keeps its liveness routes).
+    own = {path for path, _ in mounted} - {path for path, _ in served}
+    assert "/run" in own and "/healthz" not in {path for path, _ in served}
+
+
+def test_a_full_queue_answers_503_with_retry_after_on_run_as_on_the_rollout_api() -> None:
+    from nemo_gym_prorl.pipeline import QueueFullError
+    from nemo_gym_prorl.service.errors import as_api_error
+
+    agent = make_agent()
+    app = agent.setup_webserver()
+    refusal = as_api_error(QueueFullError("full"))
+    assert refusal is not None and refusal.status == 503 and refusal.headers == {"Retry-After": "1"}
+
+    async def full(row):
+        return RunOutcome(refusal.status, {"error": refusal.code, "detail": "full"}, refusal.headers)
+
+    agent.runtime.run = full  # type: ignore[method-assign]
+    agent.config.infrastructure_failures = "http_status"
+    row = {"responses_create_params": {"input": "hi"}, "data_source": "prorl_math"}
+    with TestClient(app) as client:
+        answer = client.post("/run", json=row)
+        assert answer.status_code == 503 and answer.headers["retry-after"] == "1"

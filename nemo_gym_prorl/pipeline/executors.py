@@ -1,0 +1,46 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
+"""Which `StageExecutor` runs the stages, chosen by name from `EXECUTORS`.
+
+The built-ins are `inprocess` (this event loop) and `ray` (one rollout actor per node, each
+built by the `NodeBuilder` it is given). Another executor plugs in as
+`EXECUTORS.register("mine", factory)`; a factory takes the executor config, the node builder
+(None in process) and NeMo Gym's Ray head address, and returns the executor, started.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable
+
+from nemo_gym_prorl.pipeline.executor import InProcessExecutor, StageExecutor
+from nemo_gym_prorl.pipeline.ray_executor import ExecutorConfig, NodeBuilder, RayExecutor
+from nemo_gym_prorl.registry import Registry
+
+EXECUTORS: Registry[Awaitable[StageExecutor]] = Registry("executor")
+
+
+@EXECUTORS.register("inprocess")
+async def inprocess_executor(
+    config: ExecutorConfig, build: NodeBuilder | None, *, gym_head_address: str | None = None
+) -> StageExecutor:
+    return InProcessExecutor()
+
+
+@EXECUTORS.register("ray")
+async def ray_executor(
+    config: ExecutorConfig, build: NodeBuilder | None, *, gym_head_address: str | None = None
+) -> StageExecutor:
+    """The cluster joined and one actor per node ready, each built by `build`."""
+    if build is None:
+        raise ValueError("executor.kind=ray needs a node builder")
+    executor = RayExecutor(config.ray, build, gym_head_address=gym_head_address)
+    await executor.start()
+    return executor
+
+
+async def make_executor(
+    config: ExecutorConfig, build: NodeBuilder | None, *, gym_head_address: str | None = None
+) -> StageExecutor:
+    """The configured executor, started."""
+    return await EXECUTORS.create(config.kind, config, build, gym_head_address=gym_head_address)
