@@ -11,6 +11,7 @@ descendants; its Ray temp dir is private, holding a planted stale address file.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import select
 import shutil
@@ -29,6 +30,7 @@ from support.processes import wait_dead
 from support.ray_cluster import exposed, listeners
 
 from nemo_gym_prorl.pipeline.ray_start import local_ray_env
+from ray_local import START_NICE
 
 pytest.importorskip("ray")
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
@@ -67,6 +69,14 @@ class LocalRun:
     descendants: list[tuple[int, float]]
 
 
+def _raise_priority() -> None:
+    """On a machine shared with busy neighbours Ray's agents can miss the raylet's fixed 15 s
+    start-up window (as in `benchmarks/ray_local.py`): the run starts at a raised priority
+    where allowed."""
+    with contextlib.suppress(OSError):
+        os.setpriority(os.PRIO_PROCESS, 0, START_NICE)
+
+
 @pytest.fixture(scope="module")
 def local_run() -> Iterator[LocalRun]:
     temp = Path(tempfile.mkdtemp(prefix="prorl-ray-", dir="/tmp"))  # short: Ray's socket paths
@@ -76,14 +86,20 @@ def local_run() -> Iterator[LocalRun]:
         k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER")
     }
     env |= {"RAY_TMPDIR": str(temp), "RAY_AUTH_MODE": "disabled"}
-    began = time.monotonic()
-    process = subprocess.Popen(
-        [sys.executable, "-c", RUN], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
-    )
-    try:
-        assert process.stdout is not None and process.stdin is not None
+    for attempt in (1, 2, 3):  # Ray's own 30 s node start-up limit can pass on a loaded machine
+        began = time.monotonic()
+        process = subprocess.Popen(
+            [sys.executable, "-c", RUN], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+            preexec_fn=_raise_priority,
+        )  # fmt: skip
+        assert process.stdout is not None
         ready, _, _ = select.select([process.stdout], [], [], READY_WITHIN_S)
         line = process.stdout.readline() if ready else ""
+        if line.startswith("READY") or attempt == 3:
+            break
+        process.kill()  # ended by Ray's start-up limit (its nodes' processes share its fate)
+        process.wait()
+    try:
         assert line.startswith("READY"), (
             f"the local start did not come up within {READY_WITHIN_S:g}s (exit {process.poll()})"
         )
