@@ -232,18 +232,24 @@ def connect(cluster: Any) -> None:
         ray.init(address=cluster.address, include_dashboard=False, log_to_driver=False)
 
 
-def shutdown_local_cluster(cluster: Any, within_s: float = 30.0) -> list[int]:
-    """Disconnect, stop every node, and return the pids of its processes still alive after
-    `within_s` (empty when everything ended)."""
-    import ray
-
-    pids = {
+def node_pids(cluster: Any) -> set[int]:
+    """The processes the cluster's nodes started themselves (GCS, raylets, agents); workers are
+    their descendants."""
+    return {
         info.process.pid
         for node in cluster.list_all_nodes()
         for infos in node.all_processes.values()
         for info in infos
         if info.process is not None
     }
+
+
+def shutdown_local_cluster(cluster: Any, within_s: float = 30.0) -> list[int]:
+    """Disconnect, stop every node, and return the pids of its processes still alive after
+    `within_s` (empty when everything ended)."""
+    import ray
+
+    pids = node_pids(cluster)
     before = _descendants()
     with children_write_to_stderr():
         ray.shutdown()

@@ -26,9 +26,7 @@ from nemo_gym_prorl.service.config import validate_config
 from nemo_gym_prorl.service.core import RolloutService
 from nemo_gym_prorl.service.metrics import collect, render
 from nemo_gym_prorl.service.wiring import build_service
-from ray_local import (
-    add_local_node,
-)
+from ray_local import add_local_node, node_pids
 
 ray = pytest.importorskip("ray")
 pytestmark = [pytest.mark.slow, pytest.mark.bwrap, pytest.mark.timeout(240)]
@@ -107,13 +105,7 @@ async def test_every_process_of_the_local_cluster_listens_on_loopback_only(
 ) -> None:
     service, executor, _ = await _service(tmp_path)
     try:
-        roots = {
-            info.process.pid
-            for node in cluster.list_all_nodes()
-            for infos in node.all_processes.values()
-            for info in infos
-            if info.process is not None
-        } | set(executor.actor_pids())
+        roots = node_pids(cluster) | set(executor.actor_pids())
         found = listeners(roots)
         assert any("gcs_server" in p for p in found) and sum("raylet" in p for p in found) == 2, found
         assert exposed(roots) == {}, f"reachable beyond this machine: {exposed(roots)}"
