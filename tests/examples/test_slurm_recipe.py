@@ -31,7 +31,12 @@ from nemo_gym_prorl.integrations.gym.launcher import free_port
 from nemo_gym_prorl.llm.embedded import VLLMServer
 from ray_local import START_NICE
 
-pytestmark = [pytest.mark.vllm, pytest.mark.bwrap, pytest.mark.slow, pytest.mark.timeout(600)]
+pytestmark = [
+    pytest.mark.vllm,
+    pytest.mark.bwrap,
+    pytest.mark.slow,
+    pytest.mark.timeout(1200),
+]  # the first vLLM start is counted
 
 REPO = Path(__file__).resolve().parents[2]
 SBIN = "/usr/sbin:/sbin"
@@ -64,6 +69,7 @@ class Slurm:
     root: Path
     env: dict[str, str]
     daemons: list[subprocess.Popen[bytes]]
+    started: float  # when its first daemon started (epoch seconds)
 
     def run(self, *cmd: str, timeout: float = 30) -> str:
         done = subprocess.run(
@@ -160,7 +166,7 @@ def slurm() -> Iterator[Slurm]:
     env = {**os.environ, "SLURM_CONF": str(conf), "PATH": f"{os.environ['PATH']}:{SBIN}"}
     logs = (root / "daemons.log").open("w")
     daemons: list[subprocess.Popen[bytes]] = []
-    env_slurm = Slurm(root=root, env=env, daemons=daemons)
+    env_slurm = Slurm(root=root, env=env, daemons=daemons, started=time.time() - 1)
     try:
         daemons.append(
             subprocess.Popen(
@@ -203,27 +209,44 @@ def slurm() -> Iterator[Slurm]:
             time.sleep(0.5)
         yield env_slurm
     finally:
+        # A job still running (a failed or timed-out test) is cancelled, and whatever of it is
+        # left is ended by pid, before the daemons stop.
+        with contextlib.suppress(Exception):
+            subprocess.run([_tool("scancel") or "scancel", "--partition=prorltest"], env=env, timeout=10)
+        leftovers = _leftovers(env_slurm)
+        for proc in psutil.wait_procs(leftovers, timeout=20)[1]:
+            with contextlib.suppress(psutil.Error):
+                proc.kill()
         _stop(daemons)
         logs.close()
         shutil.rmtree(root, ignore_errors=True)
 
 
-def _leftovers(job_id: str, ray_tmp: str) -> list[str]:
-    """Processes of the job still running: Slurm's step daemons, the Ray nodes and their workers
-    (whose titles hide their arguments), `prorl serve`; found by the job id they inherited."""
+def _leftovers(slurm: Slurm) -> list[psutil.Process]:
+    """What the test's Slurm ran that still runs: step daemons, the job's Ray nodes and workers
+    (whose titles hide their arguments), `prorl serve`; found by the Slurm config they inherited
+    (the daemons themselves aside)."""
+    daemons = {d.pid for d in slurm.daemons}
+    conf = slurm.env["SLURM_CONF"]
+    since = slurm.started
     found = []
-    for proc in psutil.process_iter(["pid", "name"]):
+    for proc in psutil.process_iter(["name", "create_time"]):
         try:
-            env = proc.environ()
-            if (
-                proc.info["name"] == "slurmstepd"
-                or env.get("SLURM_JOB_ID") == job_id
-                or (env.get("RAY_TMPDIR") == ray_tmp)
-            ):
-                found.append(f"{proc.info['pid']} {' '.join(proc.cmdline())[:160]}")
+            # slurmstepd starts with an environment of its own: ours are those started since.
+            step = proc.info["name"] == "slurmstepd" and proc.info["create_time"] >= since
+            if proc.pid not in daemons and (step or proc.environ().get("SLURM_CONF") == conf):
+                found.append(proc)
         except psutil.Error:
             continue
     return found
+
+
+def _describe(procs: list[psutil.Process]) -> list[str]:
+    out = []
+    for proc in procs:
+        with contextlib.suppress(psutil.Error):
+            out.append(f"{proc.pid} {' '.join(proc.cmdline())[:160]}")
+    return out
 
 
 def test_the_slurm_recipe_serves_rollouts_on_a_one_node_slurm_and_leaves_nothing_running(
@@ -274,9 +297,7 @@ def test_the_slurm_recipe_serves_rollouts_on_a_one_node_slurm_and_leaves_nothing
                          rollouts.read_text())  # fmt: skip
     assert len(samples) == SAMPLES, rollouts.read_text() + _job_logs(root)
     assert all(int(turns) >= 1 and int(tokens) > 0 for _, turns, tokens in samples), samples
-    assert _eventually_none(lambda: _leftovers(job_id, str(root / "raytmp"))) == [], (
-        "the job left processes running"
-    )
+    assert _eventually_none(lambda: _describe(_leftovers(slurm))) == [], "the job left processes running"
     assert not list(root.glob("bubblewrap-*")), "the service closed every sandbox"
 
 
