@@ -15,6 +15,10 @@ as soon as the node's session directory exists, and the runtime-env agent's port
 front, so the raylet need not wait for its agents' Python start-up; the start runs at a raised CPU priority where allowed (its processes return to
 normal priority once up); the Python-side window is widened; a failed start is retried and its
 processes are ended by pid.
+
+Every node is started, and this process connects, in Ray's local-only mode
+(`nemo_gym_prorl.pipeline.ray_start.loopback_only`): each process of the cluster listens on
+127.0.0.1 only.
 """
 
 from __future__ import annotations
@@ -30,6 +34,8 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import psutil
+
+from nemo_gym_prorl.pipeline.ray_start import loopback_only
 
 # Notice a killed raylet within a few seconds instead of Ray's default ~15-30 s.
 FAST_FAILURE_DETECTION = {"health_check_period_ms": 1000, "health_check_failure_threshold": 5}
@@ -181,7 +187,7 @@ def _retrying(cluster: Any, node_args: dict[str, Any], attempts: int) -> Any:
         head = cluster.head_node
         session = head.get_session_dir_path if head is not None else _new_session(_own_sessions())
         try:
-            with children_write_to_stderr(), quick_node_start(node_id, session):
+            with children_write_to_stderr(), loopback_only(), quick_node_start(node_id, session):
                 # Ray's own hook for choosing a node's id, so its agent's files can be written.
                 env = {**node_args.get("env_vars", {}), "RAY_OVERRIDE_NODE_ID_FOR_TESTING": node_id}
                 # A port given up front is one the raylet need not wait for the agent to report.
@@ -222,8 +228,20 @@ def connect(cluster: Any) -> None:
     import ray
 
     cluster.wait_for_nodes()
-    with children_write_to_stderr():
+    with children_write_to_stderr(), loopback_only():
         ray.init(address=cluster.address, include_dashboard=False, log_to_driver=False)
+
+
+def node_pids(cluster: Any) -> set[int]:
+    """The processes the cluster's nodes started themselves (GCS, raylets, agents); workers are
+    their descendants."""
+    return {
+        info.process.pid
+        for node in cluster.list_all_nodes()
+        for infos in node.all_processes.values()
+        for info in infos
+        if info.process is not None
+    }
 
 
 def shutdown_local_cluster(cluster: Any, within_s: float = 30.0) -> list[int]:
@@ -231,13 +249,7 @@ def shutdown_local_cluster(cluster: Any, within_s: float = 30.0) -> list[int]:
     `within_s` (empty when everything ended)."""
     import ray
 
-    pids = {
-        info.process.pid
-        for node in cluster.list_all_nodes()
-        for infos in node.all_processes.values()
-        for info in infos
-        if info.process is not None
-    }
+    pids = node_pids(cluster)
     before = _descendants()
     with children_write_to_stderr():
         ray.shutdown()

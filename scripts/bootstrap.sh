@@ -18,20 +18,42 @@ APT_TOOLS=(
   "git git"           # SWE instances are git repositories
   "chromium chromium" # the HTML report test opens it headless
 )
-missing=()
-for entry in "${APT_TOOLS[@]}"; do
-  read -r cmd pkg <<<"$entry"
-  command -v "$cmd" >/dev/null 2>&1 || missing+=("$pkg")
-done
+# Wanted, not required: without them only the test that runs the Slurm recipe is skipped.
+APT_OPTIONAL=(
+  "slurmctld slurm-wlm" # a one-node Slurm for the Slurm recipe's test
+  "munged munge"        # Slurm's authentication
+)
+missing_from() {
+  local entry cmd pkg
+  for entry in "$@"; do
+    read -r cmd pkg <<<"$entry"
+    PATH="$PATH:/usr/sbin:/sbin" command -v "$cmd" >/dev/null 2>&1 || printf '%s\n' "$pkg"
+  done
+}
+can_apt() { [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; }
+apt_install() {
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get install -y -q "$@" >/dev/null 2>&1 \
+    || { apt-get update -q >/dev/null && apt-get install -y -q "$@" >/dev/null; }
+}
+mapfile -t missing < <(missing_from "${APT_TOOLS[@]}")
 if [ ${#missing[@]} -gt 0 ]; then
-  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+  if can_apt; then
     step "installing ${missing[*]} with apt-get"
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get install -y -q "${missing[@]}" >/dev/null 2>&1 \
-      || { apt-get update -q >/dev/null && apt-get install -y -q "${missing[@]}" >/dev/null; }
+    apt_install "${missing[@]}"
   else
     step "WARNING: missing ${missing[*]}; install them (e.g. 'sudo apt-get install ${missing[*]}')." \
          "Tests that need them are skipped."
+  fi
+fi
+mapfile -t optional < <(missing_from "${APT_OPTIONAL[@]}")
+if [ ${#optional[@]} -gt 0 ]; then
+  if can_apt && apt-cache show "${optional[@]}" >/dev/null 2>&1; then
+    step "installing ${optional[*]} with apt-get"
+    apt_install "${optional[@]}" || step "WARNING: could not install ${optional[*]}; the Slurm recipe's test is skipped."
+  else
+    step "note: ${optional[*]} not installed (e.g. 'sudo apt-get install ${optional[*]}');" \
+         "the test that runs the Slurm recipe under a one-node Slurm is skipped."
   fi
 fi
 

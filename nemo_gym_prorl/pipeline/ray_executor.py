@@ -6,10 +6,8 @@
 The pipeline keeps the schedule (queues, priorities, budgets, cancellation, DAPO); this executor
 only decides where a stage runs:
 
-- One `RolloutNode` actor per eligible node (`num_cpus=0`, so it never takes CPUs a trainer's
-  placement groups want), pinned there with a hard node-affinity strategy. It builds its own
-  handlers (and LLM pool share) by calling the picklable `NodeBuilder` it was given, so
-  sandboxes, kernels and tool processes live on that node and never cross the network.
+- One `RolloutNode` actor (`ray_node`) per eligible node, pinned there with a hard
+  node-affinity strategy (`num_cpus=0`: it never takes CPUs a trainer's placement groups want).
 - INIT goes to the healthy node with the most free slots; RUN, EVAL and release of that job go
   to the same node (the state the pipeline holds is a small `RayJobHandle`). A slot is a job
   with live state on the node; waiting for one is `wait_for_capacity`, which the pipeline
@@ -28,11 +26,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import math
-import os
 import time
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -40,230 +34,21 @@ from pydantic import BaseModel, ConfigDict, Field
 from nemo_gym_prorl.pipeline.executor import (
     InfrastructureError,
     NodeStatus,
-    as_evaluation,
-    as_trajectory,
 )
-from nemo_gym_prorl.pipeline.handler import HandlerRegistry, RolloutHandler
+from nemo_gym_prorl.pipeline.handler import RolloutHandler
 from nemo_gym_prorl.pipeline.job import Evaluation, Job, Trajectory
+from nemo_gym_prorl.pipeline.ray_config import RayExecutorConfig
+from nemo_gym_prorl.pipeline.ray_node import (
+    NodeBuilder,
+    NodeShare,
+    PlacedNode,
+    RayJobHandle,
+    RolloutNode,
+)
+from nemo_gym_prorl.pipeline.ray_node import NodeRuntime as NodeRuntime  # re-exported for builders
+from nemo_gym_prorl.pipeline.ray_start import eligible_nodes, init_ray, node_lost_errors, resolve_address
 
 logger = logging.getLogger(__name__)
-
-
-class RayExecutorConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    address: str | None = Field(
-        None,
-        description="Ray cluster to join (`auto`, `host:port`, `ray://host:10001`). None: RAY_ADDRESS, "
-        "then NeMo Gym's ray_head_node_address; with neither, a local Ray is started.",
-    )
-    namespace: str = Field("prorl", min_length=1, description="Ray namespace of the rollout actors.")
-    slots_per_node: int = Field(
-        64, ge=1, le=100_000, description="Jobs with live state (a sandbox) one node may hold at once."
-    )
-    node_labels: dict[str, str] = Field(
-        default_factory=dict, description="Use only nodes carrying all these Ray labels."
-    )
-    resource: str | None = Field(
-        None, description="Use only nodes offering this custom resource (e.g. `rollout`); else any with CPUs."
-    )
-    max_attempts: int = Field(
-        3, ge=1, le=100, description="Starts per job when its node is lost mid-stage (1: never re-run)."
-    )
-    health_interval_s: float = Field(
-        2.0, gt=0, description="How often nodes are checked (and new ones found)."
-    )
-    node_timeout_s: float = Field(
-        30.0, gt=0, description="A node silent this long is lost: its jobs are re-run elsewhere."
-    )
-    start_timeout_s: float = Field(
-        300.0, gt=0, description="How long to wait for the first node's actor to be ready."
-    )
-    no_node_timeout_s: float = Field(
-        300.0,
-        gt=0,
-        description="With no live node for this long, a job waiting to be placed fails as infrastructure "
-        "(masked) instead of waiting for nodes that may never come back.",
-    )
-
-
-@dataclass
-class NodeRuntime:
-    """What a node's actor serves: the handlers, an optional LLM backend registry to keep in
-    step with the service's (with `reshare(NodeShare)` when the node count changes), and how
-    to close them."""
-
-    handlers: HandlerRegistry
-    backends: Any | None = None
-    close: Callable[[], Awaitable[None]] | None = None
-
-
-@dataclass(frozen=True)
-class NodeShare:
-    """This node's place among the live nodes: it takes 1/count of shared caps."""
-
-    index: int
-    count: int
-
-    def of(self, total: int) -> int:
-        return max(1, math.ceil(total / self.count))
-
-
-NodeBuilder = Callable[[NodeShare], Awaitable[NodeRuntime]]
-"""Picklable (a module-level function or a functools.partial of one): runs on the node."""
-
-
-@dataclass(frozen=True)
-class RayJobHandle:
-    """What the pipeline holds as a job's state: where it lives, not the state itself."""
-
-    node: str
-    job_id: str
-    task: str
-
-
-class RolloutNode:
-    """The actor (wrapped with `ray.remote` at start): a job's state lives here between stages."""
-
-    def __init__(self, build: NodeBuilder, share: NodeShare) -> None:
-        self._build = build
-        self._share = share
-        self._runtime: NodeRuntime | None = None
-        self._states: dict[str, tuple[str, Any]] = {}  # job id -> (task, handler state)
-        self._tasks: dict[str, asyncio.Task[Any]] = {}
-
-    async def ready(self) -> dict[str, Any]:
-        if self._runtime is None:
-            self._runtime = await self._build(self._share)
-        import ray
-
-        return {"node": ray.get_runtime_context().get_node_id(), "pid": os.getpid()}
-
-    def _handler(self, task: str) -> RolloutHandler:
-        assert self._runtime is not None, "ready() first"
-        return self._runtime.handlers.get(task)
-
-    async def _tracked(self, job_id: str, coro: Awaitable[Any]) -> Any:
-        """Run one stage of a job as its own task, so `abort` can cancel it by job id."""
-        task = asyncio.ensure_future(coro)
-        self._tasks[job_id] = task
-        try:
-            return await task
-        finally:
-            if self._tasks.get(job_id) is task:
-                del self._tasks[job_id]
-
-    async def init(self, job: Job) -> None:
-        handler = self._handler(job.task)
-        state = await self._tracked(job.id, handler.init(job))
-        self._states[job.id] = (job.task, state)
-
-    async def run(self, job: Job) -> Trajectory:
-        _, state = self._states[job.id]
-        return as_trajectory(await self._tracked(job.id, self._handler(job.task).run(job, state)))
-
-    async def evaluate(self, job: Job, with_state: bool, trajectory: Trajectory) -> Evaluation:
-        state = self._states[job.id][1] if with_state else None
-        handler = self._handler(job.task)
-        return as_evaluation(await self._tracked(job.id, handler.evaluate(job, state, trajectory)))
-
-    async def release(self, job_id: str) -> None:
-        held = self._states.pop(job_id, None)
-        if held is not None:
-            task, state = held
-            await self._handler(task).release(state)
-
-    async def abort(self, job_id: str) -> None:
-        """Cancel the job's running stage (its handler cleans up what it started) and release
-        whatever state it holds here."""
-        running = self._tasks.get(job_id)
-        if running is not None and not running.done():
-            running.cancel()
-            with contextlib.suppress(BaseException):
-                await running
-        await self.release(job_id)
-
-    async def ping(self) -> dict[str, Any]:
-        return {"jobs": len(self._states), "share": [self._share.index, self._share.count]}
-
-    async def reshare(self, share: NodeShare) -> None:
-        """The live node count changed: take `share` of the shared caps from now on."""
-        self._share = share
-        backends = self._runtime.backends if self._runtime is not None else None
-        if backends is not None and hasattr(backends, "reshare"):
-            backends.reshare(share)
-
-    async def backends_call(self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-        """Apply a backend change made through the service's API to this node's LLM pool."""
-        if self._runtime is not None and self._runtime.backends is not None:
-            await getattr(self._runtime.backends, method)(*args, **kwargs)
-
-    async def close(self) -> None:
-        for job_id in list(self._tasks):
-            task = self._tasks.get(job_id)
-            if task is not None:
-                task.cancel()
-        await asyncio.gather(*self._tasks.values(), return_exceptions=True)
-        for job_id in list(self._states):
-            try:
-                await self.release(job_id)
-            except Exception:
-                logger.warning("releasing job %s on close failed", job_id, exc_info=True)
-        runtime, self._runtime = self._runtime, None
-        if runtime is not None and runtime.close is not None:
-            await runtime.close()
-
-
-@dataclass
-class _Node:
-    id: str
-    address: str | None
-    actor: Any
-    slots: int
-    pid: int | None = None  # the actor's process, for checks that nothing outlives close()
-    jobs: set[str] = field(default_factory=set)
-    healthy: bool = True
-    last_seen: float = field(default_factory=time.monotonic)
-    lost: asyncio.Future[str] = field(default_factory=lambda: asyncio.get_running_loop().create_future())
-    placed_total: int = 0
-    lost_jobs_total: int = 0
-    share: NodeShare | None = None  # the share of the caps this node was last given
-
-    @property
-    def alive(self) -> bool:
-        return not self.lost.done()
-
-    @property
-    def free(self) -> int:
-        return self.slots - len(self.jobs)
-
-    def status(self) -> NodeStatus:
-        return NodeStatus(
-            node=self.id,
-            address=self.address,
-            healthy=self.healthy and self.alive,
-            slots=self.slots,
-            in_flight=len(self.jobs),
-            placed_total=self.placed_total,
-            lost_jobs_total=self.lost_jobs_total,
-            share_of=self.share.count if self.share is not None and self.alive else None,
-        )
-
-
-def resolve_address(configured: str | None, gym_head_address: str | None = None) -> str | None:
-    """The cluster to join: configured, then RAY_ADDRESS, then NeMo Gym's head address."""
-    return configured or os.environ.get("RAY_ADDRESS") or gym_head_address or None
-
-
-def _node_lost_errors() -> tuple[type[BaseException], ...]:
-    from ray import exceptions as rex
-
-    kinds: list[type[BaseException]] = [rex.RayActorError, rex.WorkerCrashedError, rex.ObjectLostError]
-    for name in ("NodeDiedError", "OwnerDiedError", "ActorUnavailableError"):
-        kind = getattr(rex, name, None)
-        if isinstance(kind, type):
-            kinds.append(kind)
-    return tuple(kinds)
 
 
 class RayExecutor:
@@ -276,7 +61,7 @@ class RayExecutor:
         self.max_attempts = config.max_attempts
         self._build = build
         self._address = resolve_address(config.address, gym_head_address)
-        self._nodes: dict[str, _Node] = {}
+        self._nodes: dict[str, PlacedNode] = {}
         self._changed = asyncio.Event()
         self._health: asyncio.Task[None] | None = None
         self._started_ray = False
@@ -291,17 +76,16 @@ class RayExecutor:
         import ray
 
         if not ray.is_initialized():
-            # Joining a cluster needs its address; with none, Ray starts a local one (asked for
-            # by choosing this executor without an address).
+            # With no address this is a local Ray of our own, on loopback only (`ray_start`).
             await asyncio.to_thread(
-                ray.init,
-                address=self._address,
+                init_ray,
+                self._address,
                 namespace=self.config.namespace,
                 include_dashboard=False,
                 log_to_driver=False,
             )
             self._started_ray = True
-        self._lost_errors = _node_lost_errors()
+        self._lost_errors = node_lost_errors()
         self._actor_cls = ray.remote(num_cpus=0, max_concurrency=max(1000, 4 * self.config.slots_per_node))(
             RolloutNode
         )
@@ -323,24 +107,7 @@ class RayExecutor:
         self._health = asyncio.create_task(self._watch(), name="ray-executor-health")
 
     def _eligible_nodes(self) -> list[dict[str, Any]]:
-        import ray
-
-        wanted = self.config.node_labels
-        out = []
-        for node in ray.nodes():
-            if not node.get("Alive"):
-                continue
-            resources = node.get("Resources", {})
-            if self.config.resource is not None:
-                if resources.get(self.config.resource, 0) <= 0:
-                    continue
-            elif resources.get("CPU", 0) <= 0:
-                continue
-            labels = node.get("Labels") or {}
-            if any(labels.get(k) != v for k, v in wanted.items()):
-                continue
-            out.append(node)
-        return out
+        return eligible_nodes(self.config.node_labels, self.config.resource)
 
     async def _add_nodes(self, found: list[dict[str, Any]]) -> None:
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
@@ -366,7 +133,7 @@ class RayExecutor:
                 self._kill(actor)
                 continue
             assert info["node"] == node["NodeID"], "node affinity was not honoured"
-            self._nodes[node["NodeID"]] = _Node(
+            self._nodes[node["NodeID"]] = PlacedNode(
                 id=node["NodeID"],
                 address=node.get("NodeManagerAddress"),
                 actor=actor,
@@ -481,7 +248,7 @@ class RayExecutor:
             else:
                 node.share = wanted[node.id]
 
-    def _lose(self, node: _Node, why: str) -> None:
+    def _lose(self, node: PlacedNode, why: str) -> None:
         if node.lost.done():
             return
         logger.warning(
@@ -497,7 +264,7 @@ class RayExecutor:
         self._changed = asyncio.Event()
 
     # -- placement --------------------------------------------------------------------------
-    def _pick(self) -> _Node | None:
+    def _pick(self) -> PlacedNode | None:
         usable = [n for n in self._nodes.values() if n.alive and n.healthy and n.free > 0]
         return max(usable, key=lambda n: (n.free, -n.placed_total), default=None)
 
@@ -541,7 +308,7 @@ class RayExecutor:
     async def _await(ref: Any) -> Any:
         return await ref
 
-    async def _call(self, node: _Node, job: Job, method: str, *args: Any) -> Any:
+    async def _call(self, node: PlacedNode, job: Job, method: str, *args: Any) -> Any:
         """One actor call that fails with InfrastructureError when the node is lost, and aborts
         the job's stage on the node when cancelled."""
         if not node.alive:
@@ -571,7 +338,7 @@ class RayExecutor:
                 raise cause from None
             raise
 
-    async def _abort(self, node: _Node, job: Job) -> None:
+    async def _abort(self, node: PlacedNode, job: Job) -> None:
         if not node.alive:
             return
         try:
@@ -596,7 +363,7 @@ class RayExecutor:
             raise
         return RayJobHandle(node=node.id, job_id=job.id, task=job.task)
 
-    def _node(self, handle: RayJobHandle) -> _Node:
+    def _node(self, handle: RayJobHandle) -> PlacedNode:
         node = self._nodes.get(handle.node)
         if node is None:
             raise InfrastructureError(f"node {handle.node} is unknown (executor closed?)", handle.node)
@@ -631,7 +398,7 @@ class RayExecutor:
         finally:
             self._free(node, state.job_id)
 
-    def _free(self, node: _Node, job_id: str) -> None:
+    def _free(self, node: PlacedNode, job_id: str) -> None:
         node.jobs.discard(job_id)
         self._notify()
 

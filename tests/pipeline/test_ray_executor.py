@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 from support.processes import alive, wait_dead
-from support.ray_cluster import two_node_cluster
+from support.ray_cluster import exposed, listeners, two_node_cluster
 
 from nemo_gym_prorl.pipeline import JobSpec, JobState
 from nemo_gym_prorl.pipeline.ray_executor import RayExecutor
@@ -26,9 +26,7 @@ from nemo_gym_prorl.service.config import validate_config
 from nemo_gym_prorl.service.core import RolloutService
 from nemo_gym_prorl.service.metrics import collect, render
 from nemo_gym_prorl.service.stack import stack_from_config
-from ray_local import (
-    add_local_node,
-)
+from ray_local import add_local_node, node_pids
 
 ray = pytest.importorskip("ray")
 pytestmark = [pytest.mark.slow, pytest.mark.bwrap, pytest.mark.timeout(240)]
@@ -99,6 +97,19 @@ async def test_jobs_spread_over_nodes_and_keep_their_node_through_every_stage(
         metrics = render(collect(service.pipeline, [], True)).decode()
         for node in node_ids:  # Prometheus series carry the node
             assert f'prorl_node_jobs_placed_total{{node="{node}"}}' in metrics
+    finally:
+        await service.close()
+
+
+async def test_every_process_of_the_local_cluster_listens_on_loopback_only(
+    cluster: Any, tmp_path: Path
+) -> None:
+    service, executor, _ = await _service(tmp_path)
+    try:
+        roots = node_pids(cluster) | set(executor.actor_pids())
+        found = listeners(roots)
+        assert any("gcs_server" in p for p in found) and sum("raylet" in p for p in found) == 2, found
+        assert exposed(roots) == {}, f"reachable beyond this machine: {exposed(roots)}"
     finally:
         await service.close()
 

@@ -34,6 +34,7 @@ import psutil
 from pydantic import BaseModel, Field
 
 from nemo_gym_prorl.assets import project_root
+from nemo_gym_prorl.pipeline.ray_start import local_ray_env
 
 DOMAINS = ("math", "stem", "code", "swe")
 DEFAULT_STATE_DIR = Path(".prorl") / "gym"
@@ -217,9 +218,8 @@ def up(
             [str(project_root()), *filter(None, [os.environ.get("NEMO_GYM_EXTRA_ROOTS")])]
         ),
         "RAY_AUTH_MODE": "disabled",
-        # Without an address Gym's ray.init() joins the last Ray cluster started on this machine
-        # (/tmp/ray/ray_current_cluster), someone else's on a shared node; "local" starts our own.
-        "RAY_ADDRESS": os.environ.get("RAY_ADDRESS") or "local",
+        # Gym's ray.init() starts our own Ray, on loopback only, unless RAY_ADDRESS names one.
+        **local_ray_env(),
         "UV_PYTHON_DOWNLOADS": "never",
         "PYTHONUNBUFFERED": "1",
     }
@@ -421,9 +421,8 @@ def run_server_tests(
         **os.environ,
         "NEMO_GYM_EXTRA_ROOTS": str(project_root()),
         "RAY_AUTH_MODE": "disabled",
-        # Without an address Gym's ray.init() joins the last Ray cluster started on this machine
-        # (/tmp/ray/ray_current_cluster), someone else's on a shared node; "local" starts our own.
-        "RAY_ADDRESS": os.environ.get("RAY_ADDRESS") or "local",
+        # Gym's ray.init() starts our own Ray, on loopback only, unless RAY_ADDRESS names one.
+        **local_ray_env(),
         "UV_PYTHON_DOWNLOADS": "never",
     }
     ng_test = str(Path(sys.executable).parent / "ng_test")
