@@ -29,7 +29,7 @@ from test_gym_agent import ANSWER, CALL, row
 from nemo_gym_prorl.assets import project_root
 from nemo_gym_prorl.integrations.gym.config import ProRLAgentSettings, ResolvedModelAccess
 from nemo_gym_prorl.integrations.gym.launcher import DOMAINS, StackState, collect_command, compose
-from nemo_gym_prorl.integrations.gym.observability import capture_dir, invocation_status
+from nemo_gym_prorl.integrations.gym.observability import capture_dir, invocation_status, rollout_identity
 from nemo_gym_prorl.integrations.gym.runtime import ProRLGymRuntime
 from nemo_gym_prorl.llm.access import LLMConfig
 from nemo_gym_prorl.pipeline import PipelineConfig
@@ -165,8 +165,13 @@ async def test_rollouts_run_on_ray_nodes_are_observed_like_local_ones(tmp_path: 
     """With `executor.kind=ray` the model and tool calls happen on a node's rollout actor: they
     come back with the result, and the agent's `/run` answer and capture carry them as in process."""
     from test_gym_ray import compute_then_answer
+    from test_gym_ray import row as tool_row  # room for the scripted tool call
 
     capture = tmp_path / "capture"
+
+    def indices(rollout: int) -> dict[str, int]:
+        return {"_ng_task_index": 5, "_ng_rollout_index": rollout}
+
     with two_node_cluster():
         model = await FakeLLM(responder=compute_then_answer).start()
         settings = ProRLAgentSettings(
@@ -181,7 +186,7 @@ async def test_rollouts_run_on_ray_nodes_are_observed_like_local_ones(tmp_path: 
             model_call_capture_dir=capture,
         )  # fmt: skip
         try:
-            outcomes = [await runtime.run(row(_ng_task_index=5, _ng_rollout_index=r)) for r in range(2)]
+            outcomes = [await runtime.run({**tool_row(), **indices(r)}) for r in range(2)]
         finally:
             await runtime.close()
             await model.kill()
@@ -242,6 +247,15 @@ def test_capture_dir_follows_gyms_global_config(tmp_path: Path) -> None:
     assert capture_dir({"observability_enabled": True, "model_call_capture_dir": str(tmp_path)}) == tmp_path
     with pytest.raises(ValueError, match="absolute"):
         capture_dir({"observability_enabled": True, "model_call_capture_dir": "relative/dir"})
+
+
+def test_the_record_is_named_as_gyms_collector_names_the_rollout() -> None:
+    assert rollout_identity({"task_id": "t7", **INDICES}, "inv") == ("t7", "3-1")
+    assert rollout_identity({**INDICES, "_ng_attempt_index": 2}, "inv") == ("3", "3-1-a2")
+    assert rollout_identity({"_ng_rollout_id": "run.9"}, "inv") == ("inv", "run.9")
+    # no indices (a trainer's /run), or an id Gym would refuse: the invocation names it
+    assert rollout_identity({}, "inv") == ("inv", "inv")
+    assert rollout_identity({"_ng_rollout_id": "../x"}, "inv") == ("inv", "inv")
 
 
 def test_stop_reasons_map_to_gyms_invocation_statuses() -> None:
