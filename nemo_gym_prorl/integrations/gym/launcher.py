@@ -42,6 +42,10 @@ from nemo_gym_prorl.assets import project_root
 DOMAINS = ("math", "stem", "code", "swe")
 DEFAULT_STATE_DIR = Path(".prorl") / "gym"
 DEFAULT_HEAD_PORT = 11000
+# Gym starts a local Ray, whose raylet must register within a fixed 30 s: on a loaded machine it
+# may not, and the stack exits at once. Such a start is tried again, nothing else is.
+RAY_START_ATTEMPTS = 3
+_RAY_START_TIMEOUT = "The current node timed out during startup"
 
 
 class LaunchError(RuntimeError):
@@ -298,12 +302,20 @@ def up(
             *extra_overrides,
         ]
         log = logs / "gym.log"
-        echo(f"[gym] starting `gym env start` with {', '.join(config_paths)} (log {log})")
-        proc = _spawn(cmd, cwd=workdir, env=env, log=log)
-        groups.append(_record("gym", proc, log))
         head_url = f"http://127.0.0.1:{head_port}"
         t0 = time.monotonic()
-        _wait_http(f"{head_url}/readyz", proc, ready_timeout_s, "the Gym stack", log)
+        for attempt in range(1, RAY_START_ATTEMPTS + 1):
+            echo(f"[gym] starting `gym env start` with {', '.join(config_paths)} (log {log})")
+            proc = _spawn(cmd, cwd=workdir, env=env, log=log)
+            groups.append(_record("gym", proc, log))
+            try:
+                _wait_http(f"{head_url}/readyz", proc, ready_timeout_s, "the Gym stack", log)
+                break
+            except LaunchError as exc:
+                if attempt == RAY_START_ATTEMPTS or _RAY_START_TIMEOUT not in str(exc):
+                    raise
+                echo("[gym] Ray's local node did not register within its 30 s (a loaded machine); retrying")
+                _stop_group(groups.pop(), echo=lambda *_: None)
         for group in groups:
             _refresh_descendants(group)
         state = StackState(
