@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # NeMo Gym's own `ng_collect_rollouts` with our configs: `prorl gym up` starts the Gym stack
 # (head server, prorl_agent, the prorl_math resources server with bubblewrap sandboxes, Gym's
-# vllm_model) in this venv, with Gym's observability on; ng_collect_rollouts runs the example rows
-# through the agent; Gym's health checks, ng_perf and reward profile read the result; `prorl show`
+# vllm_model) in this venv, with Gym's observability on (its default); ng_collect_rollouts runs the
+# example rows through the agent, reading the stack's model-call capture; Gym's health checks,
+# ng_perf and reward profile read the result; `prorl show`
 # renders it; `prorl gym down` stops exactly what was started.
 #
 #   bash examples/collect_rollouts.sh [OUT_DIR]         (MODEL_URL=http://host:port to reuse a vLLM)
@@ -16,13 +17,9 @@ DOMAIN="${DOMAIN:-math}" ROWS="${ROWS:-2}" REPEATS="${REPEATS:-2}" HEAD_PORT="${
 BIN="$(pwd)/.venv/bin"
 export RAY_AUTH_MODE=disabled NEMO_GYM_EXTRA_ROOTS="$(pwd)"
 mkdir -p "$OUT"
-rm -rf "$OUT/capture"  # Gym keys captures by rollout id: a rerun must not append to old ones
 
 agent=++prorl_agent.responses_api_agents.prorl_agent
-overrides=(
-  "++observability_enabled=true" "++model_call_capture_dir=$OUT/capture"
-  "$agent.agent.max_turns=${MAX_TURNS:-4}" "$agent.llm.sampling.max_tokens=${MAX_TOKENS:-128}"
-)
+overrides=("$agent.agent.max_turns=${MAX_TURNS:-4}" "$agent.llm.sampling.max_tokens=${MAX_TOKENS:-128}")
 model=(--serve-model)
 [ -n "${MODEL_URL:-}" ] && model=(--model-url "$MODEL_URL")
 
@@ -32,6 +29,6 @@ trap '"$BIN/prorl" gym down --state-dir "$OUT/gym"' EXIT
 head -n "$ROWS" "resources_servers/prorl_$DOMAIN/data/example.jsonl" > "$OUT/inputs.jsonl"
 (cd "$OUT" && "$BIN/ng_collect_rollouts" "+head_server.port=$HEAD_PORT" +agent_name=prorl_agent \
   "+input_jsonl_fpath=$OUT/inputs.jsonl" "+output_jsonl_fpath=$OUT/rollouts.jsonl" "+num_repeats=$REPEATS" \
-  +observability_enabled=true "+model_call_capture_dir=$OUT/capture") | tee "$OUT/collect.log"
+  +observability_enabled=true "+model_call_capture_dir=$OUT/gym/model-calls") | tee "$OUT/collect.log"
 
 "$BIN/prorl" show "$OUT/rollouts.jsonl" | head -n 60

@@ -9,8 +9,8 @@ project's one venv. Logic: `nemo_gym_prorl.integrations.gym.launcher`.
   prorl gym status [--json]
   prorl gym down
 
-Then, from any directory: `ng_collect_rollouts +agent_name=prorl_agent +input_jsonl_fpath=...
-+output_jsonl_fpath=...` (or `gym eval run --no-serve ...`) against the running stack.
+Gym's rollout observability is on (`-- ++observability_enabled=false` turns it off). `up` prints the
+`ng_collect_rollouts` line for the running stack (or use `gym eval run --no-serve ...`).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from pathlib import Path
 
 
 def _up(args: argparse.Namespace) -> int:
-    from nemo_gym_prorl.integrations.gym.launcher import LaunchError, up
+    from nemo_gym_prorl.integrations.gym.launcher import LaunchError, collect_command, up
 
     domains = [d for group in (args.domain or ["mixed"]) for d in group.split(",") if d]
     extra = [a for a in (args.overrides or []) if a != "--"]
@@ -40,10 +40,10 @@ def _up(args: argparse.Namespace) -> int:
     except LaunchError as exc:
         print(f"[gym] up failed: {exc}", file=sys.stderr)
         return 1
+    rows = "resources_servers/prorl_math/data/example.jsonl"
     print(
-        "[gym] collect rollouts with:\n"
-        f"  ng_collect_rollouts +head_server.port={state.head_url.rsplit(':', 1)[1]} +agent_name=prorl_agent "
-        "+input_jsonl_fpath=resources_servers/prorl_math/data/example.jsonl +output_jsonl_fpath=results/rollouts.jsonl\n"
+        "[gym] collect rollouts with (from the repository root, NEMO_GYM_EXTRA_ROOTS=$PWD RAY_AUTH_MODE=disabled):\n"
+        f"  {collect_command(state, rows, 'results/rollouts.jsonl')}\n"
         "[gym] stop with: prorl gym down"
     )
     return 0

@@ -5,13 +5,16 @@
 (`gym env start`: head server, prorl_agent, its legacy_agent environment server, prorl_math with
 bubblewrap sandboxes, Gym's vllm_model) in this venv. `/run` results must pass the checker of NeMo
 RL's contract, and `ng_collect_rollouts` must work against the stack (through the environment
-server); `prorl gym down` must leave none of the processes it started.
+server) as the README runs it, with no observability flags of its own: Gym's health check must
+observe every rollout (the stack's observability is on by default); `prorl gym down` must leave
+none of the processes it started.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -90,8 +93,16 @@ def test_gym_stack_end_to_end(real_vllm, tmp_path: Path) -> None:
             cwd=tmp_path, env=env, capture_output=True, text=True, timeout=400,
         )  # fmt: skip
         assert collect.returncode == 0, collect.stdout[-3000:] + collect.stderr[-3000:]
+        printed = collect.stdout + collect.stderr
+        health = re.search(
+            r"Rollout health: (\d+) checked, (\d+) healthy, (\d+) unhealthy, (\d+) unobserved", printed
+        )
+        assert health, printed[-3000:]
+        checked, healthy, unhealthy, unobserved = map(int, health.groups())
+        assert (checked, unobserved) == (4, 0) and healthy + unhealthy == 4, health.group(0)
         collected = [json.loads(line) for line in output.read_text().splitlines()]
         assert len(collected) == 4
+        assert all(r["ng_trajectory"]["model_calls"] and not r["ng_trajectory"]["gaps"] for r in collected)
         assert all(r.get("_ng_environment_server") == "prorl_agent_environment_server" for r in collected)
         for task, group in group_by_task(collected).items():
             assert check_group(group) == [], task

@@ -1,30 +1,39 @@
 # SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
 # SPDX-License-Identifier: Apache-2.0
 
-"""NeMo Gym's observability over the prorl agent's `/run` results: the `ng_agent_observations`
-bundle and the captured model calls let Gym's own code build `ng_trajectory`, `ng_perf`, health
-verdicts and ATIF files, run here exactly as `ng_collect_rollouts` runs them per rollout."""
+"""NeMo Gym's observability over the prorl agent's `/run` results. With Gym's observability on the
+agent sends its own `ng_trajectory` (and records its model calls in Gym's capture store); Gym's own
+code then builds `ng_trajectory`, `ng_perf`, health verdicts and ATIF files, run here exactly as
+`ng_collect_rollouts` runs them per rollout, whether or not the collector itself captures."""
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from nemo_gym.atif_export import AtifExportError, gym_rollout_to_atif
+from nemo_gym.atif_export import gym_rollout_to_atif
 from nemo_gym.base_responses_api_model import merge_model_call_capture_into_record
+from nemo_gym.global_config import GlobalConfigDictParser, GlobalConfigDictParserConfig
 from nemo_gym.rollout_collection import _attach_ng_perf, _attach_trajectory_record
 from nemo_gym.rollout_health import run_health_checks
-from nemo_gym.rollout_observability import AgentObservationBundle
+from nemo_gym.rollout_observability import AgentObservationBundle, TrajectoryRecord
+from omegaconf import OmegaConf
+from support.fake_llm import FakeLLM
 from support.gym_fakes import FakeResources, ScriptedDialect
+from support.ray_cluster import two_node_cluster
 from test_gym_agent import ANSWER, CALL, row
 
+from nemo_gym_prorl.assets import project_root
 from nemo_gym_prorl.integrations.gym.config import ProRLAgentSettings, ResolvedModelAccess
-from nemo_gym_prorl.integrations.gym.observability import capture_dir, invocation_status
+from nemo_gym_prorl.integrations.gym.launcher import DOMAINS, StackState, collect_command, compose
+from nemo_gym_prorl.integrations.gym.observability import capture_dir, invocation_status, rollout_identity
 from nemo_gym_prorl.integrations.gym.runtime import ProRLGymRuntime
 from nemo_gym_prorl.llm.access import LLMConfig
 from nemo_gym_prorl.pipeline import PipelineConfig
+from nemo_gym_prorl.pipeline.ray_executor import ExecutorConfig, RayExecutorConfig
 
 INDICES = {"_ng_task_index": 3, "_ng_rollout_index": 1}
 
@@ -52,13 +61,22 @@ async def runtime_with_capture(tmp_path: Path) -> AsyncIterator:
         await runtime.close()
 
 
-def collected(body: dict, directory: Path) -> dict:
-    """What ng_collect_rollouts does to one `/run` result with observability on."""
-    record = dict(body)
-    merge_model_call_capture_into_record(record, [directory], include_payloads=True)
-    _attach_trajectory_record(record, record)
-    _attach_ng_perf(record, observability_enabled=True, rollout_latency_ms=12.0)
+def collected(body: dict, directory: Path | None) -> dict:
+    """What ng_collect_rollouts does to one `/run` result, with its observability on (reading the
+    capture `directory`) or off (None)."""
+    record = json.loads(json.dumps(body))
+    if directory is not None:
+        merge_model_call_capture_into_record(record, [directory], include_payloads=True)
+    if {"ng_model_call_capture", "ng_agent_observations", "ng_trajectory"} & record.keys():
+        _attach_trajectory_record(record, record)
+    _attach_ng_perf(record, observability_enabled=directory is not None, rollout_latency_ms=12.0)
     return record
+
+
+def health_of(records: list[dict], tmp_path: Path) -> list:
+    rollouts = tmp_path / "rollouts.jsonl"
+    rollouts.write_text("".join(json.dumps(record) + "\n" for record in records))
+    return run_health_checks(rollouts, output_dir=tmp_path / "health", workers=1).rollouts
 
 
 async def test_a_tool_using_rollout_is_fully_observed_by_gym(runtime_with_capture, tmp_path: Path) -> None:
@@ -68,9 +86,13 @@ async def test_a_tool_using_rollout_is_fully_observed_by_gym(runtime_with_captur
     assert outcome.status == 200, outcome.body
     body = outcome.body
 
-    bundle = AgentObservationBundle.model_validate(body["ng_agent_observations"])
-    kinds = sorted(record.kind for record in bundle.records)
-    assert kinds == ["agent_invocation", "tool_call"]
+    sent = TrajectoryRecord.model_validate(body["ng_trajectory"])
+    assert [call.token_stats.completion_tokens for call in sent.model_calls] == [
+        len(item["generation_token_ids"])
+        for item in body["response"]["output"]
+        if item.get("generation_token_ids")
+    ]
+    assert [turn.step_count for turn in sent.turns] == [1, 1]  # cumulative, this turn's call included
     assert (capture / "3-1.capture.jsonl").exists()
     assert len((capture / "3-1.capture.jsonl").read_text().splitlines()) == 2  # two model calls
 
@@ -83,27 +105,34 @@ async def test_a_tool_using_rollout_is_fully_observed_by_gym(runtime_with_captur
     assert sum(c["token_stats"]["prompt_tokens"] for c in calls) == body["response"]["usage"]["input_tokens"]
     assert sum(c["token_stats"]["completion_tokens"] for c in calls) == body["generated_tokens"]
     assert trajectory["tool_calls"][0]["tool_name"] == "ipython"
-    assert trajectory["tool_calls"][0]["output"]  # joined with the conversation's function_call_output
+    assert trajectory["tool_calls"][0]["output"]  # the output the model read
     assert record["ng_perf"]["num_turns"] == 2 and record["ng_perf"]["num_tool_calls"] == 1
     assert record["ng_perf"]["token_observability_coverage"] == 1.0
 
-    rollouts = tmp_path / "rollouts.jsonl"
-    rollouts.write_text(json.dumps(record) + "\n")
-    health = run_health_checks(rollouts, output_dir=tmp_path / "health", workers=1)
-    (digest,) = health.rollouts
+    (digest,) = health_of([record], tmp_path)
     assert digest.unobserved == [] and digest.verdict == "healthy", digest
 
-    # Gym 0.7's collector numbers a projected turn's `step_count` with the tool calls BEFORE the
-    # turn, its ATIF exporter expects them INCLUDED: every projected trajectory with a tool call is
-    # refused, whichever agent produced it. Everything else of ours is accepted, as the export of the
-    # same record with only that count made cumulative shows.
-    with pytest.raises(AtifExportError, match="step_count"):
-        gym_rollout_to_atif(record, session_id="s", agent_version="0.1")
-    fixed = json.loads(json.dumps(record))
-    for turn in fixed["ng_trajectory"]["turns"]:
-        turn["step_count"] = 1
-    atif = gym_rollout_to_atif(fixed, session_id="s", agent_version="0.1")
+    atif = gym_rollout_to_atif(record, session_id="s", agent_version="0.1")
     assert [step.source for step in atif.steps] == ["system", "user", "agent", "agent"]
+    assert atif.final_metrics.total_completion_tokens == body["generated_tokens"]
+
+
+async def test_a_collector_without_capture_still_observes_every_rollout(
+    runtime_with_capture, tmp_path: Path
+) -> None:
+    """The README's plain `ng_collect_rollouts` (no observability flags of its own) against an
+    agent with observability on: the agent's record alone makes each rollout observed."""
+    runtime = await runtime_with_capture([CALL, ANSWER], tmp_path / "capture")
+    bodies = []
+    for rollout in range(2):
+        outcome = await runtime.run(row(_ng_task_index=0, _ng_rollout_index=rollout))
+        assert outcome.status == 200, outcome.body
+        bodies.append(outcome.body)
+    records = [collected(body, None) for body in bodies]
+    digests = health_of(records, tmp_path)
+    assert [(d.verdict, d.unobserved) for d in digests] == [("healthy", [])] * 2
+    for record in records:
+        gym_rollout_to_atif(record, session_id="s", agent_version="0.1")
 
 
 async def test_an_answer_without_tools_exports_to_atif_as_is(runtime_with_capture, tmp_path: Path) -> None:
@@ -117,7 +146,7 @@ async def test_an_answer_without_tools_exports_to_atif_as_is(runtime_with_captur
     assert atif.final_metrics.total_completion_tokens == outcome.body["generated_tokens"]
 
 
-async def test_without_capture_the_bundle_still_travels_and_nothing_is_written(
+async def test_with_observability_off_only_the_bundle_travels_and_nothing_is_written(
     runtime_with_capture, tmp_path: Path
 ) -> None:
     runtime = await runtime_with_capture([ANSWER], None)
@@ -126,7 +155,90 @@ async def test_without_capture_the_bundle_still_travels_and_nothing_is_written(
     bundle = AgentObservationBundle.model_validate(outcome.body["ng_agent_observations"])
     (invocation,) = bundle.records
     assert invocation.status == "completed" and len(invocation.model_calls) == 1
+    assert "ng_trajectory" not in outcome.body
     assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+async def test_rollouts_run_on_ray_nodes_are_observed_like_local_ones(tmp_path: Path) -> None:
+    """With `executor.kind=ray` the model and tool calls happen on a node's rollout actor: they
+    come back with the result, and the agent's `/run` answer and capture carry them as in process."""
+    from test_gym_ray import compute_then_answer
+    from test_gym_ray import row as tool_row  # room for the scripted tool call
+
+    capture = tmp_path / "capture"
+
+    def indices(rollout: int) -> dict[str, int]:
+        return {"_ng_task_index": 5, "_ng_rollout_index": rollout}
+
+    with two_node_cluster():
+        model = await FakeLLM(responder=compute_then_answer).start()
+        settings = ProRLAgentSettings(
+            pipeline=PipelineConfig(init_workers=2, run_workers=2, eval_workers=2),
+            executor=ExecutorConfig(kind="ray", ray=RayExecutorConfig(slots_per_node=2)),
+        )
+        access = ResolvedModelAccess(
+            LLMConfig(backends=[model.url], dialect="vllm", model="m", health_path=None), "backends"
+        )
+        runtime = ProRLGymRuntime(
+            settings, {"prorl_math": "prorl_math"}, functools.partial(FakeResources, reward=1.0), access,
+            model_call_capture_dir=capture,
+        )  # fmt: skip
+        try:
+            outcomes = [await runtime.run({**tool_row(), **indices(r)}) for r in range(2)]
+        finally:
+            await runtime.close()
+            await model.kill()
+    assert [o.status for o in outcomes] == [200, 200], [o.body for o in outcomes]
+    assert all(o.body["prorl"]["nodes"] for o in outcomes)
+    for rollout, outcome in enumerate(outcomes):
+        assert len((capture / f"5-{rollout}.capture.jsonl").read_text().splitlines()) == 2
+        sent = TrajectoryRecord.model_validate(outcome.body["ng_trajectory"])
+        assert [t.tool_name for t in sent.tool_calls] == ["ipython"] and sent.tool_calls[0].output
+    records = [collected(o.body, capture) for o in outcomes]
+    assert [(d.verdict, d.unobserved) for d in health_of(records, tmp_path)] == [("healthy", [])] * 2
+
+
+# What the README runs: `prorl gym up`'s compositions, the catalog entries, the servers' own configs.
+COMPOSITIONS = [
+    *(compose([domain]) for domain in (*DOMAINS, "mixed")),
+    *([f"environments/prorl_{name}/config.yaml"] for name in (*DOMAINS, "mixed")),
+    *([f"resources_servers/prorl_{domain}/configs/prorl_{domain}.yaml"] for domain in DOMAINS),
+]
+
+
+@pytest.mark.parametrize("paths", COMPOSITIONS, ids=lambda paths: paths[0])
+def test_every_composition_keeps_gyms_observability_on(
+    paths: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("NEMO_GYM_EXTRA_ROOTS", str(project_root()))
+    monkeypatch.chdir(project_root())
+    initial = OmegaConf.merge(
+        GlobalConfigDictParserConfig.NO_MODEL_GLOBAL_CONFIG_DICT, {"config_paths": paths}
+    )
+    config = GlobalConfigDictParser().parse(
+        GlobalConfigDictParserConfig(
+            initial_global_config_dict=initial,
+            skip_load_from_cli=True,
+            skip_load_from_dotenv=True,
+            offline=True,
+        )
+    )
+    directory = capture_dir(config)  # Gym's own validation: on, with an absolute directory
+    assert directory is not None and directory.is_absolute()
+
+
+def test_the_stack_tells_its_collector_where_it_captures(tmp_path: Path) -> None:
+    state = StackState(
+        started_at=0.0, workdir=str(tmp_path), head_url="http://127.0.0.1:11000", config_paths=[],
+        model_url="http://127.0.0.1:8000", model_name="m", capture_dir=str(tmp_path / "model-calls"),
+    )  # fmt: skip
+    line = collect_command(state, "rows.jsonl", "out.jsonl")
+    assert line.startswith("ng_collect_rollouts +head_server.port=11000 +agent_name=prorl_agent")
+    assert f"+observability_enabled=true +model_call_capture_dir={tmp_path / 'model-calls'}" in line
+    off = collect_command(state.model_copy(update={"capture_dir": None}), "rows.jsonl", "out.jsonl")
+    assert "observability" not in off and "capture" not in off
 
 
 def test_capture_dir_follows_gyms_global_config(tmp_path: Path) -> None:
@@ -135,6 +247,15 @@ def test_capture_dir_follows_gyms_global_config(tmp_path: Path) -> None:
     assert capture_dir({"observability_enabled": True, "model_call_capture_dir": str(tmp_path)}) == tmp_path
     with pytest.raises(ValueError, match="absolute"):
         capture_dir({"observability_enabled": True, "model_call_capture_dir": "relative/dir"})
+
+
+def test_the_record_is_named_as_gyms_collector_names_the_rollout() -> None:
+    assert rollout_identity({"task_id": "t7", **INDICES}, "inv") == ("t7", "3-1")
+    assert rollout_identity({**INDICES, "_ng_attempt_index": 2}, "inv") == ("3", "3-1-a2")
+    assert rollout_identity({"_ng_rollout_id": "run.9"}, "inv") == ("inv", "run.9")
+    # no indices (a trainer's /run), or an id Gym would refuse: the invocation names it
+    assert rollout_identity({}, "inv") == ("inv", "inv")
+    assert rollout_identity({"_ng_rollout_id": "../x"}, "inv") == ("inv", "inv")
 
 
 def test_stop_reasons_map_to_gyms_invocation_statuses() -> None:

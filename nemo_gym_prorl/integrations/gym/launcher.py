@@ -11,6 +11,10 @@ It starts `gym env start` (and, with `--serve-model`, `prorl model serve`) each 
 waits until Gym's head server reports ready, records the process groups and every descendant
 (pid + start time) in `<state>/state.json`, and returns; the stack keeps running.
 
+Gym's rollout observability is on: the stack runs with `observability_enabled=true` and its own
+capture directory `<state>/model-calls` (`collect_command` prints the `ng_collect_rollouts` line
+that reads it); an override after `--` (`++observability_enabled=false`) turns it off.
+
 `down` stops exactly what `up` recorded: SIGINT to the Gym launcher (its own orderly shutdown of servers
 and Ray), then SIGTERM/SIGKILL to the recorded process groups and to recorded descendants that
 are still alive with the same start time (Ray daemons may leave the group). Nothing is found or
@@ -39,6 +43,10 @@ from nemo_gym_prorl.pipeline.ray_start import local_ray_env
 DOMAINS = ("math", "stem", "code", "swe")
 DEFAULT_STATE_DIR = Path(".prorl") / "gym"
 DEFAULT_HEAD_PORT = 11000
+# Gym starts a local Ray, whose raylet must register within a fixed 30 s: on a loaded machine it
+# may not, and the stack exits at once. Such a start is tried again, nothing else is.
+RAY_START_ATTEMPTS = 3
+_RAY_START_TIMEOUT = "The current node timed out during startup"
 
 
 class LaunchError(RuntimeError):
@@ -64,6 +72,7 @@ class StackState(BaseModel):
     started_at: float
     workdir: str
     head_url: str
+    capture_dir: str | None = None  # Gym's model_call_capture_dir for this stack
     config_paths: list[str]
     model_url: str
     model_name: str
@@ -81,6 +90,35 @@ def compose(domains: Sequence[str]) -> list[str]:
             raise LaunchError(f"unknown domain(s) {unknown}; choose from {list(DOMAINS)} or mixed")
         env = [f"configs/gym/prorl_{d}.yaml" for d in domains]
     return [*env, "configs/gym/local_vllm.yaml"]
+
+
+def capture_dir(state_dir: Path) -> Path:
+    """The stack's own `model_call_capture_dir` (absolute, as Gym requires)."""
+    return state_dir.resolve() / "model-calls"
+
+
+def observability_overrides(directory: Path) -> list[str]:
+    return ["++observability_enabled=true", f"++model_call_capture_dir={directory}"]
+
+
+def collect_command(state: StackState, rows: str, output: str) -> str:
+    """The `ng_collect_rollouts` line for this stack: Gym's collector reads its own config, not the
+    stack's, so it is told where the stack captures (it then adds `ng_perf` to each record)."""
+    observed = (
+        [f"+{arg.removeprefix('++')}" for arg in observability_overrides(Path(state.capture_dir))]
+        if state.capture_dir
+        else []
+    )
+    return " ".join(
+        [
+            "ng_collect_rollouts",
+            f"+head_server.port={state.head_url.rsplit(':', 1)[1]}",
+            "+agent_name=prorl_agent",
+            f"+input_jsonl_fpath={rows}",
+            f"+output_jsonl_fpath={output}",
+            *observed,
+        ]
+    )
 
 
 def server_dirs(domains: Sequence[str]) -> list[str]:
@@ -245,6 +283,8 @@ def up(
 
         venvs = state_dir / "venvs"
         link_venvs(venvs, server_dirs(domains))
+        observed = _override(extra_overrides, "observability_enabled") not in ("false", "0", "no", "off")
+        captures = Path(_override(extra_overrides, "model_call_capture_dir") or capture_dir(state_dir))
         config_paths = compose(domains)
         gym = str(Path(sys.executable).parent / "gym")
         cmd = [
@@ -258,15 +298,24 @@ def up(
             "+policy_api_key=dummy",
             f"+policy_model_name={model_name}",
             f"++head_server.port={head_port}",
+            *(observability_overrides(captures) if observed else []),
             *extra_overrides,
         ]
         log = logs / "gym.log"
-        echo(f"[gym] starting `gym env start` with {', '.join(config_paths)} (log {log})")
-        proc = _spawn(cmd, cwd=workdir, env=env, log=log)
-        groups.append(_record("gym", proc, log))
         head_url = f"http://127.0.0.1:{head_port}"
         t0 = time.monotonic()
-        _wait_http(f"{head_url}/readyz", proc, ready_timeout_s, "the Gym stack", log)
+        for attempt in range(1, RAY_START_ATTEMPTS + 1):
+            echo(f"[gym] starting `gym env start` with {', '.join(config_paths)} (log {log})")
+            proc = _spawn(cmd, cwd=workdir, env=env, log=log)
+            groups.append(_record("gym", proc, log))
+            try:
+                _wait_http(f"{head_url}/readyz", proc, ready_timeout_s, "the Gym stack", log)
+                break
+            except LaunchError as exc:
+                if attempt == RAY_START_ATTEMPTS or _RAY_START_TIMEOUT not in str(exc):
+                    raise
+                echo("[gym] Ray's local node did not register within its 30 s (a loaded machine); retrying")
+                _stop_group(groups.pop(), echo=lambda *_: None)
         for group in groups:
             _refresh_descendants(group)
         state = StackState(
@@ -276,6 +325,7 @@ def up(
             config_paths=config_paths,
             model_url=model_url,
             model_name=model_name,
+            capture_dir=str(captures) if observed else None,
             agent_url=_agent_url(head_url),
             groups=groups,
         )
@@ -286,6 +336,15 @@ def up(
         for group in reversed(groups):
             _stop_group(group, echo=lambda *_: None)
         raise
+
+
+def _override(overrides: Sequence[str], key: str) -> str | None:
+    """The value the last `gym env start` override gives a top-level key (lower-cased for flags)."""
+    for override in reversed(overrides):
+        name, _, value = override.lstrip("+").partition("=")
+        if name == key:
+            return value.strip() if key.endswith("_dir") else value.strip().lower()
+    return None
 
 
 def _served_model(model_url: str) -> str:

@@ -4,13 +4,24 @@
 """NeMo Gym 0.7's rollout observability for the prorl agent.
 
 Gym builds its canonical `ng_trajectory` (and from it the rollout health checks, `ng_perf` and the
-ATIF export) from two sources: the agent's `ng_agent_observations` (an `AgentObservationBundle`:
-the invocation with its conversation and model-call references, tool calls) and the model calls
-captured under `model_call_capture_dir` when `observability_enabled` is on. Gym's model servers
-capture the calls that pass through them; this agent calls vLLM directly (token-in/token-out), so
-it is itself the capture point: after each rollout it appends one exchange per model call to Gym's
-own `CaptureStore`, keyed by the rollout id Gym derives from the `/run` body, and the bundle
-references those calls by `model_call_id`. Gym then joins them exactly as it joins its own.
+ATIF export) from what the agent sends with its `/run` result and from the model calls captured
+under `model_call_capture_dir`. Gym's model servers capture the calls that pass through them;
+this agent calls vLLM directly (token-in/token-out), so it observes its own calls.
+
+With Gym's `observability_enabled` on (our configs and `prorl gym up` turn it on) the `/run`
+result carries the agent's own `ng_trajectory`: the invocation, one turn per model call, every
+model call (token counts, finish reason, latency, the generated items) and every tool call (timing,
+status, output). The rollout is then observed whatever the collector's own settings: its health
+checks, `ng_perf` and the ATIF export read that record, and nothing has to be captured on the node
+that ran the rollout (with the Ray executor, RUN runs on a rollout actor elsewhere and these
+observations come back with its result). The calls are also appended to Gym's `CaptureStore`,
+keyed by the rollout id Gym derives from the `/run` body, for Gym's capture-based tools. The agent
+numbers each turn's `step_count` cumulatively, tool calls of that turn included, which is what
+Gym's ATIF exporter checks (Gym 0.7's own projection from captured calls counts only the earlier
+turns' calls, so it cannot export a tool-using rollout; ours is exported as is).
+
+With observability off the result carries only the light `ng_agent_observations` bundle (the
+invocation with its conversation and model-call references, tool timings).
 
 Wall-clock timestamps of calls and tool executions are rebuilt from the measured per-call
 latencies and tool durations, laid back to back from the start of RUN (the agent loop is
@@ -33,6 +44,12 @@ from nemo_gym.rollout_observability import (
     AgentObservationBundle,
     ModelCallRef,
     ToolCallObservation,
+    TrajectoryModelCall,
+    TrajectoryRecord,
+    TrajectoryResponseMetadata,
+    TrajectoryTokenStats,
+    TrajectoryToolCall,
+    TrajectoryTurn,
 )
 
 from nemo_gym_prorl.agent.handler import PROPER_ENDS
@@ -42,7 +59,6 @@ from nemo_gym_prorl.llm.records import TurnRecord
 from nemo_gym_prorl.pipeline import JobResult
 
 SOURCE = "nemo_gym_prorl"
-EXTRA_KEY = "ng_observations"  # where the RUN stage leaves them on the pipeline's trajectory
 
 # The agent's stop reasons in Gym's invocation vocabulary: a finished episode, one that failed,
 # one cut by a budget.
@@ -182,16 +198,129 @@ def _record(directory: Path, rollout_id: str, exchanges: Sequence[Mapping[str, A
         store.record(rollout_id, dict(exchange))
 
 
+def _rollout_id(row: Mapping[str, Any]) -> str | None:
+    """Gym's rollout id of a `/run` body; None without one (or with one Gym would refuse)."""
+    try:
+        return maybe_rollout_id_from_run_body(dict(row))
+    except ValueError:
+        return None
+
+
+def rollout_identity(row: Mapping[str, Any], fallback: str) -> tuple[str, str]:
+    """(task_id, rollout_id) as Gym's collector names the rollout of this `/run` body, so that
+    our record and its canonical one agree."""
+    task_index = row.get("_ng_task_index")
+    task_id = next(
+        (str(row[key]) for key in ("task_id", "problem_id", "instance_id") if row.get(key) is not None),
+        str(task_index) if task_index is not None else fallback,
+    )
+    rollout_id = _rollout_id(row)
+    if rollout_id is None:
+        rollout_index = row.get("_ng_rollout_index")
+        both = task_index is not None and rollout_index is not None
+        rollout_id = f"{task_index}-{rollout_index}" if both else fallback
+    return task_id, rollout_id
+
+
+def trajectory_record(
+    row: Mapping[str, Any], observed: Mapping[str, Any], *, resolved: bool | None = None
+) -> dict[str, Any]:
+    """The agent's own `ng_trajectory` (Gym's `TrajectoryRecord`) from `observe_agent`'s output:
+    one turn per model call, its question the conversation before it, `step_count` the tool calls
+    made so far including this turn's. A call's request is that same question, so the record does
+    not repeat it."""
+    bundle = AgentObservationBundle.model_validate(observed["bundle"])
+    invocations = [r for r in bundle.records if isinstance(r, AgentInvocation)]
+    (invocation,) = invocations
+    task_id, rollout_id = rollout_identity(row, invocation.invocation_id)
+    outputs = {
+        item.call_id: item.output
+        for item in invocation.conversation
+        if getattr(item, "type", None) == "function_call_output"
+    }
+    tools = [
+        TrajectoryToolCall(**record.model_dump(exclude_none=True), output=outputs.get(record.tool_call_id))
+        for record in bundle.records
+        if isinstance(record, ToolCallObservation)
+    ]
+    turns: list[TrajectoryTurn] = []
+    calls: list[TrajectoryModelCall] = []
+    steps = 0
+    for number, exchange in enumerate(observed["model_calls"], start=1):
+        response = exchange["response"]
+        generated = response["output"]
+        reasoning = [item for item in generated if item.get("type") == "reasoning"]
+        answer = [item for item in generated if item.get("type") != "reasoning"]
+        steps += sum(1 for item in answer if item.get("type") == "function_call")
+        ref = ModelCallRef(model_call_id=exchange["model_call_id"])
+        turns.append(
+            TrajectoryTurn(
+                invocation_id=invocation.invocation_id,
+                task_id=task_id,
+                rollout_id=rollout_id,
+                turn_no=number,
+                timestamp=exchange["started_at"],
+                question=exchange["request"]["input"],
+                answer=answer,
+                reasoning_content=reasoning or None,
+                step_count=steps,
+                model_calls=[ref],
+            )
+        )
+        usage = response["usage"]
+        calls.append(
+            TrajectoryModelCall(
+                model_call_id=exchange["model_call_id"],
+                started_at=exchange["started_at"],
+                completed_at=exchange["completed_at"],
+                duration_ms=exchange["latency_ms"],
+                response=response,
+                response_metadata=TrajectoryResponseMetadata(
+                    response_id=response["id"],
+                    model=response["model"],
+                    dialect=exchange["dialect"],
+                    status_code=exchange["status_code"],
+                    response_status=response["status"],
+                    finish_reason=response["stop_reason"],
+                ),
+                token_stats=TrajectoryTokenStats(
+                    prompt_tokens=usage["input_tokens"],
+                    completion_tokens=usage["output_tokens"],
+                    total_tokens=usage["total_tokens"],
+                ),
+            )
+        )
+    if turns and resolved is not None:
+        turns[-1] = turns[-1].model_copy(update={"resolved": resolved})
+    record = TrajectoryRecord(
+        task_id=task_id,
+        rollout_id=rollout_id,
+        invocations=invocations,
+        turns=turns,
+        model_calls=calls,
+        tool_calls=tools,
+    )
+    return record.model_dump(mode="json", exclude_none=True)
+
+
 async def publish(
     row: Mapping[str, Any], result: JobResult, body: dict[str, Any], directory: Path | None
 ) -> dict[str, Any]:
-    """Attach the bundle to a `/run` body and, when Gym captures model calls, record ours."""
+    """Attach the agent's observations to a `/run` body: with observability on (`directory`, Gym's
+    capture directory) its `ng_trajectory`, and its model calls recorded in the capture store;
+    otherwise the `ng_agent_observations` bundle alone."""
     observed = result.trajectory.observations if result.trajectory is not None else None
     if not isinstance(observed, Mapping):
         return body
-    body["ng_agent_observations"] = observed["bundle"]
-    rollout_id = maybe_rollout_id_from_run_body(row) if directory is not None else None
-    if directory is not None and rollout_id and observed.get("model_calls"):
+    if directory is None:
+        body["ng_agent_observations"] = observed["bundle"]
+        return body
+    resolved = body.get("resolved")
+    body["ng_trajectory"] = trajectory_record(
+        row, observed, resolved=resolved if isinstance(resolved, bool) else None
+    )
+    rollout_id = _rollout_id(row)
+    if rollout_id and observed.get("model_calls"):
         # fsync per exchange (Gym's durability contract): off the event loop.
         await asyncio.to_thread(_record, directory, rollout_id, observed["model_calls"])
     return body
