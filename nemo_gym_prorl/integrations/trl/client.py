@@ -31,18 +31,24 @@ MAX_WAIT_S = 600.0
 
 
 class ServiceError(RuntimeError):
-    def __init__(self, status: int, code: str, reason: str) -> None:
-        super().__init__(f"HTTP {status} {code}: {reason}")
+    """An error answer (or no answer: `status` 0) to one request, naming the request."""
+
+    def __init__(self, status: int, code: str, reason: str, *, request: str = "") -> None:
+        super().__init__(
+            f"{request}: HTTP {status} {code}: {reason}" if request else f"HTTP {status} {code}: {reason}"
+        )
         self.status, self.code, self.reason = status, code, reason
 
-
-def _error(response: httpx.Response) -> ServiceError:
-    try:
-        body = response.json()
-        code, reason = str(body.get("error", "error")), str(body.get("reason", body))
-    except (ValueError, AttributeError):
-        code, reason = "error", response.text[:500]
-    return ServiceError(response.status_code, code, reason)
+    @classmethod
+    def of(cls, response: httpx.Response) -> ServiceError:
+        """The service's error body is `{"error": code, "reason": text}`; anything else is shown raw."""
+        request = f"{response.request.method} {response.request.url.path}"
+        body: Any = None
+        if response.headers.get("content-type", "").startswith("application/json"):
+            body = response.json()
+        if isinstance(body, dict) and "error" in body:
+            return cls(response.status_code, str(body["error"]), str(body.get("reason", "")), request=request)
+        return cls(response.status_code, "error", response.text[:500], request=request)
 
 
 class ServiceClient:
@@ -80,7 +86,7 @@ class ServiceClient:
         except httpx.TransportError as exc:
             raise ServiceError(0, "unreachable", f"POST {self.base_url}{path}: {exc!r}") from exc
         if response.status_code >= 400:
-            raise _error(response)
+            raise ServiceError.of(response)
         return response.json() if response.content else {}
 
     def submit(self, jobs: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -116,7 +122,7 @@ class ServiceClient:
                 0, "unreachable", f"DELETE {self.base_url}/v1/rollouts/{job_id}: {exc!r}"
             ) from exc
         if response.status_code >= 400:
-            raise _error(response)
+            raise ServiceError.of(response)
 
     def publish_policy(self, version: int, adapter_path: str) -> Any:
         return self._post("/v1/policy", {"version": version, "adapter_path": adapter_path})
