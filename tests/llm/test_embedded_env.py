@@ -18,6 +18,7 @@ from nemo_gym_prorl.llm.embedded.paths import (
     VLLM_CPU_WHEEL_TAG,
     EmbeddedLayout,
 )
+from nemo_gym_prorl.llm.embedded.server import LoraServing, embedded_spec
 from nemo_gym_prorl.llm.embedded.setup import patch_metadata, uv_binary
 
 CUDA_ONLY = re.compile(r"^(nvidia-|cuda-|torchvision|torchaudio|torchcodec)", re.IGNORECASE)
@@ -34,11 +35,14 @@ def locked() -> dict[str, str]:
     return pins
 
 
-def test_the_lock_pins_vllm_cpu_its_cpu_torch_and_the_conversion_extras() -> None:
+def test_the_lock_pins_vllm_cpu_its_cpu_torch_the_conversion_extras_and_the_trainer() -> None:
     pins = locked()
     assert pins["vllm-cpu"] == VLLM_CPU_VERSION
     assert pins["torch"].endswith("+cpu")
     assert {"transformers", "gguf", "accelerate", "setuptools"} <= set(pins)
+    # LoRA training on CPU runs in this venv, on the torch vLLM serves with (one torch, one lock).
+    assert pins["trl"] == "1.16.0"
+    assert {"peft", "datasets", "httpx"} <= set(pins)
     assert len(pins) > 100  # every transitive package, not just the direct ones
 
 
@@ -121,3 +125,16 @@ def test_the_built_venv_holds_exactly_the_lock(built: EmbeddedLayout) -> None:
     installed = {re.sub(r"[-_.]+", "-", p["name"]).lower(): p["version"] for p in json.loads(out.stdout)}
     assert [name for name in installed if CUDA_ONLY.match(name)] == []
     assert installed == locked()
+
+
+def test_runtime_lora_serving_is_off_unless_asked_for(built: EmbeddedLayout) -> None:
+    plain = embedded_spec(built)
+    assert "--enable-lora" not in plain.extra_args and "VLLM_ALLOW_RUNTIME_LORA_UPDATING" not in plain.env
+    lora = embedded_spec(built, lora=LoraServing(max_lora_rank=16, max_loras=2))
+    assert lora.extra_args[-5:] == ["--enable-lora", "--max-lora-rank", "16", "--max-loras", "2"]
+    assert lora.env["VLLM_ALLOW_RUNTIME_LORA_UPDATING"] == "True"
+
+
+def test_lora_ranks_are_the_ones_vllm_accepts() -> None:
+    with pytest.raises(ValueError):
+        LoraServing(max_lora_rank=12)  # type: ignore[arg-type]

@@ -5,6 +5,7 @@
 
 from nemo_gym_prorl.llm.embedded.paths import MODEL_NAME, EmbeddedLayout, prorl_home
 from nemo_gym_prorl.llm.embedded.server import (
+    LoraServing,
     ServerSpec,
     ServerStartError,
     VLLMServer,
@@ -17,6 +18,7 @@ from nemo_gym_prorl.llm.embedded.setup import SetupError, find_python311, setup
 __all__ = [
     "MODEL_NAME",
     "EmbeddedLayout",
+    "LoraServing",
     "ServerSpec",
     "ServerStartError",
     "SetupError",

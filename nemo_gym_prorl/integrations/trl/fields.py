@@ -1,0 +1,212 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
+"""A finished rollout, as the service returns it, in the fields TRL's `rollout_func` returns.
+
+A multi-turn trajectory is one TRL sample: the first model call's prompt ids are `prompt_ids`;
+everything after them is `completion_ids`: the model's tokens and, between its turns, the tokens
+the environment added (tool results, observations, the chat template's turn markup), which are
+exactly the part of each later prompt that extends the previous prompt plus its generation.
+`env_mask` is 1 on the model's tokens and 0 on the environment's (TRL trains on the 1s only);
+`logprobs` are the log-probs the service recorded for the model's tokens and 0.0 elsewhere.
+No text is re-tokenized: the ids are the ones the policy saw and sampled.
+
+A rollout that must not be trained on (failed, cancelled, its infrastructure failed, or its
+token history is not exact) becomes a one-token placeholder with `env_mask` 0 and no reward, so
+its group keeps `num_generations` members while it adds nothing to the loss or the baseline.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+# TRL's required keys, then ours: every other key reaches the reward functions as a keyword.
+TRL_KEYS = ("prompt_ids", "completion_ids", "logprobs", "env_mask")
+EXTRA_KEYS = ("reward", "reward_components", "stop_reason", "mask_sample", "mask_reason", "rollout_id")
+
+
+class NotTokenExactError(ValueError):
+    """A later prompt does not extend the earlier prompt and generation: the recorded token
+    history was re-tokenized somewhere, so log-probs and ids cannot be aligned."""
+
+
+class ModelTurn(BaseModel):
+    """The token fields the service records on each assistant message."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    prompt_token_ids: list[int]
+    generation_token_ids: list[int]
+    generation_log_probs: list[float]
+
+
+class ServiceTrajectory(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    messages: list[dict[str, Any]] = Field(default_factory=list)
+    stop_reason: str | None = None
+
+
+class ServiceResult(BaseModel):
+    """The part of the service's `JobResult` (`/v1/rollouts` results) the trainer reads."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    id: str
+    state: str
+    group_id: str | None = None
+    reward: float | None = None
+    reward_components: dict[str, float] = Field(default_factory=dict)
+    trajectory: ServiceTrajectory | None = None
+    report: dict[str, Any] = Field(default_factory=dict)
+    mask_sample: bool = False
+    error: str | None = None
+    cancel_reason: str | None = None
+
+
+class TrlSample(BaseModel):
+    """One completion in TRL's terms, plus what the reward function and the logs need."""
+
+    prompt_ids: list[int]
+    completion_ids: list[int]
+    logprobs: list[float]
+    env_mask: list[int]
+    reward: float | None = Field(description="None when the sample is masked: TRL then leaves it out")
+    reward_components: dict[str, float] = Field(default_factory=dict)
+    stop_reason: str | None = None
+    mask_sample: bool = False
+    mask_reason: str | None = None
+    rollout_id: str
+
+    @property
+    def model_tokens(self) -> int:
+        return sum(self.env_mask)
+
+
+def model_turns(trajectory: ServiceTrajectory) -> list[ModelTurn]:
+    """The assistant messages that carry token fields, in order."""
+    return [
+        ModelTurn.model_validate(message)
+        for message in trajectory.messages
+        if message.get("role") == "assistant" and "generation_token_ids" in message
+    ]
+
+
+def concatenate(turns: Sequence[ModelTurn]) -> tuple[list[int], list[int], list[float], list[int]]:
+    """(prompt_ids, completion_ids, logprobs, env_mask) of a non-empty list of model turns."""
+    if not turns:
+        raise ValueError("a trajectory without a model turn has no completion")
+    prompt = list(turns[0].prompt_token_ids)
+    completion: list[int] = []
+    logprobs: list[float] = []
+    env_mask: list[int] = []
+    history = prompt
+    for index, turn in enumerate(turns):
+        if turn.prompt_token_ids[: len(history)] != history:
+            raise NotTokenExactError(
+                f"turn {index}: its prompt ({len(turn.prompt_token_ids)} ids) does not start with the "
+                f"previous prompt and generation ({len(history)} ids)"
+            )
+        if len(turn.generation_token_ids) != len(turn.generation_log_probs):
+            raise NotTokenExactError(
+                f"turn {index}: {len(turn.generation_token_ids)} generated ids but "
+                f"{len(turn.generation_log_probs)} log-probs"
+            )
+        environment = turn.prompt_token_ids[len(history) :]
+        completion += [*environment, *turn.generation_token_ids]
+        logprobs += [0.0] * len(environment) + list(turn.generation_log_probs)
+        env_mask += [0] * len(environment) + [1] * len(turn.generation_token_ids)
+        history = [*turn.prompt_token_ids, *turn.generation_token_ids]
+    return prompt, completion, logprobs, env_mask
+
+
+def mask_reason(result: ServiceResult) -> str | None:
+    """Why this rollout must not be trained on, or None when it may be."""
+    if result.state != "done":
+        detail = result.error or result.cancel_reason or "no detail"
+        return f"rollout {result.state}: {detail}"
+    if result.mask_sample or result.report.get("mask_sample"):
+        detail = result.report.get("detail") or result.error or "masked by the service"
+        return f"infrastructure failure: {detail}"
+    if result.reward is None:
+        return "finished without a reward"
+    if result.trajectory is None or not model_turns(result.trajectory):
+        return "no model turn was recorded"
+    return None
+
+
+def to_sample(
+    result: ServiceResult | Mapping[str, Any],
+    *,
+    placeholder_prompt_ids: Sequence[int],
+    placeholder_token_id: int | None = None,
+) -> TrlSample:
+    """The TRL sample of one finished rollout.
+
+    `placeholder_prompt_ids`: the prompt a masked sample carries (a sibling's prompt keeps the
+    group's prompt shared); its completion is `placeholder_token_id` (the tokenizer's EOS, so TRL
+    does not count it as truncated; default: the prompt's last id) once, with `env_mask` 0.
+    """
+    if not isinstance(result, ServiceResult):
+        result = ServiceResult.model_validate(result)
+    stop_reason = result.trajectory.stop_reason if result.trajectory else None
+    reason = mask_reason(result)
+    if reason is None:
+        assert result.trajectory is not None  # mask_reason checked it
+        try:
+            prompt, completion, logprobs, env_mask = concatenate(model_turns(result.trajectory))
+        except NotTokenExactError as exc:
+            reason = f"not token-exact: {exc}"
+        else:
+            return TrlSample(
+                prompt_ids=prompt,
+                completion_ids=completion,
+                logprobs=logprobs,
+                env_mask=env_mask,
+                reward=result.reward,
+                reward_components=result.reward_components,
+                stop_reason=stop_reason,
+                rollout_id=result.id,
+            )
+    if not placeholder_prompt_ids:
+        raise ValueError("a masked sample needs a non-empty placeholder prompt")
+    return TrlSample(
+        prompt_ids=list(placeholder_prompt_ids),
+        completion_ids=[placeholder_prompt_ids[-1] if placeholder_token_id is None else placeholder_token_id],
+        logprobs=[0.0],
+        env_mask=[0],
+        reward=None,
+        reward_components=result.reward_components,
+        stop_reason=stop_reason,
+        mask_sample=True,
+        mask_reason=reason,
+        rollout_id=result.id,
+    )
+
+
+def group_samples(
+    results: Sequence[ServiceResult | Mapping[str, Any]],
+    *,
+    fallback_prompt_ids: Sequence[int],
+    placeholder_token_id: int | None = None,
+) -> list[TrlSample]:
+    """The samples of one prompt's group, in order. A masked member borrows the first usable
+    sibling's prompt (the group shares one prompt); `fallback_prompt_ids` when none is usable."""
+    parsed = [r if isinstance(r, ServiceResult) else ServiceResult.model_validate(r) for r in results]
+    placeholder = list(fallback_prompt_ids)
+    for result in parsed:
+        if mask_reason(result) is None and result.trajectory is not None:
+            placeholder = list(model_turns(result.trajectory)[0].prompt_token_ids)
+            break
+    return [
+        to_sample(result, placeholder_prompt_ids=placeholder, placeholder_token_id=placeholder_token_id)
+        for result in parsed
+    ]
+
+
+def to_fields(samples: Sequence[TrlSample]) -> dict[str, list[Any]]:
+    """What `rollout_func` returns: TRL's keys, then the extras (one list entry per sample)."""
+    return {key: [getattr(sample, key) for sample in samples] for key in (*TRL_KEYS, *EXTRA_KEYS)}
