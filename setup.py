@@ -9,20 +9,26 @@ Everything else about the package is in pyproject.toml.
 
 from __future__ import annotations
 
+import importlib.util
 import shutil
 from pathlib import Path
 
 from setuptools import setup
 from setuptools.command.build_py import build_py
 
-BUNDLED_DIRS = (
-    "configs",
-    "resources_servers",
-    "responses_api_agents",
-    "environments",
-    "benchmarks",
-    "requirements",
-)
+
+def _bundled_dirs() -> tuple[str, ...]:
+    """The directories to bundle, as `nemo_gym_prorl.assets` (which finds them at run time) names
+    them: read from its file, since the build cannot count on the package being importable."""
+    path = Path(__file__).resolve().parent / "nemo_gym_prorl" / "assets.py"
+    spec = importlib.util.spec_from_file_location("_prorl_assets", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return tuple(module.BUNDLED_DIRS)
+
+
+BUNDLED_DIRS = _bundled_dirs()
 IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache", "outputs", "cache", "results")
 
 

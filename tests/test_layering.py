@@ -53,6 +53,7 @@ LAYERS: dict[str, int] = {
     "__init__": -1,
     "registry": -1,
     "assets": -1,
+    "files": -1,
     "sandbox": 0,
     "llm": 0,
     "tools": 1,

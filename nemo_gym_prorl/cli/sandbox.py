@@ -13,6 +13,7 @@ import argparse
 import asyncio
 import sys
 
+from nemo_gym_prorl.cli.parsers import add_group_with_setup
 from nemo_gym_prorl.sandbox import SandboxError, SandboxSpec, open_sandbox
 from nemo_gym_prorl.sandbox.runtime import (
     FORBIDDEN_MODULES,
@@ -27,13 +28,11 @@ def _say(message: str) -> None:
 
 
 def add_sandbox_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:  # type: ignore[type-arg]
-    sandbox = subparsers.add_parser("sandbox", help="the sandboxes' own Python runtime")
-    sub = sandbox.add_subparsers(dest="sandbox_command", required=True)
-    p_setup = sub.add_parser(
-        "setup", help="build the minimal Python runtime sandboxes run (pinned lock, no graders; idempotent)"
-    )
-    p_setup.add_argument("--force", action="store_true", help="rebuild even if it is already built")
-    p_setup.set_defaults(func=cmd_sandbox_setup)
+    sandbox, sub = add_group_with_setup(subparsers, "sandbox", help="the sandboxes' own Python runtime", setup=(
+        cmd_sandbox_setup,
+        "build the minimal Python runtime sandboxes run (pinned lock, no graders; idempotent)",
+        "rebuild even if it is already built",
+    ))  # fmt: skip
     p_check = sub.add_parser("check", help="open a sandbox and show what its Python can and cannot import")
     p_check.set_defaults(func=cmd_sandbox_check)
     return sandbox

@@ -20,8 +20,6 @@ path (only its prefix, never a project venv).
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import hashlib
 import json
 import os
@@ -29,10 +27,12 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 from pydantic import BaseModel
+
+from nemo_gym_prorl.files import exclusive
 
 RUNTIME_MOUNT = "/opt/prorl-runtime"
 LOCK_FILE = Path(__file__).with_name("runtime.lock.txt")
@@ -179,18 +179,6 @@ def find_base_python() -> dict:
     )
 
 
-@contextlib.contextmanager
-def _locked(path: Path, say: Progress) -> Iterator[None]:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            say(f"another setup holds {path}; waiting for it")
-            fcntl.flock(handle, fcntl.LOCK_EX)
-        yield
-
-
 def _run(cmd: list[str], what: str) -> None:
     # Never another venv's VIRTUAL_ENV, never a Python download: only the interpreter given.
     env = {k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"} | {"UV_PYTHON_DOWNLOADS": "never"}
@@ -218,7 +206,7 @@ def check_runtime(python: Path) -> None:
 def setup_runtime(home: Path | None = None, *, force: bool = False, say: Progress = print) -> SandboxRuntime:
     """Build the runtime for the current lock (idempotent: a second call takes milliseconds)."""
     root = runtime_root(home)
-    with _locked(root / "setup.lock", say):
+    with exclusive(root / "setup.lock", say):
         base = find_base_python()
         sha = lock_sha256()
         key = hashlib.sha256(f"{sha} {base['executable']} {base['version']}".encode()).hexdigest()[:16]

@@ -17,7 +17,7 @@ from fastapi import APIRouter, Depends, FastAPI, Query, Request, Response
 from fastapi.responses import StreamingResponse
 
 import nemo_gym_prorl
-from nemo_gym_prorl.pipeline import JobResult, JobSpec
+from nemo_gym_prorl.pipeline import JobResult
 from nemo_gym_prorl.service.auth import bearer_guard
 from nemo_gym_prorl.service.backends import BackendNotFoundError, normalize_url
 from nemo_gym_prorl.service.batch_manager import DatasetCatalog
@@ -249,14 +249,7 @@ def _prorl_router(service: RolloutService) -> APIRouter:
     async def process(body: ProcessRequest, request: Request) -> ProcessResult:
         """Run one rollout and block until it ends (504 after `timeout`; cancelled if the client
         disconnects)."""
-        spec = JobSpec(
-            id=body.job_id,
-            instance=body.instance,
-            sampling_params=body.sampling_params,
-            priority=body.priority,
-            group_id=body.group_id,
-        )
-        work = asyncio.ensure_future(service.process(spec, body.timeout))
+        work = asyncio.ensure_future(service.process(body.job_spec(), body.timeout))
         gone = asyncio.ensure_future(_disconnected(request))
         try:
             await asyncio.wait({work, gone}, return_when=asyncio.FIRST_COMPLETED)

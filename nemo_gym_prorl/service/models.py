@@ -106,6 +106,11 @@ class ProcessRequest(BaseModel):
     priority: int = Field(0, ge=-1000, le=1000)
     group_id: str | None = Field(None, max_length=256)
 
+    def job_spec(self) -> JobSpec:
+        """The one job this request runs (`timeout` bounds the wait, not the job)."""
+        fields = self.model_dump(include={"instance", "sampling_params", "priority", "group_id"})
+        return JobSpec(id=self.job_id, **fields)
+
 
 class ProcessResult(BaseModel):
     """ProRL Agent's `/process` result, plus the scalar reward it drops (`reward`, `score`)."""

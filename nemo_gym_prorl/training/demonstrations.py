@@ -48,22 +48,20 @@ From a running event loop, `await collect_demonstrations(n, config)` returns the
 from __future__ import annotations
 
 import asyncio
-import json
-import statistics
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 from nemo_gym_prorl.agent.handler import InProcessState, InProcessTransport
 from nemo_gym_prorl.agent.prompts import initial_messages
 from nemo_gym_prorl.datasets.rows import write_jsonl
 from nemo_gym_prorl.llm.access import LLMAccess, LLMConfig
 from nemo_gym_prorl.llm.dialects import TurnContext, VLLMCompletionsDialect
-from nemo_gym_prorl.llm.dialects.base import check_token_ids
+from nemo_gym_prorl.llm.dialects.replies import check_token_ids
 from nemo_gym_prorl.llm.pool import Route
 from nemo_gym_prorl.llm.records import ChatMessage, SamplingParams, ToolCall
 from nemo_gym_prorl.llm.toolcalls import parse_tool_calls, tool_call_to_openai
@@ -71,160 +69,44 @@ from nemo_gym_prorl.pipeline.job import Job, Trajectory
 from nemo_gym_prorl.sandbox import SandboxSpec
 from nemo_gym_prorl.tasks.math import MathConfig, MathTask
 from nemo_gym_prorl.tools.dispatch import ToolBoxConfig, ToolObservation
-from nemo_gym_prorl.training.heldout import Family, SeedSplit
+from nemo_gym_prorl.training.demonstration_records import (
+    ORIGIN,
+    PROGRAM,
+    Demonstration,
+    DemonstrationSummary,
+    Recipe,
+    TokenStats,
+)
+from nemo_gym_prorl.training.heldout import SeedSplit
+from nemo_gym_prorl.training.programs import (
+    PROGRAMS,
+    DemonstrationError,
+    answer_text,
+    program_code,
+    tool_call_text,
+    value_of,
+)
 
-ORIGIN = "program-written demonstration"
-PROGRAM = "nemo_gym_prorl.training.demonstrations"
-
-
-class DemonstrationError(RuntimeError):
-    """Demonstrations cannot be written at all: no backend, a dialect or tool-call format the
-    demonstrator cannot write, or not one task rewarded."""
-
-
-# -- the programs: a task's inputs -> the code a competent agent runs -------------------------
-
-
-def _numbers(metadata: Mapping[str, Any]) -> str:
-    return ", ".join(str(int(n)) for n in metadata["numbers"])
-
-
-def _equation(metadata: Mapping[str, Any]) -> str:
-    left, right = str(metadata["equation"]).split("=")
-    variable = str(metadata["variable"])
-    return (
-        "from sympy import Eq, solve, symbols\n"
-        f"{variable} = symbols({variable!r})\n"
-        f"print(solve(Eq({left.strip()}, {right.strip()}), {variable})[0])"
-    )
-
-
-# Each reads only the task's inputs from reasoning-gym's metadata, never its answer.
-PROGRAMS: dict[Family, Callable[[Mapping[str, Any]], str]] = {
-    "basic_arithmetic": lambda m: f"print({str(m['expression']).strip()})",
-    "gcd": lambda m: f"import math\nprint(math.gcd({_numbers(m)}))",
-    "lcm": lambda m: f"import math\nprint(math.lcm({_numbers(m)}))",
-    "fraction_simplification": lambda m: (
-        f"from fractions import Fraction\nprint(Fraction({int(m['numerator'])}, {int(m['denominator'])}))"
-    ),
-    "simple_equations": _equation,
-}
-
-
-def program_code(row: Mapping[str, Any]) -> str:
-    """The Python a competent agent runs for this row (a row of `heldout.SeedSplit`)."""
-    recipe = row.get("reasoning_gym")
-    if not isinstance(recipe, Mapping) or recipe.get("family") not in PROGRAMS:
-        raise ValueError(
-            f"row {row.get('task_id')!r} names no family a program can demonstrate "
-            f"(known: {', '.join(PROGRAMS)})"
-        )
-    return PROGRAMS[recipe["family"]](recipe.get("metadata") or {})
-
-
-def tool_call_text(call: ToolCall, tool_format: str) -> str:
-    """An assistant turn that makes `call`, in the markup the model writes (the format the
-    service parses its generations with). SmolLM2's template teaches none, so it is hermes,
-    the convention the system prompt describes (`agent.prompts.TOOL_INSTRUCTIONS`)."""
-    if tool_format != "hermes":
-        raise DemonstrationError(
-            f"demonstrations are written in the hermes tool-call format; the backend's format is "
-            f"{tool_format!r} (set llm.tool_call_format: hermes, or add that format's writer here)"
-        )
-    payload = json.dumps({"name": call.name, "arguments": call.arguments}, ensure_ascii=False)
-    return f"<tool_call>\n{payload}\n</tool_call>"
-
-
-def value_of(observation: ToolObservation) -> str | None:
-    """The one value a program's `print` put in the observation, or None when the tool failed
-    or printed anything else (an error, a traceback, several lines)."""
-    text = observation.text.strip()
-    if observation.is_error or not text or "\n" in text or "Error" in text or text == "(no output)":
-        return None
-    return text
-
-
-def answer_text(value: str) -> str:
-    return f"The answer is \\boxed{{{value}}}."
-
-
-# -- records ----------------------------------------------------------------------------------
-
-
-class Recipe(BaseModel):
-    """How a demonstration was made: reproducible from these fields and the split."""
-
-    family: Family
-    seed: int
-    split: Literal["train", "heldout"]
-    program: str = PROGRAM
-
-
-class Demonstration(BaseModel):
-    """One kept demonstration, in the shape TRL's `rollout_func` returns a rollout: the first
-    turn's prompt ids, everything after it as completion ids, and `env_mask` (1 on the tokens the
-    assistant wrote, 0 on the template's and the tools' tokens)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    origin: Literal["program-written demonstration"] = ORIGIN
-    recipe: Recipe
-    task_id: str
-    data_source: str
-    messages: list[dict[str, Any]]
-    prompt_ids: list[int]
-    completion_ids: list[int]
-    env_mask: list[int]
-    reward: float
-    reward_components: dict[str, float]
-    model: str = Field(description="the served model whose tokenizer and template made the ids")
-    tool_call_format: str
-    turns: int
-    tool_calls: int
-
-    @model_validator(mode="after")
-    def _aligned(self) -> Demonstration:
-        if len(self.env_mask) != len(self.completion_ids):
-            raise ValueError(
-                f"{len(self.completion_ids)} completion ids but {len(self.env_mask)} mask entries"
-            )
-        if set(self.env_mask) - {0, 1}:
-            raise ValueError("env_mask holds values other than 0 and 1")
-        return self
-
-    @property
-    def model_token_count(self) -> int:
-        return sum(self.env_mask)
-
-
-class TokenStats(BaseModel):
-    min: int = 0
-    mean: float = 0.0
-    max: int = 0
-
-    @classmethod
-    def of(cls, values: Iterable[int]) -> TokenStats:
-        values = list(values)
-        if not values:
-            return cls()
-        return cls(min=min(values), mean=round(statistics.fmean(values), 1), max=max(values))
-
-
-class DemonstrationSummary(BaseModel):
-    """What `write_demonstrations` did (for `prorl train`'s log and its results file)."""
-
-    path: str
-    requested: int
-    kept: int
-    tried: int
-    keep_rate: float
-    dropped: dict[str, int] = Field(description="why a tried task was not kept -> how many")
-    families: dict[str, int]
-    seconds: float
-    seconds_per_demonstration: float = Field(description="wall-clock per tried task")
-    prompt_tokens: TokenStats
-    completion_tokens: TokenStats
-    model_tokens: TokenStats = Field(description="completion tokens the assistant wrote (env_mask 1)")
+__all__ = [
+    "ORIGIN",
+    "PROGRAM",
+    "PROGRAMS",
+    "Demonstration",
+    "DemonstrationConfig",
+    "DemonstrationDropped",
+    "DemonstrationError",
+    "DemonstrationSummary",
+    "Demonstrator",
+    "Recipe",
+    "TokenStats",
+    "answer_text",
+    "collect_demonstrations",
+    "program_code",
+    "read_demonstrations",
+    "tool_call_text",
+    "value_of",
+    "write_demonstrations",
+]
 
 
 # -- configuration ----------------------------------------------------------------------------

@@ -28,16 +28,7 @@ class ProRLCodeServer(ProRLTaskServer):
 
 
 VERIFIER_FIXTURE = verifier_fixture(
-    ProRLCodeServer,
-    ProRLCodeConfig(
-        host="127.0.0.1",
-        port=0,
-        entrypoint="app.py",
-        name="prorl_code",
-        domain="coding",
-        code=CodeConfig(isolation="sandbox"),
-    ),
-    __file__,
+    ProRLCodeServer, ProRLCodeConfig, __file__, domain="coding", code=CodeConfig(isolation="sandbox")
 )
 
 

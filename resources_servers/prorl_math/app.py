@@ -26,11 +26,7 @@ class ProRLMathServer(ProRLTaskServer):
         return MathTask(self.config.math)
 
 
-VERIFIER_FIXTURE = verifier_fixture(
-    ProRLMathServer,
-    ProRLMathConfig(host="127.0.0.1", port=0, entrypoint="app.py", name="prorl_math", domain="math"),
-    __file__,
-)
+VERIFIER_FIXTURE = verifier_fixture(ProRLMathServer, ProRLMathConfig, __file__, domain="math")
 
 
 if __name__ == "__main__":

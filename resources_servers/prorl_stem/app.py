@@ -24,11 +24,7 @@ class ProRLStemServer(ProRLTaskServer):
         return StemTask()
 
 
-VERIFIER_FIXTURE = verifier_fixture(
-    ProRLStemServer,
-    ProRLStemConfig(host="127.0.0.1", port=0, entrypoint="app.py", name="prorl_stem", domain="knowledge"),
-    __file__,
-)
+VERIFIER_FIXTURE = verifier_fixture(ProRLStemServer, ProRLStemConfig, __file__, domain="knowledge")
 
 
 if __name__ == "__main__":

@@ -31,11 +31,7 @@ class ProRLSweServer(ProRLTaskServer):
         return SweTask(self.config.swe)
 
 
-VERIFIER_FIXTURE = verifier_fixture(
-    ProRLSweServer,
-    ProRLSweConfig(host="127.0.0.1", port=0, entrypoint="app.py", name="prorl_swe", domain="coding"),
-    __file__,
-)
+VERIFIER_FIXTURE = verifier_fixture(ProRLSweServer, ProRLSweConfig, __file__, domain="coding")
 
 
 if __name__ == "__main__":

@@ -14,11 +14,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integrations"))
 
-from support.gym_fakes import FakeResources, ScriptedDialect
+from support.gym_fakes import FakeResources, ScriptedDialect, scripted_runtime
 
-from nemo_gym_prorl.integrations.gym.config import ProRLAgentSettings, ResolvedModelAccess
-from nemo_gym_prorl.integrations.gym.runtime import ProRLGymRuntime
-from nemo_gym_prorl.llm.access import LLMConfig
+from nemo_gym_prorl.integrations.gym.config import ProRLAgentSettings
 from nemo_gym_prorl.pipeline import PipelineConfig
 
 TOOL = {"type": "function", "name": "ipython", "description": "run python", "strict": False,
@@ -38,15 +36,9 @@ def _row(task_id: str) -> dict:
 
 async def _records() -> list[dict]:
     settings = ProRLAgentSettings(pipeline=PipelineConfig(init_workers=1, run_workers=1, eval_workers=1))
-    access = ResolvedModelAccess(
-        LLMConfig(backends=["http://127.0.0.1:9"], dialect="vllm", model="m", health_path=None), "backends"
-    )
     records = []
     for task_id, replies in (("multi", [CALL, BROKEN, ANSWER]), ("direct", [ANSWER])):
-        runtime = ProRLGymRuntime(
-            settings, {"prorl_math": "prorl_math"}, lambda: FakeResources(reward=1.0), access
-        )
-        runtime.llm.dialect = ScriptedDialect(replies)
+        runtime = scripted_runtime(settings, ScriptedDialect(replies), lambda: FakeResources(reward=1.0))
         try:
             outcome = await runtime.run(_row(task_id))
         finally:

@@ -10,17 +10,15 @@ import json
 from collections.abc import AsyncIterator
 
 import pytest
-from support.gym_fakes import FakeResources, ScriptedDialect
+from support.gym_fakes import FakeResources, ScriptedDialect, scripted_runtime
 
 from nemo_gym_prorl.integrations.gym.config import (
     ModelAccessConfig,
     ProRLAgentSettings,
-    ResolvedModelAccess,
     resolve_model_access,
 )
 from nemo_gym_prorl.integrations.gym.contract import assert_conforms, check_group, check_result
 from nemo_gym_prorl.integrations.gym.runtime import ProRLGymRuntime
-from nemo_gym_prorl.llm.access import LLMConfig
 from nemo_gym_prorl.llm.errors import RetriesExhaustedError
 from nemo_gym_prorl.pipeline import PipelineConfig
 
@@ -49,14 +47,8 @@ async def make_runtime() -> AsyncIterator:
 
     async def make(replies: list, resources: FakeResources) -> ProRLGymRuntime:
         settings = ProRLAgentSettings(pipeline=PipelineConfig(init_workers=4, run_workers=4, eval_workers=4))
-        access = ResolvedModelAccess(
-            LLMConfig(backends=["http://127.0.0.1:9"], dialect="vllm", model="m", health_path=None),
-            "backends",
-        )
-        runtime = ProRLGymRuntime(
-            settings, {"prorl_math": "prorl_math", "prorl_code": "prorl_code"}, lambda: resources, access
-        )
-        runtime.llm.dialect = ScriptedDialect(replies)
+        servers = {"prorl_math": "prorl_math", "prorl_code": "prorl_code"}
+        runtime = scripted_runtime(settings, ScriptedDialect(replies), lambda: resources, servers)
         runtimes.append(runtime)
         return runtime
 

@@ -22,7 +22,7 @@ from nemo_gym.rollout_health import run_health_checks
 from nemo_gym.rollout_observability import AgentObservationBundle, TrajectoryRecord
 from omegaconf import OmegaConf
 from support.fake_llm import FakeLLM
-from support.gym_fakes import FakeResources, ScriptedDialect
+from support.gym_fakes import FakeResources, ScriptedDialect, scripted_runtime
 from support.ray_cluster import two_node_cluster
 from test_gym_agent import ANSWER, CALL, row
 
@@ -44,15 +44,12 @@ async def runtime_with_capture(tmp_path: Path) -> AsyncIterator:
 
     async def make(replies: list[str], directory: Path | None) -> ProRLGymRuntime:
         settings = ProRLAgentSettings(pipeline=PipelineConfig(init_workers=2, run_workers=2, eval_workers=2))
-        access = ResolvedModelAccess(
-            LLMConfig(backends=["http://127.0.0.1:9"], dialect="vllm", model="m", health_path=None),
-            "backends",
-        )
-        runtime = ProRLGymRuntime(
-            settings, {"prorl_math": "prorl_math"}, lambda: FakeResources(reward=1.0), access,
+        runtime = scripted_runtime(
+            settings,
+            ScriptedDialect(replies),
+            lambda: FakeResources(reward=1.0),
             model_call_capture_dir=directory,
-        )  # fmt: skip
-        runtime.llm.dialect = ScriptedDialect(replies)
+        )
         runtimes.append(runtime)
         return runtime
 

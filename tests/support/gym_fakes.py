@@ -1,16 +1,20 @@
 # SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
 # SPDX-License-Identifier: Apache-2.0
 
-"""Test doubles for the Gym agent's unit tests: the scripted model (tests/support/scripted_model.py)
-and an in-memory resources server speaking the prorl_* routes (seed, tools, verify, close)."""
+"""Test doubles for the Gym agent's unit tests: the scripted model (tests/support/scripted_model.py),
+an in-memory resources server speaking the prorl_* routes (seed, tools, verify, close), and the
+Gym agent runtime wired to both (`scripted_runtime`)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
+from nemo_gym_prorl.integrations.gym.config import ProRLAgentSettings, ResolvedModelAccess
+from nemo_gym_prorl.integrations.gym.runtime import ProRLGymRuntime
 from nemo_gym_prorl.integrations.gym.transport import ResourcesReply, ResourcesUnavailableError
-from support.scripted_model import ScriptedDialect  # noqa: F401 (re-exported for the agent tests)
+from nemo_gym_prorl.llm.access import LLMConfig
+from support.scripted_model import ScriptedDialect
 
 
 class FakeResources:
@@ -53,3 +57,23 @@ class FakeResources:
         return ResourcesReply(
             200, {"text": f"ran {path[1:]} with {body}", "is_error": False, "metadata": {}}, dict(cookies)
         )
+
+
+def scripted_runtime(
+    settings: ProRLAgentSettings,
+    dialect: ScriptedDialect,
+    resources: Callable[[], FakeResources],
+    servers: Mapping[str, str] | None = None,
+    **options: Any,
+) -> ProRLGymRuntime:
+    """The Gym agent runtime with `dialect` as its model (no backend is ever reached) and
+    `resources()` as the client of every resources server in `servers` (default: prorl_math).
+    The caller closes it."""
+    access = ResolvedModelAccess(
+        LLMConfig(backends=["http://127.0.0.1:9"], dialect="vllm", model="m", health_path=None), "backends"
+    )
+    runtime = ProRLGymRuntime(
+        settings, dict(servers or {"prorl_math": "prorl_math"}), resources, access, **options
+    )
+    runtime.llm.dialect = dialect
+    return runtime

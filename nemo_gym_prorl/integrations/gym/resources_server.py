@@ -287,13 +287,22 @@ class ProRLTaskServer(SimpleResourcesServer):
         )
 
 
-def verifier_fixture(server_cls: type[ProRLTaskServer], config: ProRLServerConfig, app_file: str) -> Any:
-    """NeMo Gym 0.7's verifier fixture for a server: its `tests/verifier_cases.jsonl` run against a
-    server built with `config` (no Gym stack: a server client over an empty global config, which
-    `/verify` never uses)."""
+def verifier_fixture(
+    server_cls: type[ProRLTaskServer],
+    config_cls: type[ProRLServerConfig],
+    app_file: str,
+    **fields: Any,
+) -> Any:
+    """NeMo Gym 0.7's verifier fixture for the server whose `app.py` is `app_file`: its
+    `tests/verifier_cases.jsonl` run against a server built with a loopback `config_cls` named
+    after the server's directory, plus `fields` (no Gym stack: a server client over an empty
+    global config, which `/verify` never uses)."""
     from pathlib import Path
 
     from nemo_gym.verifier_fixture import VerifierFixture
+
+    name = Path(app_file).parent.name
+    config = config_cls(host="127.0.0.1", port=0, entrypoint="app.py", name=name, **fields)
 
     return VerifierFixture(
         server_factory=lambda: server_cls(config=config, server_client=standalone_server_client()),

@@ -27,11 +27,14 @@ from __future__ import annotations
 import argparse
 import ast
 import json
-import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
+
+from nemo_gym_prorl.integrations.nemo_rl.source import DirTree, GitTree, SourceTree
+
+__all__ = ["DirTree", "GitTree", "SourceTree", "derive_schema", "diff_schema", "main", "missing_anchors"]
 
 RECORD_PATH = Path(__file__).with_name("record.json")
 
@@ -60,57 +63,6 @@ class NemoRLMoved(Exception):
 
 GYM_SUBMODULE = "3rdparty/Gym-workspace/Gym"
 SAMPLER_PROTOCOL = "nemo_rl.algorithms.async_utils.staleness_sampler.PromptGroupSampler"
-
-
-class SourceTree(Protocol):
-    def read(self, relpath: str) -> str | None: ...
-
-    def gitlink(self, relpath: str) -> str | None: ...
-
-
-def _gitlink(args: list[str]) -> str | None:
-    """The commit a submodule path pins (a `160000 commit <sha>` tree entry), if any."""
-    proc = subprocess.run(["git", *args], capture_output=True, text=True)
-    parts = proc.stdout.split()
-    return parts[2] if proc.returncode == 0 and len(parts) >= 3 and parts[1] == "commit" else None
-
-
-@dataclass
-class DirTree:
-    root: Path
-
-    def read(self, relpath: str) -> str | None:
-        path = self.root / relpath
-        return path.read_text() if path.is_file() else None
-
-    def gitlink(self, relpath: str) -> str | None:
-        return _gitlink(["-C", str(self.root), "ls-tree", "HEAD", relpath])
-
-
-@dataclass
-class GitTree:
-    git_dir: Path
-    rev: str
-
-    def read(self, relpath: str) -> str | None:
-        proc = subprocess.run(
-            ["git", "--git-dir", str(self.git_dir), "show", f"{self.rev}:{relpath}"],
-            capture_output=True,
-            text=True,
-        )
-        return proc.stdout if proc.returncode == 0 else None
-
-    def gitlink(self, relpath: str) -> str | None:
-        return _gitlink(["--git-dir", str(self.git_dir), "ls-tree", self.rev, relpath])
-
-    def commit(self) -> str:
-        out = subprocess.run(
-            ["git", "--git-dir", str(self.git_dir), "rev-parse", self.rev],
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-        return out.stdout.strip()
 
 
 @dataclass
@@ -414,15 +366,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--record", type=Path, default=RECORD_PATH)
     args = parser.parse_args(argv)
 
-    if args.git_dir is not None:
-        tree: SourceTree = GitTree(args.git_dir, args.rev)
-        commit = GitTree(args.git_dir, args.rev).commit()
-    else:
-        tree = DirTree(args.nemo_rl)
-        head = subprocess.run(
-            ["git", "-C", str(args.nemo_rl), "rev-parse", "HEAD"], capture_output=True, text=True
-        )
-        commit = head.stdout.strip() if head.returncode == 0 else "unknown"
+    tree: DirTree | GitTree = (
+        GitTree(args.git_dir, args.rev) if args.git_dir is not None else DirTree(args.nemo_rl)
+    )
+    commit = tree.commit()
     record = json.loads(args.record.read_text())
     try:
         schema = derive_schema(tree)

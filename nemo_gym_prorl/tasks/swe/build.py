@@ -23,7 +23,6 @@ The instances go to `instances.jsonl` next to the repositories.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 import logging
 import os
@@ -38,6 +37,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from nemo_gym_prorl.files import sha256_of
 from nemo_gym_prorl.tasks.swe.config import REPO_MOUNT, SweConfig
 
 logger = logging.getLogger(__name__)
@@ -95,14 +95,6 @@ def _pip_command() -> list[str]:
             "reinstall the package (`make setup` in a checkout) or place the sdists in the cache"
         )
     return [sys.executable, "-m", "pip"]
-
-
-def sha256_of(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def fetch_sdist(recipe: Recipe, sdists_dir: Path) -> Path:

@@ -4,6 +4,8 @@
 """prorl_code through NeMo Gym's own contract checks and over HTTP with real sandboxes."""
 
 import asyncio
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
@@ -17,19 +19,15 @@ BARRELS = {
 }
 
 
-def _response(text: str) -> dict:
-    return {"id": "r", "created_at": 0, "model": "m", "object": "response", "parallel_tool_calls": False,
-            "tool_choice": "auto", "tools": [], "output": [{"id": "m1", "type": "message", "role": "assistant",
-            "status": "completed", "content": [{"type": "output_text", "text": text, "annotations": []}]}]}  # fmt: skip
-
-
 @pytest.mark.bwrap
 def test_verifier_fixture() -> None:
     asyncio.run(exercise_verifier_fixture(VERIFIER_FIXTURE, reward_range=(0.0, 1.0), determinism="unknown"))
 
 
 @pytest.mark.bwrap
-def test_tools_then_hidden_stdio_tests_with_partial_credit() -> None:
+def test_tools_then_hidden_stdio_tests_with_partial_credit(
+    response_with: Callable[[str], dict[str, Any]],
+) -> None:
     server = VERIFIER_FIXTURE.server_factory()
     with TestClient(server.setup_webserver()) as client:
         row = {
@@ -46,17 +44,19 @@ def test_tools_then_hidden_stdio_tests_with_partial_credit() -> None:
         ).json()
         assert not obs["is_error"], obs
         # no code block in the final message: the solution file written with the editor is graded
-        body = client.post("/verify", json={**row, "response": _response("done")}).json()
+        body = client.post("/verify", json={**row, "response": response_with("done")}).json()
         assert body["reward"] == 1.0 and body["report"]["source"] == "solution_file", body
-        half = client.post("/verify", json={**row, "response": _response("```python\nprint(10)\n```")}).json()
+        half = client.post(
+            "/verify", json={**row, "response": response_with("```python\nprint(10)\n```")}
+        ).json()
         assert half["reward_components"] == {"all_tests": 0.0, "partial_tests": pytest.approx(0.15)}
         assert half["reward"] == pytest.approx(0.15)
         flood = client.post(
-            "/verify", json={**row, "response": _response("```python\nwhile True: print('x'*1000)\n```")}
+            "/verify", json={**row, "response": response_with("```python\nwhile True: print('x'*1000)\n```")}
         ).json()
         assert flood["reward"] == 0.0 and flood["report"]["per_test"][0]["error_type"] == "output_limit"
         crash = client.post(
-            "/verify", json={**row, "response": _response("```python\nimport os; os.abort()\n```")}
+            "/verify", json={**row, "response": response_with("```python\nimport os; os.abort()\n```")}
         ).json()
         assert crash["reward"] == 0.0 and crash["mask_sample"] is False
     asyncio.run(server.close_all())

@@ -7,7 +7,9 @@ Needs the offline instances (built on first use: pip downloads four small sdists
 
 import asyncio
 import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
@@ -25,17 +27,13 @@ def built() -> None:
     asyncio.run(ensure_built())
 
 
-def _response(text: str) -> dict:
-    return {"id": "r", "created_at": 0, "model": "m", "object": "response", "parallel_tool_calls": False,
-            "tool_choice": "auto", "tools": [], "output": [{"id": "m1", "type": "message", "role": "assistant",
-            "status": "completed", "content": [{"type": "output_text", "text": text, "annotations": []}]}]}  # fmt: skip
-
-
 def test_verifier_fixture() -> None:
     asyncio.run(exercise_verifier_fixture(VERIFIER_FIXTURE, reward_range=(0.0, 1.0), determinism="unknown"))
 
 
-def test_fix_with_bash_resolves_and_no_change_does_not() -> None:
+def test_fix_with_bash_resolves_and_no_change_does_not(
+    response_with: Callable[[str], dict[str, Any]],
+) -> None:
     row = next(
         r for r in map(json.loads, EXAMPLES.read_text().splitlines()) if "inflection" in r["instance_id"]
     )
@@ -51,11 +49,11 @@ def test_fix_with_bash_resolves_and_no_change_does_not() -> None:
         assert "(11, 12)" in obs["text"], obs
         fix = "sed -i 's/in (11, 12):/in (11, 12, 13):/' /testbed/inflection/__init__.py && echo ok"
         assert "ok" in client.post("/bash", json={"command": fix}).json()["text"]
-        body = client.post("/verify", json={**row, "response": _response("Fixed.")}).json()
+        body = client.post("/verify", json={**row, "response": response_with("Fixed.")}).json()
         assert body["reward"] == 1.0 and body["resolved"] is True, body.get("report")
         assert body["report"]["pass_rates"] == {"FAIL_TO_PASS": 1.0, "PASS_TO_PASS": 1.0}
         # a new session that changes nothing: empty patch, unresolved
         assert client.post("/seed_session", json=row).status_code == 200
-        body = client.post("/verify", json={**row, "response": _response("I could not fix it.")}).json()
+        body = client.post("/verify", json={**row, "response": response_with("I could not fix it.")}).json()
         assert body["reward"] == 0.0 and body["reason"] == "empty_patch"
     asyncio.run(server.close_all())

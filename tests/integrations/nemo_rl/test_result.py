@@ -15,15 +15,14 @@ import asyncio
 from collections.abc import AsyncIterator
 
 import pytest
-from support.gym_fakes import FakeResources, ScriptedDialect
+from support.gym_fakes import FakeResources, ScriptedDialect, scripted_runtime
 from support.scripted_model import TurnContext
 
 from nemo_gym_prorl.agent.loop import AgentLimits
-from nemo_gym_prorl.integrations.gym.config import ProRLAgentSettings, ResolvedModelAccess
+from nemo_gym_prorl.integrations.gym.config import ProRLAgentSettings
 from nemo_gym_prorl.integrations.gym.contract import check_result, trainable_turns
 from nemo_gym_prorl.integrations.gym.runtime import ProRLGymRuntime
 from nemo_gym_prorl.integrations.nemo_rl.result import ensure_trainable, has_trainable_item
-from nemo_gym_prorl.llm.access import LLMConfig
 from nemo_gym_prorl.pipeline import PipelineConfig
 
 ROW = {
@@ -49,14 +48,7 @@ async def runtime_with() -> AsyncIterator:
             pipeline=PipelineConfig(init_workers=2, run_workers=2, eval_workers=2),
             agent=limits or AgentLimits(max_turns=4),
         )
-        access = ResolvedModelAccess(
-            LLMConfig(backends=["http://127.0.0.1:9"], dialect="vllm", model="m", health_path=None),
-            "backends",
-        )
-        runtime = ProRLGymRuntime(
-            settings, {"prorl_math": "prorl_math"}, lambda: FakeResources(reward=0.0), access
-        )
-        runtime.llm.dialect = dialect
+        runtime = scripted_runtime(settings, dialect, lambda: FakeResources(reward=0.0))
         made.append(runtime)
         return runtime
 
