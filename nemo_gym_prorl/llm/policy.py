@@ -25,15 +25,13 @@ import asyncio
 import logging
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import httpx
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from nemo_gym_prorl.llm.balancer import Balancer
 from nemo_gym_prorl.llm.errors import InferenceError
-
-if TYPE_CHECKING:
-    from nemo_gym_prorl.llm.pool import LLMBackendPool
 
 log = logging.getLogger(__name__)
 
@@ -144,16 +142,21 @@ class PolicyLease:
 
 
 class PolicyVersions:
-    """The policy versions of one `LLMBackendPool` (the pool creates it as `pool.policy`)."""
+    """The policy versions of one `LLMBackendPool` (the pool creates it as `pool.policy`, over
+    its balancer and HTTP client)."""
 
     def __init__(
         self,
-        pool: LLMBackendPool,
+        balancer: Balancer,
+        client: httpx.AsyncClient,
         *,
+        api_key: str | None = None,
         served_name_format: str = SERVED_NAME_FORMAT,
         load_timeout_s: float = 120.0,
     ) -> None:
-        self._pool = pool
+        self._balancer = balancer
+        self._client = client
+        self._api_key = api_key
         self.served_name_format = served_name_format
         self.load_timeout_s = load_timeout_s
         self._current: PolicyVersion | None = None
@@ -232,7 +235,7 @@ class PolicyVersions:
                 source=source,
                 published_at_unix_s=time.time(),
             )
-            targets = [e.address for e in self._pool.stats().endpoints if e.healthy and not e.draining]
+            targets = [e.address for e in self._balancer.stats().endpoints if e.healthy and not e.draining]
             results = await asyncio.gather(*(self._load(a, candidate) for a in targets))
             report = PublishReport(
                 version=version,
@@ -256,7 +259,7 @@ class PolicyVersions:
                 if not load.loaded:
                     # Out of rotation: serving the old policy as if it were the new one would
                     # be silent off-policy data. The health probe retries the load.
-                    self._pool.balancer.mark_unhealthy(
+                    self._balancer.mark_unhealthy(
                         load.backend, f"policy version {version} failed to load: {load.reason}"
                     )
                     load.ejected = True
@@ -279,7 +282,7 @@ class PolicyVersions:
         (with the older versions turns still hold, best effort); False keeps it out."""
         if self._current is None:
             return True
-        state = self._pool.balancer.state(address)
+        state = self._balancer.state(address)
         fresh = state is None or not state.healthy  # it may have restarted and lost its adapters
         if not fresh and self._current.version in self._loaded.get(address, ()):
             return True
@@ -287,7 +290,7 @@ class PolicyVersions:
             current = self._current
             load = await self._load(address, current)
             if not load.loaded:
-                state = self._pool.balancer.state(address)
+                state = self._balancer.state(address)
                 if state is not None:
                     state.last_error = f"policy version {current.version} failed to load: {load.reason}"
                 log.warning("backend %s stays out: %s", address, load.reason)
@@ -312,9 +315,9 @@ class PolicyVersions:
     def _eject_unprepared(self, current: PolicyVersion) -> None:
         """A backend admitted by another path while the loads ran, without the version: out,
         until the probe loads it."""
-        for endpoint in self._pool.stats().endpoints:
+        for endpoint in self._balancer.stats().endpoints:
             if endpoint.healthy and current.version not in self._loaded.get(endpoint.address, ()):
-                self._pool.balancer.mark_unhealthy(
+                self._balancer.mark_unhealthy(
                     endpoint.address, f"policy version {current.version} is not loaded here yet"
                 )
 
@@ -359,12 +362,9 @@ class PolicyVersions:
 
     async def _post(self, address: str, path: str, body: dict[str, Any], timeout_s: float) -> str | None:
         """POST to one backend; the error as text, or None on success."""
-        api_key = self._pool.config.api_key
-        headers = {"Authorization": f"Bearer {api_key}"} if api_key else None
+        headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else None
         try:
-            response = await self._pool.client.post(
-                address + path, json=body, headers=headers, timeout=timeout_s
-            )
+            response = await self._client.post(address + path, json=body, headers=headers, timeout=timeout_s)
         except httpx.HTTPError as exc:
             return f"{type(exc).__name__}: {exc!r}"[:500]
         if response.status_code >= 400:

@@ -161,7 +161,7 @@ class LLMBackendPool:
         )
         self.balancer = Balancer(self.config.balancer, probe=self.probe)
         # The policy versions the backends serve; the probe admits none without the current one.
-        self.policy = PolicyVersions(self)
+        self.policy = PolicyVersions(self.balancer, self._client, api_key=self.config.api_key)
         self._started = False
 
     @property
