@@ -41,6 +41,12 @@ SERVED_NAME_FORMAT = "policy-v{version}"
 # backend restart the pool's record may be stale, so it counts as loaded.
 _ALREADY_LOADED = "has already been loaded"
 
+# A vLLM without runtime LoRA answers the route itself with 404 {"detail": "Not Found"}.
+_NO_LORA_ROUTE = (
+    "the backend has no runtime LoRA API: start vLLM with --enable-lora --max-lora-rank R and "
+    "VLLM_ALLOW_RUNTIME_LORA_UPDATING=True"
+)
+
 # Full-weight reload: vLLM 0.32 has it only behind its development mode (VLLM_SERVER_DEV_MODE=1:
 # POST /collective_rpc {"method": "reload_weights", "kwargs": {"weights_path": ...}}), which
 # swaps the base weights under turns in flight, so the pool does not use it.
@@ -326,6 +332,8 @@ class PolicyVersions:
         body = {"lora_name": policy.served_name, "lora_path": policy.source.path}
         error = await self._post(address, "/v1/load_lora_adapter", body, self.load_timeout_s)
         if error is not None and _ALREADY_LOADED not in error:
+            if error.startswith("HTTP 404") and "Not Found" in error:
+                error += f" ({_NO_LORA_ROUTE})"
             return BackendLoad(
                 backend=address, loaded=False, reason=error, latency_s=time.monotonic() - started
             )

@@ -155,6 +155,15 @@ async def test_a_bad_adapter_path_is_a_clear_error_and_the_old_version_keeps_ser
     assert turn.policy_version == 1 and turn.text.startswith("[policy-v1] ")
 
 
+async def test_a_backend_without_runtime_lora_says_how_to_start_it(
+    fake_llm: FakeFactory, tmp_path: Path
+) -> None:
+    backend = await fake_llm(lora_api=False)
+    async with pool_for(backend.url) as pool:
+        with pytest.raises(PolicyLoadError, match=r"--enable-lora .*VLLM_ALLOW_RUNTIME_LORA_UPDATING=True"):
+            await pool.policy.publish(1, adapter(tmp_path, "step1"))
+
+
 async def test_a_first_publish_that_fails_keeps_the_base_model_serving(
     fake_llm: FakeFactory, tmp_path: Path
 ) -> None:

@@ -105,6 +105,7 @@ class FakeLLM:
     loras: dict[str, str] = field(default_factory=dict)  # loaded adapter name -> path
     lora_load_error: str | None = None
     strict_model: bool = False  # 404 for a model that is neither the base nor a loaded adapter
+    lora_api: bool = True  # False: started without runtime LoRA (the routes do not exist)
 
     def __post_init__(self) -> None:
         self.app = self._build_app()
@@ -232,6 +233,8 @@ class FakeLLM:
         async def load_lora(request: Request) -> Response:
             body = await request.json()
             self.requests.append(("/v1/load_lora_adapter", body))
+            if not self.lora_api:
+                return JSONResponse({"detail": "Not Found"}, status_code=404)
             name, path = body.get("lora_name"), body.get("lora_path")
             if name in self.loras:
                 message = f"The lora adapter '{name}' has already been loaded."
