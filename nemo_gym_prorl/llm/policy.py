@@ -100,6 +100,15 @@ class PolicySource(BaseModel):
         return self.adapter_path or self.weights_path or ""
 
 
+class PublishRequest(PolicySource):
+    """A publish as a trainer sends it (the body of the service's policy endpoint)."""
+
+    version: int = Field(ge=1, description="greater than every version published before")
+
+    def source(self) -> PolicySource:
+        return PolicySource(adapter_path=self.adapter_path, weights_path=self.weights_path)
+
+
 class PolicyVersion(BaseModel):
     """A published policy: its version, what it was loaded from, the name it is served under."""
 
@@ -135,6 +144,15 @@ class PublishReport(BaseModel):
     @property
     def failed(self) -> list[str]:
         return [b.backend for b in self.backends if not b.loaded]
+
+
+class PolicyStatus(BaseModel):
+    """What the pool serves now: the current version, turns in flight per version, and the
+    versions loaded on each backend."""
+
+    current: PolicyVersion | None
+    in_use: dict[int, int]
+    loaded: dict[str, list[int]]
 
 
 @dataclass
@@ -194,6 +212,13 @@ class PolicyVersions:
 
     def loaded_on(self, address: str) -> set[int]:
         return set(self._loaded.get(address, ()))
+
+    def status(self) -> PolicyStatus:
+        return PolicyStatus(
+            current=self._current,
+            in_use=self.in_use(),
+            loaded={a: sorted(v) for a, v in self._loaded.items()},
+        )
 
     # --- turns --------------------------------------------------------------------------------
 

@@ -24,6 +24,7 @@ from nemo_gym_prorl.llm.policy import (
     PolicyNotSupportedError,
     PolicySource,
     PolicyVersionError,
+    PublishRequest,
 )
 from nemo_gym_prorl.llm.pool import LLMBackendPool, PoolConfig
 from nemo_gym_prorl.llm.tito import TokenSession
@@ -259,3 +260,18 @@ async def test_the_model_name_of_new_turns_follows_the_published_version(
         assert await access.model_name() == "policy-v1"
         access.model = None  # rediscovery lists the adapter too, but the base is the base
         assert await access.model_name() == "policy-v1" and access.model == "fake"
+
+
+async def test_a_publish_request_as_a_trainer_sends_it_is_published_and_shown_in_the_status(
+    fake_llm: FakeFactory, tmp_path: Path
+) -> None:
+    backend = await fake_llm()
+    path = adapter(tmp_path, "step1").adapter_path
+    request = PublishRequest.model_validate({"version": 1, "adapter_path": path})
+    async with pool_for(backend.url) as pool:
+        await pool.policy.publish(request.version, request.source())
+        status = pool.policy.status()
+    assert status.current is not None and status.current.served_name == "policy-v1"
+    assert status.loaded == {backend.url: [1]} and status.in_use == {}
+    with pytest.raises(ValidationError):
+        PublishRequest.model_validate({"version": 0, "adapter_path": path})
