@@ -37,9 +37,6 @@ log = logging.getLogger(__name__)
 
 SERVED_NAME_FORMAT = "policy-v{version}"
 
-# vLLM answers a second load of a name it already holds with 400 and this wording: after a
-# backend restart the pool's record may be stale, so it counts as loaded.
-_ALREADY_LOADED = "has already been loaded"
 
 # A vLLM without runtime LoRA answers the route itself with 404 {"detail": "Not Found"}.
 _NO_LORA_ROUTE = (
@@ -267,7 +264,11 @@ class PolicyVersions:
                 published_at_unix_s=time.time(),
             )
             targets = [e.address for e in self._balancer.stats().endpoints if e.healthy and not e.draining]
-            results = await asyncio.gather(*(self._load(a, candidate) for a in targets))
+            try:
+                results = await asyncio.gather(*(self._load(a, candidate) for a in targets))
+            except asyncio.CancelledError:
+                self._forget(candidate, targets)  # cut short: no new turn ever asked for it
+                raise
             report = PublishReport(
                 version=version,
                 served_name=candidate.served_name,
@@ -354,9 +355,11 @@ class PolicyVersions:
 
     async def _load(self, address: str, policy: PolicyVersion) -> BackendLoad:
         started = time.monotonic()
-        body = {"lora_name": policy.served_name, "lora_path": policy.source.path}
+        # In place: a backend that outlived an earlier run (or a publish cut short) may hold
+        # this name already, maybe with other weights; the name must mean this path now.
+        body = {"lora_name": policy.served_name, "lora_path": policy.source.path, "load_inplace": True}
         error = await self._post(address, "/v1/load_lora_adapter", body, self.load_timeout_s)
-        if error is not None and _ALREADY_LOADED not in error:
+        if error is not None:
             if error.startswith("HTTP 404") and "Not Found" in error:
                 error += f" ({_NO_LORA_ROUTE})"
             return BackendLoad(
@@ -364,6 +367,13 @@ class PolicyVersions:
             )
         self._loaded.setdefault(address, set()).add(policy.version)
         return BackendLoad(backend=address, loaded=True, latency_s=time.monotonic() - started)
+
+    def _forget(self, policy: PolicyVersion, addresses: list[str]) -> None:
+        """Unload a version that never became current from every backend asked to load it
+        (a load may have finished there after its answer was abandoned)."""
+        for address in addresses:
+            self._loaded.get(address, set()).discard(policy.version)
+            self._spawn(self._unload(address, policy.served_name))
 
     async def _unload_unused(self) -> list[str]:
         async with self._lock:

@@ -275,3 +275,29 @@ async def test_a_publish_request_as_a_trainer_sends_it_is_published_and_shown_in
     assert status.loaded == {backend.url: [1]} and status.in_use == {}
     with pytest.raises(ValidationError):
         PublishRequest.model_validate({"version": 0, "adapter_path": path})
+
+
+async def test_an_adapter_left_under_the_same_name_by_an_earlier_run_is_replaced(
+    fake_llm: FakeFactory, tmp_path: Path
+) -> None:
+    backend = await fake_llm(loras={"policy-v1": "/old/run/step1"})
+    async with pool_for(backend.url) as pool:
+        await pool.policy.publish(1, adapter(tmp_path, "step1"))
+    assert backend.loras == {"policy-v1": str(tmp_path / "step1")}
+
+
+async def test_a_publish_cut_short_leaves_the_old_version_serving_and_nothing_loaded(
+    fake_llm: FakeFactory, tmp_path: Path
+) -> None:
+    fast, slow = await fake_llm(), await fake_llm()
+    async with pool_for(fast.url, slow.url) as pool:
+        # The slow backend's load never answers in time; the caller gives up.
+        pool.policy.load_timeout_s = 30
+        slow.lora_load_delay_s = 10
+        publish = asyncio.create_task(pool.policy.publish(1, adapter(tmp_path, "step1")))
+        await eventually(lambda: "policy-v1" in fast.loras)
+        publish.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await publish
+        await eventually(lambda: fast.loras == {})
+        assert pool.policy.version is None

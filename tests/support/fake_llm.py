@@ -106,6 +106,7 @@ class FakeLLM:
     lora_load_error: str | None = None
     strict_model: bool = False  # 404 for a model that is neither the base nor a loaded adapter
     lora_api: bool = True  # False: started without runtime LoRA (the routes do not exist)
+    lora_load_delay_s: float = 0.0  # a slow adapter load
 
     def __post_init__(self) -> None:
         self.app = self._build_app()
@@ -235,8 +236,9 @@ class FakeLLM:
             self.requests.append(("/v1/load_lora_adapter", body))
             if not self.lora_api:
                 return JSONResponse({"detail": "Not Found"}, status_code=404)
+            await asyncio.sleep(self.lora_load_delay_s)
             name, path = body.get("lora_name"), body.get("lora_path")
-            if name in self.loras:
+            if name in self.loras and not body.get("load_inplace"):
                 message = f"The lora adapter '{name}' has already been loaded."
                 return JSONResponse({"error": {"message": message, "code": 400}}, status_code=400)
             if self.lora_load_error:
