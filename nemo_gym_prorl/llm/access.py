@@ -92,10 +92,12 @@ class LLMAccess:
         )
 
     async def model_name(self) -> str:
-        """The configured name, or the one the first healthy backend lists at /v1/models."""
+        """The name a new turn requests: the current policy version's once one is published
+        (`pool.policy`), else the base model's (configured, or the one the first healthy
+        backend lists at /v1/models)."""
         if self.model is None:
             self.model = await discover_model(self.pool)
-        return self.model
+        return self.pool.policy.served_model(self.model)
 
     def sampling_for(self, overrides: Mapping[str, Any]) -> SamplingParams:
         """The trainer's per-job sampling fields override the defaults, validated (a bad value
@@ -111,7 +113,8 @@ async def discover_model(pool: LLMBackendPool) -> str:
             continue
         try:
             response = await pool.client.get(f"{endpoint.address}/v1/models", timeout=10)
-            models = response.json().get("data") or []
+            # vLLM lists loaded LoRA adapters too, each with its base model as `parent`.
+            models = [m for m in response.json().get("data") or [] if not m.get("parent")]
             if response.status_code == 200 and models and isinstance(models[0].get("id"), str):
                 return str(models[0]["id"])
         except (httpx.HTTPError, ValueError, AttributeError):

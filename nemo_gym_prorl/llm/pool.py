@@ -42,6 +42,7 @@ from nemo_gym_prorl.llm.errors import (
     ContextLengthExceededError,
     RetriesExhaustedError,
 )
+from nemo_gym_prorl.llm.policy import PolicyVersions
 from nemo_gym_prorl.llm.server_errors import SAME_500_LIMIT, is_request_refusal
 
 log = logging.getLogger(__name__)
@@ -159,6 +160,8 @@ class LLMBackendPool:
             limits=httpx.Limits(max_connections=None, max_keepalive_connections=256),
         )
         self.balancer = Balancer(self.config.balancer, probe=self.probe)
+        # The policy versions the backends serve; the probe admits none without the current one.
+        self.policy = PolicyVersions(self.balancer, self._client, api_key=self.config.api_key)
         self._started = False
 
     @property
@@ -178,6 +181,7 @@ class LLMBackendPool:
 
     async def aclose(self) -> None:
         await self.balancer.close()
+        await self.policy.aclose()
         if self._own_client:
             await self._client.aclose()
 
@@ -222,6 +226,10 @@ class LLMBackendPool:
     # --- health -------------------------------------------------------------------------------
 
     async def probe(self, address: str) -> bool:
+        """Ready = alive, and serving the current policy version (loaded now if it is not)."""
+        return await self._alive(address) and await self.policy.ready(address)
+
+    async def _alive(self, address: str) -> bool:
         """Alive = the server answers HTTP below 500 on `health_path` (vLLM: /health is 200;
         NeMo RL's policy server has no /health route, and its 404 still proves it is up)."""
         if self.config.health_path is None:

@@ -101,6 +101,9 @@ class TurnRecord(BaseModel):
         description="the decoding constraint this turn was sampled under (its log-probs are then "
         "from the constrained distribution); None: unconstrained",
     )
+    policy_version: int | None = Field(
+        None, description="the published policy version that sampled this turn; None: the base model"
+    )
 
     @model_validator(mode="after")
     def _aligned(self) -> TurnRecord:
@@ -158,3 +161,6 @@ class TrajectoryTokens(BaseModel):
     failure: TrajectoryFailure | None
     http_attempts: int
     http_retries: int
+    policy_versions: list[int | None] = Field(
+        default_factory=list, description="the distinct policy versions of its turns, in order"
+    )

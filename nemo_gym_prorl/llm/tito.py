@@ -124,10 +124,25 @@ class TokenSession:
         turn_index = len(self.turns)
         self.route.turn = turn_index
         history = self.token_ids
+        # The turn runs on the policy version current at its start, to its end.
+        policy = self.pool.policy.acquire()
+        try:
+            return await self._turn(wire, turn_index, history, policy.model or self.model, policy.version)
+        finally:
+            self.pool.policy.release(policy)
+
+    async def _turn(
+        self,
+        wire: list[dict[str, Any]],
+        turn_index: int,
+        history: list[int],
+        model: str,
+        policy_version: int | None,
+    ) -> TurnRecord:
         ctx = TurnContext(
             pool=self.pool,
             route=self.route,
-            model=self.model,
+            model=model,
             sampling=self.sampling,
             tools=self.tools,
             messages=self.messages,
@@ -156,14 +171,16 @@ class TokenSession:
             raise
         if generation.max_model_len and self.max_model_len is None:
             self.max_model_len = generation.max_model_len
-        record = self._record(turn_index, generation, time.monotonic() - started)
+        record = self._record(turn_index, generation, time.monotonic() - started, policy_version)
         self.turns.append(record)
         self.messages.extend(wire)
         self.messages.append(record.assistant_message().to_wire())
         self.context_exhausted = generation.context_exhausted
         return record
 
-    def _record(self, turn: int, generation: Generation, latency_s: float) -> TurnRecord:
+    def _record(
+        self, turn: int, generation: Generation, latency_s: float, policy_version: int | None
+    ) -> TurnRecord:
         if not self.parse_tool_calls:
             parsed = ParsedCalls(content=generation.text)
         elif generation.server_tool_calls:
@@ -190,6 +207,7 @@ class TokenSession:
             dialect=self.dialect.name,
             latency_s=latency_s,
             decoding=generation.decoding.model_dump() if generation.decoding else None,
+            policy_version=policy_version,
         )
 
     # --- end ----------------------------------------------------------------------------------
@@ -211,4 +229,5 @@ class TokenSession:
             failure=self.failure,
             http_attempts=self.route.attempts,
             http_retries=self.route.retried,
+            policy_versions=list(dict.fromkeys(t.policy_version for t in self.turns)),
         )

@@ -7,6 +7,11 @@
 character-level tokenizer and SmolLM2's ChatML template, so token arithmetic in tests is
 exact and readable. Faults are injected per request: 500s, garbage bodies, hangs, NaN
 log-probs; `kill()` closes the listening socket like a crashed process.
+
+Runtime LoRA like vLLM's (`--enable-lora`): `/v1/load_lora_adapter` loads a directory holding
+`adapter_config.json` under a name, `/v1/models` lists it, and a request naming it is answered
+by "the adapter" (its text starts with `[name] `, its log-probs are -0.125); `lora_load_error`
+makes every load fail with a 500, as an engine that cannot fit the adapter does.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import socket
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -95,6 +101,12 @@ class FakeLLM:
     hang_s: float = 30.0
     requests: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     port: int = 0
+    served_model: str = "fake"
+    loras: dict[str, str] = field(default_factory=dict)  # loaded adapter name -> path
+    lora_load_error: str | None = None
+    strict_model: bool = False  # 404 for a model that is neither the base nor a loaded adapter
+    lora_api: bool = True  # False: started without runtime LoRA (the routes do not exist)
+    lora_load_delay_s: float = 0.0  # a slow adapter load
 
     def __post_init__(self) -> None:
         self.app = self._build_app()
@@ -137,6 +149,10 @@ class FakeLLM:
     def generation_requests(self) -> list[dict[str, Any]]:
         return [b for p, b in self.requests if p in ("/v1/completions", "/v1/chat/completions")]
 
+    def paths(self) -> list[str]:
+        """The paths requested so far, in order (generation and LoRA routes)."""
+        return [p for p, _ in self.requests]
+
     # --- behaviour ----------------------------------------------------------------------------
 
     def _next_fault(self) -> str | None:
@@ -155,8 +171,19 @@ class FakeLLM:
             await asyncio.sleep(self.hang_s)
         return None
 
-    def _generate(self, prompt: list[int], max_tokens: int | None) -> tuple[list[int], str]:
-        ids = [*tokenize_text(self.responder(prompt)), IM_END]
+    def _unknown_model(self, model: Any) -> JSONResponse | None:
+        if not self.strict_model or model in (None, self.served_model) or model in self.loras:
+            return None
+        message = f"The model `{model}` does not exist."
+        return JSONResponse({"error": {"message": message, "code": 404}}, status_code=404)
+
+    def _generate(
+        self, prompt: list[int], max_tokens: int | None, model: Any = None
+    ) -> tuple[list[int], str]:
+        text = self.responder(prompt)
+        if model in self.loras:
+            text = f"[{model}] {text}"
+        ids = [*tokenize_text(text), IM_END]
         room = self.max_model_len - len(prompt)
         limit = min(max_tokens or room, room)
         if len(ids) > limit:
@@ -199,7 +226,39 @@ class FakeLLM:
 
         @app.get("/v1/models")
         async def models() -> dict[str, Any]:
-            return {"data": [{"id": "fake", "max_model_len": self.max_model_len}]}
+            base = {"id": self.served_model, "max_model_len": self.max_model_len, "parent": None}
+            adapters = [{"id": n, "root": p, "parent": self.served_model} for n, p in self.loras.items()]
+            return {"data": [base, *adapters]}
+
+        @app.post("/v1/load_lora_adapter")
+        async def load_lora(request: Request) -> Response:
+            body = await request.json()
+            self.requests.append(("/v1/load_lora_adapter", body))
+            if not self.lora_api:
+                return JSONResponse({"detail": "Not Found"}, status_code=404)
+            await asyncio.sleep(self.lora_load_delay_s)
+            name, path = body.get("lora_name"), body.get("lora_path")
+            if name in self.loras and not body.get("load_inplace"):
+                message = f"The lora adapter '{name}' has already been loaded."
+                return JSONResponse({"error": {"message": message, "code": 400}}, status_code=400)
+            if self.lora_load_error:
+                return JSONResponse(
+                    {"error": {"message": self.lora_load_error, "code": 500}}, status_code=500
+                )
+            if not path or not os.path.isfile(os.path.join(path, "adapter_config.json")):
+                message = f"Loading lora {name} failed: No adapter found for {path}"
+                return JSONResponse({"error": {"message": message, "code": 404}}, status_code=404)
+            self.loras[name] = path
+            return PlainTextResponse(f"Success: LoRA adapter '{name}' added successfully.")
+
+        @app.post("/v1/unload_lora_adapter")
+        async def unload_lora(request: Request) -> Response:
+            body = await request.json()
+            self.requests.append(("/v1/unload_lora_adapter", body))
+            if self.loras.pop(body.get("lora_name"), None) is None:
+                message = f"The lora adapter '{body.get('lora_name')}' cannot be found."
+                return JSONResponse({"error": {"message": message, "code": 404}}, status_code=404)
+            return PlainTextResponse("Success")
 
         @app.post("/tokenize")
         async def tokenize(request: Request) -> Response:
@@ -229,11 +288,14 @@ class FakeLLM:
             bad = await self._fault_response(fault)
             if bad is not None:
                 return bad
+            unknown = self._unknown_model(body.get("model"))
+            if unknown is not None:
+                return unknown
             prompt = body["prompt"]
             if len(prompt) >= self.max_model_len:
                 return self._context_error(len(prompt))
-            ids, finish = self._generate(prompt, body.get("max_tokens"))
-            log_probs: list[Any] = [-0.5] * len(ids)
+            ids, finish = self._generate(prompt, body.get("max_tokens"), body.get("model"))
+            log_probs: list[Any] = [-0.125 if body.get("model") in self.loras else -0.5] * len(ids)
             if fault == "nan":
                 log_probs[0] = "NaN"
             choice = {
@@ -256,6 +318,9 @@ class FakeLLM:
             bad = await self._fault_response(self._next_fault())
             if bad is not None:
                 return bad
+            unknown = self._unknown_model(body.get("model"))
+            if unknown is not None:
+                return unknown
             messages, tools = body["messages"], body.get("tools")
             if self.splice:
                 prompt = self._splice_prompt(messages, tools)
@@ -263,7 +328,7 @@ class FakeLLM:
                 prompt = tokenize_text(render_chat(messages, add_generation_prompt=True, tools=tools))
             if len(prompt) >= self.max_model_len:
                 return self._context_error(len(prompt))
-            ids, finish = self._generate(prompt, body.get("max_tokens"))
+            ids, finish = self._generate(prompt, body.get("max_tokens"), body.get("model"))
             text = detokenize(ids, skip_special=True)
             if self.nemo_rl_shape:
                 message = {

@@ -1,0 +1,303 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
+"""Policy versions against fake vLLM backends with runtime LoRA: a publish reaches every
+backend before a new turn uses it, failures eject and are reported, late backends load the
+current version before taking traffic, unused versions are unloaded, and every turn records
+the version that sampled it."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from pathlib import Path
+
+import pytest
+from conftest import FakeFactory
+from pydantic import ValidationError
+
+from nemo_gym_prorl.llm.access import LLMAccess
+from nemo_gym_prorl.llm.balancer import BalancerConfig
+from nemo_gym_prorl.llm.dialects.vllm import VLLMCompletionsDialect
+from nemo_gym_prorl.llm.policy import (
+    PolicyLoadError,
+    PolicyNotSupportedError,
+    PolicySource,
+    PolicyVersionError,
+    PublishRequest,
+)
+from nemo_gym_prorl.llm.pool import LLMBackendPool, PoolConfig
+from nemo_gym_prorl.llm.tito import TokenSession
+
+SYSTEM = {"role": "system", "content": "You are terse."}
+USER = {"role": "user", "content": "Hi."}
+
+
+def pool_for(*urls: str) -> LLMBackendPool:
+    return LLMBackendPool(
+        PoolConfig(
+            backends=list(urls),
+            balancer=BalancerConfig(health_interval_s=0.05, acquire_timeout_s=5),
+            retry_backoff_s=0.01,
+            retry_backoff_max_s=0.05,
+            request_timeout_s=5,
+            health_timeout_s=0.5,
+        )
+    )
+
+
+def adapter(tmp_path: Path, name: str) -> PolicySource:
+    """A directory the fake backend accepts as a PEFT adapter."""
+    directory = tmp_path / name
+    directory.mkdir()
+    (directory / "adapter_config.json").write_text('{"r": 16}')
+    return PolicySource(adapter_path=str(directory))
+
+
+def session(pool: LLMBackendPool, key: str = "t") -> TokenSession:
+    return TokenSession(pool, VLLMCompletionsDialect(), model="fake", trajectory_id=key)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+async def eventually(condition: object, timeout_s: float = 3.0) -> None:
+    deadline = asyncio.get_running_loop().time() + timeout_s
+    while not condition():  # type: ignore[operator]
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError("condition not met in time")
+        await asyncio.sleep(0.02)
+
+
+async def test_a_publish_loads_the_adapter_on_every_backend_before_the_next_turn_uses_it(
+    fake_llm: FakeFactory, tmp_path: Path
+) -> None:
+    a, b = await fake_llm(strict_model=True), await fake_llm(strict_model=True)
+    async with pool_for(a.url, b.url) as pool:
+        before = await session(pool, "before").generate([SYSTEM, USER])
+        report = await pool.policy.publish(1, adapter(tmp_path, "step1"))
+        assert a.loras == b.loras == {"policy-v1": str(tmp_path / "step1")}
+        assert sorted(report.loaded) == sorted([a.url, b.url]) and report.failed == []
+        turns = [await session(pool, f"t{i}").generate([SYSTEM, USER]) for i in range(4)]
+    assert before.policy_version is None and not before.text.startswith("[")
+    assert {t.policy_version for t in turns} == {1}
+    assert all(t.text.startswith("[policy-v1] ") for t in turns)  # the adapter answered
+    assert {t.backend for t in turns} == {a.url, b.url}
+    assert {r["model"] for r in a.generation_requests() + b.generation_requests()} == {"fake", "policy-v1"}
+
+
+async def test_a_turn_keeps_the_version_it_started_with_and_the_next_turn_uses_the_new_one(
+    fake_llm: FakeFactory, tmp_path: Path
+) -> None:
+    backend = await fake_llm(strict_model=True, hang_s=0.5)
+    async with pool_for(backend.url) as pool:
+        await pool.policy.publish(1, adapter(tmp_path, "step1"))
+        trajectory = session(pool)
+        backend.faults = ["hang"]  # the first turn is slow: the publish lands during it
+        first = asyncio.create_task(trajectory.generate([SYSTEM, USER]))
+        await eventually(lambda: len(backend.generation_requests()) == 1)
+        report = await pool.policy.publish(2, adapter(tmp_path, "step2"))
+        assert report.unloaded == []  # version 1 is still in use by the turn in flight
+        assert set(backend.loras) == {"policy-v1", "policy-v2"}
+        assert pool.policy.in_use() == {1: 1}
+        turn1 = await first
+        turn2 = await trajectory.generate([{"role": "user", "content": "More."}])
+        await eventually(lambda: set(backend.loras) == {"policy-v2"})  # unloaded once unused
+        record = trajectory.record()
+    assert (turn1.policy_version, turn2.policy_version) == (1, 2)
+    assert turn1.text.startswith("[policy-v1] ") and turn2.text.startswith("[policy-v2] ")
+    assert record.policy_versions == [1, 2]
+    assert pool.policy.in_use() == {}
+
+
+async def test_a_backend_that_fails_to_load_is_ejected_and_reported_and_the_other_serves_the_new_version(
+    fake_llm: FakeFactory, tmp_path: Path
+) -> None:
+    good = await fake_llm(strict_model=True)
+    bad = await fake_llm(strict_model=True, lora_load_error="not enough memory for the adapter")
+    async with pool_for(good.url, bad.url) as pool:
+        report = await pool.policy.publish(1, adapter(tmp_path, "step1"))
+        [failed] = [b for b in report.backends if not b.loaded]
+        assert report.loaded == [good.url]
+        assert failed.backend == bad.url and failed.ejected
+        assert "not enough memory" in (failed.reason or "")
+        served_before = len(bad.generation_requests())
+        turns = [await session(pool, f"t{i}").generate([SYSTEM, USER]) for i in range(4)]
+        await asyncio.sleep(0.3)  # several health rounds: the probe retries the load and fails
+        state = pool.balancer.state(bad.url)
+        assert state is not None and not state.healthy
+        assert "policy version 1 failed to load" in (state.last_error or "")
+    assert {t.backend for t in turns} == {good.url}
+    assert {t.policy_version for t in turns} == {1}
+    assert len(bad.generation_requests()) == served_before  # it served nothing, old or new
+
+
+async def test_a_bad_adapter_path_is_a_clear_error_and_the_old_version_keeps_serving(
+    fake_llm: FakeFactory, tmp_path: Path
+) -> None:
+    a, b = await fake_llm(strict_model=True), await fake_llm(strict_model=True)
+    async with pool_for(a.url, b.url) as pool:
+        await pool.policy.publish(1, adapter(tmp_path, "step1"))
+        missing = str(tmp_path / "no-such-adapter")
+        with pytest.raises(
+            PolicyLoadError, match="was loaded by no backend, so version 1 keeps serving"
+        ) as info:
+            await pool.policy.publish(2, PolicySource(adapter_path=missing))
+        assert missing in info.value.message and "No adapter found" in info.value.message
+        assert info.value.report.loaded == []
+        assert pool.policy.version == 1
+        assert all(e.healthy for e in pool.stats().endpoints)  # nobody ejected for a bad path
+        turn = await session(pool).generate([SYSTEM, USER])
+        # A retry of the same version with a good path works.
+        await pool.policy.publish(2, adapter(tmp_path, "step2"))
+    assert turn.policy_version == 1 and turn.text.startswith("[policy-v1] ")
+
+
+async def test_a_backend_without_runtime_lora_says_how_to_start_it(
+    fake_llm: FakeFactory, tmp_path: Path
+) -> None:
+    backend = await fake_llm(lora_api=False)
+    async with pool_for(backend.url) as pool:
+        with pytest.raises(PolicyLoadError, match=r"--enable-lora .*VLLM_ALLOW_RUNTIME_LORA_UPDATING=True"):
+            await pool.policy.publish(1, adapter(tmp_path, "step1"))
+
+
+async def test_a_first_publish_that_fails_keeps_the_base_model_serving(
+    fake_llm: FakeFactory, tmp_path: Path
+) -> None:
+    backend = await fake_llm(strict_model=True)
+    async with pool_for(backend.url) as pool:
+        with pytest.raises(PolicyLoadError, match="the base model keeps serving"):
+            await pool.policy.publish(1, PolicySource(adapter_path=str(tmp_path / "missing")))
+        turn = await session(pool).generate([SYSTEM, USER])
+    assert turn.policy_version is None and backend.generation_requests()[-1]["model"] == "fake"
+
+
+async def test_a_backend_that_comes_up_later_loads_the_current_version_before_taking_traffic(
+    fake_llm: FakeFactory, tmp_path: Path
+) -> None:
+    live = await fake_llm(strict_model=True)
+    port = free_port()
+    async with pool_for(live.url, f"http://127.0.0.1:{port}") as pool:
+        await pool.policy.publish(1, adapter(tmp_path, "step1"))
+        await session(pool, "early").generate([SYSTEM, USER])  # bound to the live backend
+        late = await fake_llm(strict_model=True, port=port)
+        await eventually(lambda: all(e.healthy for e in pool.stats().endpoints))
+        assert late.loras == {"policy-v1": str(tmp_path / "step1")}
+        turn = await session(pool, "fresh").generate([SYSTEM, USER])  # least loaded: the late one
+    assert turn.backend == late.url and turn.policy_version == 1
+    paths = late.paths()
+    assert paths.index("/v1/load_lora_adapter") < paths.index("/v1/completions")
+
+
+async def test_a_backend_added_at_runtime_that_cannot_load_the_current_version_stays_out(
+    fake_llm: FakeFactory, tmp_path: Path
+) -> None:
+    live = await fake_llm(strict_model=True)
+    broken = await fake_llm(strict_model=True, lora_load_error="LoRA is not enabled")
+    async with pool_for(live.url) as pool:
+        await pool.policy.publish(1, adapter(tmp_path, "step1"))
+        assert await pool.add_backend(broken.url) is False
+        await asyncio.sleep(0.2)
+        state = pool.balancer.state(broken.url)
+        assert state is not None and not state.healthy and "LoRA is not enabled" in (state.last_error or "")
+        turns = [await session(pool, f"t{i}").generate([SYSTEM, USER]) for i in range(3)]
+    assert {t.backend for t in turns} == {live.url}
+    assert broken.generation_requests() == []
+
+
+async def test_versions_no_longer_in_use_are_unloaded_from_every_backend(
+    fake_llm: FakeFactory, tmp_path: Path
+) -> None:
+    a, b = await fake_llm(), await fake_llm()
+    async with pool_for(a.url, b.url) as pool:
+        for version in (1, 2, 3):
+            report = await pool.policy.publish(version, adapter(tmp_path, f"step{version}"))
+            assert report.unloaded == ([f"policy-v{version - 1}"] if version > 1 else [])
+        assert set(a.loras) == set(b.loras) == {"policy-v3"}
+        assert pool.policy.loaded_on(a.url) == {3}
+    unloads = [body["lora_name"] for path, body in a.requests if path == "/v1/unload_lora_adapter"]
+    assert unloads == ["policy-v1", "policy-v2"]
+
+
+async def test_a_version_that_does_not_increase_is_refused(fake_llm: FakeFactory, tmp_path: Path) -> None:
+    backend = await fake_llm()
+    async with pool_for(backend.url) as pool:
+        await pool.policy.publish(2, adapter(tmp_path, "step2"))
+        for stale in (2, 1):
+            with pytest.raises(PolicyVersionError, match=rf"version {stale} refused.*current: 2"):
+                await pool.policy.publish(stale, adapter(tmp_path, f"again{stale}"))
+        with pytest.raises(PolicyVersionError):
+            await pool.policy.publish(0, adapter(tmp_path, "zero"))
+        assert pool.policy.version == 2 and set(backend.loras) == {"policy-v2"}
+
+
+async def test_full_weights_are_refused_by_a_vllm_pool_with_a_clear_error(fake_llm: FakeFactory) -> None:
+    backend = await fake_llm()
+    async with pool_for(backend.url) as pool:
+        with pytest.raises(PolicyNotSupportedError, match=r"weights_path.*not supported"):
+            await pool.policy.publish(1, PolicySource(weights_path="/ckpt/step1"))
+        assert pool.policy.version is None
+
+
+def test_a_policy_source_names_exactly_one_path() -> None:
+    for bad in ({}, {"adapter_path": "/a", "weights_path": "/w"}, {"adapter_path": ""}):
+        with pytest.raises(ValidationError, match="exactly one"):
+            PolicySource.model_validate(bad)
+
+
+async def test_the_model_name_of_new_turns_follows_the_published_version(
+    fake_llm: FakeFactory, tmp_path: Path
+) -> None:
+    backend = await fake_llm()
+    async with pool_for(backend.url) as pool:
+        access = LLMAccess(pool=pool, dialect=VLLMCompletionsDialect())
+        assert await access.model_name() == "fake"
+        await pool.policy.publish(1, adapter(tmp_path, "step1"))
+        assert await access.model_name() == "policy-v1"
+        access.model = None  # rediscovery lists the adapter too, but the base is the base
+        assert await access.model_name() == "policy-v1" and access.model == "fake"
+
+
+async def test_a_publish_request_as_a_trainer_sends_it_is_published_and_shown_in_the_status(
+    fake_llm: FakeFactory, tmp_path: Path
+) -> None:
+    backend = await fake_llm()
+    path = adapter(tmp_path, "step1").adapter_path
+    request = PublishRequest.model_validate({"version": 1, "adapter_path": path})
+    async with pool_for(backend.url) as pool:
+        await pool.policy.publish(request.version, request.source())
+        status = pool.policy.status()
+    assert status.current is not None and status.current.served_name == "policy-v1"
+    assert status.loaded == {backend.url: [1]} and status.in_use == {}
+    with pytest.raises(ValidationError):
+        PublishRequest.model_validate({"version": 0, "adapter_path": path})
+
+
+async def test_an_adapter_left_under_the_same_name_by_an_earlier_run_is_replaced(
+    fake_llm: FakeFactory, tmp_path: Path
+) -> None:
+    backend = await fake_llm(loras={"policy-v1": "/old/run/step1"})
+    async with pool_for(backend.url) as pool:
+        await pool.policy.publish(1, adapter(tmp_path, "step1"))
+    assert backend.loras == {"policy-v1": str(tmp_path / "step1")}
+
+
+async def test_a_publish_cut_short_leaves_the_old_version_serving_and_nothing_loaded(
+    fake_llm: FakeFactory, tmp_path: Path
+) -> None:
+    fast, slow = await fake_llm(), await fake_llm()
+    async with pool_for(fast.url, slow.url) as pool:
+        # The slow backend's load never answers in time; the caller gives up.
+        pool.policy.load_timeout_s = 30
+        slow.lora_load_delay_s = 10
+        publish = asyncio.create_task(pool.policy.publish(1, adapter(tmp_path, "step1")))
+        await eventually(lambda: "policy-v1" in fast.loras)
+        publish.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await publish
+        await eventually(lambda: fast.loras == {})
+        assert pool.policy.version is None
