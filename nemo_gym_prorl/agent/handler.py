@@ -28,6 +28,7 @@ from nemo_gym_prorl.agent.loop import FINISH_TOOL, AgentLimits, AgentTrajectory,
 from nemo_gym_prorl.agent.prompts import PromptError, initial_messages, row_messages
 from nemo_gym_prorl.llm.access import LLMAccess
 from nemo_gym_prorl.llm.dialects.structured import TrajectoryConstraint, decoding_summary
+from nemo_gym_prorl.llm.staleness import BASE_VERSION
 from nemo_gym_prorl.llm.tito import TokenSession
 from nemo_gym_prorl.llm.toolcalls import tool_call_to_openai
 from nemo_gym_prorl.pipeline.handler import InvalidInstanceError, RolloutFailure
@@ -154,7 +155,7 @@ class AgentRolloutHandler:
             raise RolloutFailure("infrastructure", f"tool call failed: {exc}") from exc
         finally:
             session.close()
-        trajectory = to_trajectory(agent, specs, {})
+        trajectory = to_trajectory(agent, specs, {}, trainer_step=job.policy_version)
         try:
             await self.transport.finish_run(job, state, agent, trajectory, model)
         except RolloutFailure as failure:
@@ -251,10 +252,16 @@ def domain_rollout_handler(
 
 
 def to_trajectory(
-    agent: AgentTrajectory, tool_specs: list[dict[str, Any]], artifacts: Mapping[str, Any]
+    agent: AgentTrajectory,
+    tool_specs: list[dict[str, Any]],
+    artifacts: Mapping[str, Any],
+    *,
+    trainer_step: int | None = None,
 ) -> Trajectory:
     """The pipeline's trajectory: messages with each assistant turn's token fields (ProRL's
-    `token_ids`/`input_ids`/`logprobs` and NeMo Gym's three fields), plus the agent's record."""
+    `token_ids`/`input_ids`/`logprobs` and NeMo Gym's three fields), plus the agent's record.
+    A turn no published policy stamped ran on `trainer_step` (a trainer that refits its own
+    backends says so on the job), else on the base model (version 0)."""
     turns = {turn.turn: turn for turn in agent.tokens.turns}
     messages: list[dict[str, Any]] = []
     assistant_index = 0
@@ -299,5 +306,10 @@ def to_trajectory(
         reroutes=[r.model_dump() for r in agent.tokens.reroutes],
         infrastructure_failed=agent.infrastructure_failed,
         decoding=decoding_summary(agent.tokens.turns),
+        policy_versions=list(
+            dict.fromkeys(
+                (v if v is not None else trainer_step or BASE_VERSION) for v in agent.tokens.policy_versions
+            )
+        ),
         failure=failure.model_dump() if failure else None,
     )

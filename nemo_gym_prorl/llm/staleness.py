@@ -48,6 +48,9 @@ class StalenessPolicy(BaseModel):
     action: StaleAction = Field(
         "flag", description="past the bound: rerun it on the current policy, drop it, or keep it flagged"
     )
+    max_reruns: int = Field(
+        2, ge=0, description="`rerun`: how often one job is run again; then it is dropped (masked)"
+    )
 
     def judge(self, trainer_version: int | None, policy_versions: Sequence[int | None]) -> StalenessVerdict:
         lag = staleness(trainer_version, policy_versions)

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from nemo_gym_prorl.llm.staleness import StalenessPolicy
+
 
 class PipelineConfig(BaseModel):
     """Defaults follow ProRL Agent's (64 INIT and RUN workers, EVAL = RUN, 300 s active budget)."""
@@ -38,6 +40,10 @@ class PipelineConfig(BaseModel):
         10.0, gt=0, description="How long a cancel waits for the job's resources to be released."
     )
     deadline_check_s: float = Field(0.5, gt=0, description="How often queued jobs are checked for deadlines.")
+    staleness: StalenessPolicy = Field(
+        default_factory=StalenessPolicy,
+        description="The bound on off-policy rollouts (policy versions behind the trainer) and its action.",
+    )
 
     @model_validator(mode="after")
     def _fill_queue_sizes(self) -> PipelineConfig:

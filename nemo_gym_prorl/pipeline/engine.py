@@ -28,6 +28,7 @@ from nemo_gym_prorl.pipeline.config import PipelineConfig
 from nemo_gym_prorl.pipeline.executor import InProcessExecutor, StageExecutor
 from nemo_gym_prorl.pipeline.handler import HandlerRegistry
 from nemo_gym_prorl.pipeline.job import Job, JobResult, JobSpec, JobState, Stage, new_job_id
+from nemo_gym_prorl.pipeline.policy_clock import PolicyClock
 from nemo_gym_prorl.pipeline.queue import QueueFullError, StageQueue
 from nemo_gym_prorl.pipeline.record import JobRecord
 from nemo_gym_prorl.pipeline.stages import StageRunner
@@ -82,6 +83,8 @@ class Pipeline(StageRunner):
         self.finished_total = {s: 0 for s in JobState if s.terminal}
         self.critical_errors_total: dict[str, int] = {}
         self.infra_retries_total = 0
+        self.stale_total: dict[str, int] = {}  # verdict -> rollouts past max_staleness
+        self.policy_clock = PolicyClock()  # the stack points it at its pool's published version
         self.stage_totals = StageTotals()
 
     # -- lifecycle --------------------------------------------------------------------------
@@ -144,6 +147,7 @@ class Pipeline(StageRunner):
                 wall_time_s=spec.budget.wall_time_s or cfg.wall_time_s,
                 group_id=spec.group_id,
                 metadata=spec.metadata,
+                policy_version=spec.policy_version,
             )
             jobs.append((job, JobRecord(job, self.handlers.get(task))))
         queue = self._queues[Stage.INIT]
@@ -152,6 +156,7 @@ class Pipeline(StageRunner):
                 f"{len(jobs)} jobs do not fit: {queue.free()} of {queue.maxsize} queue slots free; retry later"
             )
         for job, rec in jobs:
+            self.policy_clock.observe(job.policy_version)
             self._store.forget_tombstone(job.id)
             self._live[job.id] = rec
             queue.put_nowait(job.id, rec, job.priority)
@@ -244,6 +249,8 @@ class Pipeline(StageRunner):
             critical_errors_total=dict(self.critical_errors_total),
             evicted_total=self._store.evicted_total,
             infra_retries_total=self.infra_retries_total,
+            stale_total=dict(self.stale_total),
+            policy_version=self.policy_clock.current(),
             nodes=self.executor.nodes(),
         )
 

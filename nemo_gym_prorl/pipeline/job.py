@@ -93,6 +93,12 @@ class JobSpec(BaseModel):
     budget: Budget = Field(default_factory=Budget)
     group_id: str | None = Field(None, max_length=256, description="Prompt group (DAPO/GRPO grouping).")
     metadata: dict[str, Any] = Field(default_factory=dict, description="Opaque; echoed in the result.")
+    policy_version: int | None = Field(
+        None,
+        ge=0,
+        description="The trainer's step when the trainer owns the weights (NeMo RL refits its own vLLM "
+        "workers): the version of every turn the service could not stamp from a published policy.",
+    )
 
 
 class Job(BaseModel):
@@ -109,6 +115,7 @@ class Job(BaseModel):
     wall_time_s: float | None
     group_id: str | None
     metadata: dict[str, Any]
+    policy_version: int | None = None
 
 
 def new_job_id() -> str:
@@ -147,6 +154,9 @@ class Trajectory(BaseModel):
     decoding: dict[str, Any] | None = None
     response: dict[str, Any] | None = Field(None, description="The transport's response body (Gym: /run's).")
     observations: dict[str, Any] | None = Field(None, description="The transport's observability record.")
+    policy_versions: list[int] = Field(
+        default_factory=list, description="The policy versions its model calls used, in order (base: 0)."
+    )
 
 
 class Evaluation(BaseModel):
@@ -215,4 +225,12 @@ class JobResult(BaseModel):
         default_factory=list, description="Each start of the job on a node, the lost ones included."
     )
     infra_retries: int = Field(0, description="Times the job was re-run because its node was lost.")
+    policy_versions: list[int] = Field(
+        default_factory=list, description="The policy versions its model calls used, in order (base: 0)."
+    )
+    staleness: int | None = Field(
+        None, description="The trainer's version at the end minus the oldest version used (None: unknown)."
+    )
+    stale: bool = Field(False, description="Past `max_staleness` and kept with this flag (action `flag`).")
+    stale_reruns: int = Field(0, description="Times it was run again because it came back too stale.")
     timing: Timing = Field(default_factory=Timing)

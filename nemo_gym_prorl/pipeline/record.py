@@ -55,6 +55,9 @@ class JobRecord:
         self.attempts: list[Attempt] = []
         self.infra_retries = 0
         self.mask_sample = False
+        self.staleness: int | None = None
+        self.stale = False
+        self.stale_reruns = 0
         self.failure: FailureClass | None = None  # the handler's `RolloutFailure`, classified
         # Control.
         self.task: asyncio.Task[None] | None = None  # the stage task, or the cancel cleanup
@@ -176,6 +179,10 @@ class JobRecord:
             failure=self.failure if state is JobState.FAILED else None,
             attempts=[a.model_copy() for a in self.attempts],
             infra_retries=self.infra_retries,
+            policy_versions=list(self.trajectory.policy_versions) if self.trajectory else [],
+            staleness=self.staleness,
+            stale=self.stale,
+            stale_reruns=self.stale_reruns,
             timing=self.timing(timeout_triggered=critical_error == "timeout"),
         )
 

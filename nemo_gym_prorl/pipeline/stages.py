@@ -22,6 +22,7 @@ from nemo_gym_prorl.pipeline.config import PipelineConfig
 from nemo_gym_prorl.pipeline.executor import InfrastructureError, StageExecutor
 from nemo_gym_prorl.pipeline.handler import RolloutFailure
 from nemo_gym_prorl.pipeline.job import Attempt, CriticalError, JobState, Stage
+from nemo_gym_prorl.pipeline.policy_clock import PolicyClock
 from nemo_gym_prorl.pipeline.queue import StageQueue
 from nemo_gym_prorl.pipeline.record import JobRecord
 from nemo_gym_prorl.pipeline.status import StageTotals
@@ -41,6 +42,8 @@ class StageRunner:
     finished_total: dict[JobState, int]
     critical_errors_total: dict[str, int]
     infra_retries_total: int
+    stale_total: dict[str, int]
+    policy_clock: PolicyClock
     _queues: dict[Stage, StageQueue[JobRecord]]
     _live: dict[str, JobRecord]
     _store: ResultStore
@@ -102,6 +105,8 @@ class StageRunner:
                 await self._release(rec)
             if stage is Stage.EVAL:
                 await self._release(rec)
+                if self._rerun_if_stale(rec):
+                    return
                 self._finish(rec, JobState.DONE)
                 return
             # Hand-off: the time blocked on a full queue is the next stage's queue wait.
@@ -173,6 +178,28 @@ class StageRunner:
             self._end_cancelled(rec)
             return False
         return True
+
+    def _rerun_if_stale(self, rec: JobRecord) -> bool:
+        """Judge a finished rollout's staleness against the trainer's current version; past
+        `max_staleness`, flag it, drop it (masked: no trainer learns from it, nothing is lost),
+        or put it back at the front of INIT to run on the current policy (True)."""
+        bound = self.config.staleness
+        versions = rec.trajectory.policy_versions if rec.trajectory is not None else []
+        verdict = bound.judge(self.policy_clock.current(), versions)
+        rec.staleness, rec.stale = verdict.staleness, verdict.action != "keep"
+        if verdict.action == "keep":
+            return False
+        self.stale_total[verdict.action] = self.stale_total.get(verdict.action, 0) + 1
+        if verdict.action == "rerun" and rec.stale_reruns < bound.max_reruns:
+            logger.info("job %s is %s versions stale; running it again", rec.id, verdict.staleness)
+            rec.restart()
+            rec.stale_reruns += 1
+            self._queues[Stage.INIT].put_front(rec.id, rec)
+            return True
+        if verdict.action != "flag":  # dropped, or re-run as often as allowed
+            rec.mask_sample = True
+            rec.report["stale"] = f"{verdict.staleness} versions behind the trainer: not trained on"
+        return False
 
     def _retry_elsewhere(self, rec: JobRecord, stage: Stage, exc: InfrastructureError) -> bool:
         """A lost node: put the job back at the front of INIT for a fresh start elsewhere (its

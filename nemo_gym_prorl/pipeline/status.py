@@ -28,6 +28,10 @@ class PipelineStatus(BaseModel):
     critical_errors_total: dict[str, int]
     evicted_total: int
     infra_retries_total: int = 0
+    stale_total: dict[str, int] = Field(
+        default_factory=dict, description="Rollouts past max_staleness, by action (rerun, drop, flag)."
+    )
+    policy_version: int | None = Field(None, description="The trainer's current policy version, if known.")
     nodes: list[NodeStatus] = Field(
         default_factory=list, description="Where jobs run (empty for the in-process executor)."
     )

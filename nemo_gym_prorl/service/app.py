@@ -17,6 +17,7 @@ from fastapi import APIRouter, Depends, FastAPI, Query, Request, Response
 from fastapi.responses import StreamingResponse
 
 import nemo_gym_prorl
+from nemo_gym_prorl.llm.policy import PublishReport, PublishRequest
 from nemo_gym_prorl.pipeline import JobResult
 from nemo_gym_prorl.service.auth import bearer_guard
 from nemo_gym_prorl.service.backends import BackendNotFoundError, normalize_url
@@ -31,6 +32,7 @@ from nemo_gym_prorl.service.models import (
     BackendRequest,
     BackendsResponse,
     CancelRequest,
+    PolicyResponse,
     ProcessRequest,
     ProcessResult,
     ProrlStatus,
@@ -189,6 +191,20 @@ def _native_router(service: RolloutService) -> APIRouter:
         """Stop sending new work to a backend; it leaves once idle."""
         await service.backends.drain(body.url)
         return BackendsResponse(backends=await service.backends.list())
+
+    @router.post("/policy", response_model=PublishReport, tags=["policy"])
+    async def publish_policy(body: PublishRequest) -> PublishReport:
+        """Publish policy `version` (a LoRA adapter directory): every healthy backend loads it
+        before any new turn uses it; a backend that fails to load it stops serving."""
+        return await service.backends.publish_policy(body)
+
+    @router.get("/policy", response_model=PolicyResponse, tags=["policy"])
+    async def policy() -> PolicyResponse:
+        return PolicyResponse(
+            trainer_version=pipeline.policy_clock.current(),
+            served=service.backends.policy_status(),
+            staleness=pipeline.config.staleness,
+        )
 
     @router.get("/status", response_model=StatusResponse, tags=["operations"])
     async def status() -> StatusResponse:

@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, Field
 
 from nemo_gym_prorl.llm.balancer import EndpointInfo
+from nemo_gym_prorl.llm.policy import PolicyStatus, PublishReport, PublishRequest
 from nemo_gym_prorl.llm.pool import LLMBackendPool, normalize_base_url
 
 
@@ -55,6 +56,14 @@ class BackendRegistry(Protocol):
 
     async def list(self) -> list[BackendInfo]:
         """All backends with their health, newest information first available."""
+        ...
+
+    async def publish_policy(self, request: PublishRequest) -> PublishReport:
+        """Load a new policy version on every healthy backend before new turns use it."""
+        ...
+
+    def policy_status(self) -> PolicyStatus:
+        """The current version, turns in flight per version, versions loaded per backend."""
         ...
 
     async def aclose(self) -> None:
@@ -121,6 +130,12 @@ class PoolBackendRegistry:
 
     async def list(self) -> list[BackendInfo]:
         return [_to_info(e) for e in self.pool.stats().endpoints]
+
+    async def publish_policy(self, request: PublishRequest) -> PublishReport:
+        return await self.pool.policy.publish(request.version, request.source())
+
+    def policy_status(self) -> PolicyStatus:
+        return self.pool.policy.status()
 
     async def aclose(self) -> None:
         for task in list(self._drains):

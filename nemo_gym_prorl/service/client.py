@@ -22,13 +22,14 @@ from typing import Any, Literal
 
 import httpx
 
+from nemo_gym_prorl.llm.policy import PublishReport
 from nemo_gym_prorl.pipeline import JobResult
 from nemo_gym_prorl.service import client_requests as api
 from nemo_gym_prorl.service.backends import BackendInfo
 from nemo_gym_prorl.service.batches_client import AsyncBatchesClientMixin, BatchesClientMixin
 from nemo_gym_prorl.service.client_errors import api_error
 from nemo_gym_prorl.service.client_requests import Call, JobLike, StreamCall, process_body
-from nemo_gym_prorl.service.models import ProcessResult, StatusResponse, WaitResponse
+from nemo_gym_prorl.service.models import PolicyResponse, ProcessResult, StatusResponse, WaitResponse
 
 __all__ = ["AsyncRolloutClient", "JobLike", "RolloutClient", "process_body"]
 
@@ -101,6 +102,13 @@ class RolloutClient(BatchesClientMixin):
     def backends(self) -> list[BackendInfo]:
         return self._send(api.backends())
 
+    def publish_policy(self, version: int, adapter_path: str) -> PublishReport:
+        """Every healthy backend loads the adapter as `version` before new turns use it."""
+        return self._send(api.publish_policy(version, adapter_path))
+
+    def policy(self) -> PolicyResponse:
+        return self._send(api.policy())
+
     def add_backend(self, url: str, **options: Any) -> list[BackendInfo]:
         return self._send(api.add_backend(url, options))
 
@@ -169,6 +177,13 @@ class AsyncRolloutClient(AsyncBatchesClientMixin):
 
     async def backends(self) -> list[BackendInfo]:
         return await self._send(api.backends())
+
+    async def publish_policy(self, version: int, adapter_path: str) -> PublishReport:
+        """Every healthy backend loads the adapter as `version` before new turns use it."""
+        return await self._send(api.publish_policy(version, adapter_path))
+
+    async def policy(self) -> PolicyResponse:
+        return await self._send(api.policy())
 
     async def add_backend(self, url: str, **options: Any) -> list[BackendInfo]:
         return await self._send(api.add_backend(url, options))

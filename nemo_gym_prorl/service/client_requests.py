@@ -17,10 +17,12 @@ from typing import Any, Literal
 
 import httpx
 
+from nemo_gym_prorl.llm.policy import PublishReport
 from nemo_gym_prorl.pipeline import JobResult, JobSpec
 from nemo_gym_prorl.service.backends import BackendInfo
 from nemo_gym_prorl.service.client_errors import api_error
 from nemo_gym_prorl.service.models import (
+    PolicyResponse,
     ProcessRequest,
     ProcessResult,
     StatusResponse,
@@ -129,6 +131,15 @@ def remove_backend(url: str) -> Call[list[BackendInfo]]:
 
 def drain_backend(url: str) -> Call[list[BackendInfo]]:
     return Call("POST", "/v1/backends/drain", _backends, {"json": {"url": url}})
+
+
+def publish_policy(version: int, adapter_path: str) -> Call[PublishReport]:
+    body = {"version": version, "adapter_path": adapter_path}
+    return Call("POST", "/v1/policy", PublishReport.model_validate, {"json": body})
+
+
+def policy() -> Call[PolicyResponse]:
+    return Call("GET", "/v1/policy", PolicyResponse.model_validate)
 
 
 def process_body(

@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from nemo_gym_prorl.llm.access import LLMConfig
+from nemo_gym_prorl.llm.policy import PolicyStatus, PublishReport, PublishRequest
 from nemo_gym_prorl.pipeline.executor import StageExecutor
 from nemo_gym_prorl.pipeline.ray_executor import NodeShare, RayExecutor
 from nemo_gym_prorl.service.backends import BackendInfo, BackendRegistry, PoolBackendRegistry
@@ -45,6 +46,9 @@ class SharedBackends:
 
     async def drain(self, url: str) -> BackendInfo:
         return await self.registry.drain(url)
+
+    async def publish_policy(self, request: PublishRequest) -> PublishReport:
+        return await self.registry.publish_policy(request)
 
     def reshare(self, share: NodeShare) -> None:
         """Take `share` of every backend's cluster-wide cap from now on."""
@@ -86,6 +90,16 @@ class ClusterBackendRegistry:
         info = await self.local.drain(url)
         await self.executor.broadcast_backends("drain", url)
         return info
+
+    async def publish_policy(self, request: PublishRequest) -> PublishReport:
+        """The service's pool first (a bad adapter is refused before any node sees it), then
+        every node's pool, whose rollouts do the generating."""
+        report = await self.local.publish_policy(request)
+        await self.executor.broadcast_backends("publish_policy", request)
+        return report
+
+    def policy_status(self) -> PolicyStatus:
+        return self.local.policy_status()
 
     async def list(self) -> list[BackendInfo]:
         return await self.local.list()

@@ -122,7 +122,27 @@ def collect(pipeline: Pipeline, backends: list[BackendInfo], accepting: bool) ->
     ]
     if status.nodes:  # only executors that place jobs on nodes have these
         metrics += node_metrics(status)
+    metrics += policy_metrics(status)
     return metrics
+
+
+def policy_metrics(status: PipelineStatus) -> list[Metric]:
+    return [
+        Metric(
+            "prorl_jobs_stale",
+            "counter",
+            "Rollouts past max_staleness, by the action taken (rerun, drop, flag).",
+            "action",
+            [(a, float(status.stale_total.get(a, 0))) for a in ("rerun", "drop", "flag")],
+        ),
+        Metric(
+            "prorl_policy_version",
+            "gauge",
+            "The trainer's current policy version (-1: none published or reported).",
+            None,
+            [(None, float(-1 if status.policy_version is None else status.policy_version))],
+        ),
+    ]
 
 
 def node_metrics(status: PipelineStatus) -> list[Metric]:

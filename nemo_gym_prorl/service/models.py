@@ -9,6 +9,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from nemo_gym_prorl.llm.policy import PolicyStatus
+from nemo_gym_prorl.llm.staleness import StalenessPolicy
 from nemo_gym_prorl.pipeline import JobResult, JobSpec, JobState, PipelineStatus, Timing
 from nemo_gym_prorl.service.backends import BackendInfo
 
@@ -173,3 +175,14 @@ class ProrlStatus(BaseModel):
 class Ack(BaseModel):
     status: Literal["ok"] = "ok"
     message: str
+
+
+class PolicyResponse(BaseModel):
+    """`GET /v1/policy`: the trainer's version rollouts are judged against, what the backends
+    serve, and the staleness bound."""
+
+    trainer_version: int | None = Field(
+        description="The newest of the published version and the trainer steps submissions carried."
+    )
+    served: PolicyStatus
+    staleness: StalenessPolicy

@@ -33,6 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from nemo_gym_prorl.llm.access import LLMAccess, LLMConfig
 from nemo_gym_prorl.pipeline import HandlerRegistry, Pipeline, PipelineConfig
 from nemo_gym_prorl.pipeline.executors import make_executor
+from nemo_gym_prorl.pipeline.policy_clock import PolicyClock
 from nemo_gym_prorl.pipeline.ray_executor import ExecutorConfig, NodeBuilder, NodeRuntime, NodeShare
 from nemo_gym_prorl.service.app import create_app, rollout_router
 from nemo_gym_prorl.service.backends import BackendRegistry, PoolBackendRegistry
@@ -71,6 +72,9 @@ class RolloutStack:
         self.llm = LLMAccess.from_config(config.llm)
         self.backends = PoolBackendRegistry(self.llm.pool)
         self.pipeline = Pipeline(handlers(self.llm, self.backends), config.pipeline)
+        # Staleness is judged against the version the backends were last given (or, for a
+        # trainer that refits its own backends, the step its submissions carry).
+        self.pipeline.policy_clock = PolicyClock(lambda: self.llm.pool.policy.version)
         self.service = RolloutService(self.pipeline, self.backends, config.service)
         self._router: APIRouter | None = None
         self._router_args: tuple[str | None, DatasetCatalog | None] = (None, None)

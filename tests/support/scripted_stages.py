@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -75,12 +76,16 @@ class ScriptedHandler:
         eval_needs_run_state: bool = True,
         gen_slots: asyncio.Semaphore | None = None,
         track: bool = True,
+        policy_version: Callable[[], int] | None = None,
         **defaults: Any,
     ) -> None:
         self.eval_needs_run_state = eval_needs_run_state
         self.track = track  # per-job history for tests; off for long runs (it grows per job)
         self.defaults = Script.model_validate(defaults)
         self.gen_slots = gen_slots  # RUN holds one (models a bounded generation concurrency)
+        # The policy version a RUN samples with, read when it starts (like a turn's version);
+        # None: the trainer's step the job carries, as a real handler records it.
+        self.policy_version = policy_version
         self.live: set[str] = set()
         self.released: list[str] = []
         self.entered: dict[Stage, list[str]] = {stage: [] for stage in Stage}
@@ -117,6 +122,7 @@ class ScriptedHandler:
 
     async def _run_turns(self, job: Job, state: ScriptedState) -> Trajectory:
         script = state.script
+        version = self.policy_version() if self.policy_version is not None else job.policy_version or 0
         messages: list[dict[str, Any]] = []
         think = script.run_s / script.turns
         for turn in range(script.turns):
@@ -126,7 +132,9 @@ class ScriptedHandler:
             await asyncio.sleep(max(0.0, think - (time.monotonic() - started)))
             messages.append({"role": "tool", "content": observation})
         self._maybe_fail(script, Stage.RUN)
-        return Trajectory(messages=messages, finish=True, end_properly=True, stop_reason="finish")
+        return Trajectory(
+            messages=messages, finish=True, end_properly=True, stop_reason="finish", policy_versions=[version]
+        )
 
     async def evaluate(self, job: Job, state: ScriptedState | None, trajectory: Trajectory) -> Evaluation:
         self._enter(Stage.EVAL, job.id)
