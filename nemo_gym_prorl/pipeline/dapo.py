@@ -92,6 +92,7 @@ class DapoScheduler:
         self._watchers: set[asyncio.Task[None]] = set()
         self._seq = 0
         self._batch_index = 0
+        self._policy_version: int | None = None  # the trainer's step the running batch carries
         self._active = False
         self._closed = False
         self._inflight_policy: Literal["carry_over", "cancel"] | None = None
@@ -128,16 +129,20 @@ class DapoScheduler:
             raise BatchFailedError(stats)
         return delivered, stats
 
-    async def stream_batch(self, groups: int | None = None) -> AsyncIterator[BatchEvent]:
+    async def stream_batch(
+        self, groups: int | None = None, policy_version: int | None = None
+    ) -> AsyncIterator[BatchEvent]:
         """Events as groups complete: `group` (informative), `dropped` (uniform/failed), and a
         final `end` with the stats. Stopping early (aclose, cancel) ends the batch as `cancelled`
-        and applies the in-flight policy."""
+        and applies the in-flight policy. `policy_version`: the trainer's step, stamped on the
+        jobs this batch starts (a trainer that refits its own backends)."""
         if self._closed:
             raise RuntimeError(f"DAPO scheduler {self.id} is closed")
         if self._active:
             raise RuntimeError(f"DAPO scheduler {self.id} already has a batch running")
         self._active = True
         self._batch_index += 1
+        self._policy_version = policy_version
         want = groups if groups is not None else self.config.batch_groups
         if want < 1:
             self._active = False
@@ -299,6 +304,7 @@ class DapoScheduler:
                     priority=priority,
                     budget=cfg.budget,
                     group_id=prompt.group_id,
+                    policy_version=self._policy_version,
                     metadata={
                         "dapo": {
                             "scheduler": self.id,

@@ -109,6 +109,11 @@ class BatchRequest(BaseModel):
     session_id: str | None = Field(None, min_length=1, max_length=64, pattern=ID_PATTERN)
     source: SourceSpec | None = None
     config: DapoConfig | None = None
+    policy_version: int | None = Field(
+        None,
+        ge=0,
+        description="The trainer's step, stamped on the batch's jobs (staleness on NeMo RL's path).",
+    )
 
 
 class BatchInfo(BaseModel):
@@ -143,10 +148,13 @@ class SessionList(BaseModel):
 class BatchRun:
     """One batch: its background task and every event it produced, for polling and replay."""
 
-    def __init__(self, batch_id: str, session: Session, groups: int | None) -> None:
+    def __init__(
+        self, batch_id: str, session: Session, groups: int | None, policy_version: int | None = None
+    ) -> None:
         self.id = batch_id
         self.session = session
         self.groups = groups
+        self.policy_version = policy_version
         self.created_at = time.time()
         self.events: list[BatchEvent] = []
         self.stats: BatchStats | None = None
@@ -156,7 +164,7 @@ class BatchRun:
 
     async def run(self) -> None:
         try:
-            async for event in self.session.scheduler.stream_batch(self.groups):
+            async for event in self.session.scheduler.stream_batch(self.groups, self.policy_version):
                 if self.stats is None:
                     self.stats = self.session.scheduler.current
                 await self._append(event)
@@ -261,7 +269,7 @@ class BatchManager:
                 raise ApiError(
                     409, "batch_running", f"session {session.id!r} is running batch {session.running.id}"
                 )
-            run = BatchRun(f"batch-{uuid.uuid4().hex[:12]}", session, request.groups)
+            run = BatchRun(f"batch-{uuid.uuid4().hex[:12]}", session, request.groups, request.policy_version)
             session.running = run
             session.batch_ids.append(run.id)
             session.last_used = time.monotonic()
