@@ -4,7 +4,7 @@
 """`prorl serve` configuration: composed with Hydra from configs/service/, validated by pydantic.
 
 Composition: `serve.yaml` plus the config groups `sandbox=bubblewrap|apptainer|local_unsafe`
-and `tasks=default|scripted|none`, then command-line overrides (`pipeline.run_workers=64`,
+and `tasks=default|none`, then command-line overrides (`pipeline.run_workers=64`,
 `+tasks.mine.handler=pkg.mod:factory`, `auth.token=...`).
 """
 
