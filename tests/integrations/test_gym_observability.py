@@ -159,6 +159,24 @@ async def test_with_observability_off_only_the_bundle_travels_and_nothing_is_wri
     assert not list(tmp_path.iterdir())
 
 
+async def test_seed_tool_and_verify_calls_are_made_in_the_rollouts_context() -> None:
+    """Gym prefixes a resources-server call with its rollout id (`/ng-rollout/<id>/...`) from the
+    rollout context: every call of a rollout carries it, not only `/verify`."""
+    resources = FakeResources(reward=1.0)
+    settings = ProRLAgentSettings(pipeline=PipelineConfig(init_workers=2, run_workers=2, eval_workers=2))
+    access = ResolvedModelAccess(
+        LLMConfig(backends=["http://127.0.0.1:9"], dialect="vllm", model="m", health_path=None), "backends"
+    )
+    runtime = ProRLGymRuntime(settings, {"prorl_math": "prorl_math"}, lambda: resources, access)
+    runtime.llm.dialect = ScriptedDialect([CALL, ANSWER])
+    try:
+        outcome = await runtime.run(row(**INDICES))
+    finally:
+        await runtime.close()
+    assert outcome.status == 200, outcome.body
+    assert resources.rollout_ids == [("/seed_session", "3-1"), ("/ipython", "3-1"), ("/verify", "3-1")]
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(300)
 async def test_rollouts_run_on_ray_nodes_are_observed_like_local_ones(tmp_path: Path) -> None:
@@ -195,7 +213,9 @@ async def test_rollouts_run_on_ray_nodes_are_observed_like_local_ones(tmp_path: 
     for rollout, outcome in enumerate(outcomes):
         assert len((capture / f"5-{rollout}.capture.jsonl").read_text().splitlines()) == 2
         sent = TrajectoryRecord.model_validate(outcome.body["ng_trajectory"])
-        assert [t.tool_name for t in sent.tool_calls] == ["ipython"] and sent.tool_calls[0].output
+        assert [t.tool_name for t in sent.tool_calls] == ["ipython"]
+        # The node's tool call was made in the rollout's context too (the fake names it in its reply).
+        assert f"in rollout 5-{rollout}" in str(sent.tool_calls[0].output)
     records = [collected(o.body, capture) for o in outcomes]
     assert [(d.verdict, d.unobserved) for d in health_of(records, tmp_path)] == [("healthy", [])] * 2
 

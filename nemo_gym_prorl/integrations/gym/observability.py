@@ -198,7 +198,7 @@ def _record(directory: Path, rollout_id: str, exchanges: Sequence[Mapping[str, A
         store.record(rollout_id, dict(exchange))
 
 
-def _rollout_id(row: Mapping[str, Any]) -> str | None:
+def rollout_id_of(row: Mapping[str, Any]) -> str | None:
     """Gym's rollout id of a `/run` body; None without one (or with one Gym would refuse)."""
     try:
         return maybe_rollout_id_from_run_body(dict(row))
@@ -214,7 +214,7 @@ def rollout_identity(row: Mapping[str, Any], fallback: str) -> tuple[str, str]:
         (str(row[key]) for key in ("task_id", "problem_id", "instance_id") if row.get(key) is not None),
         str(task_index) if task_index is not None else fallback,
     )
-    rollout_id = _rollout_id(row)
+    rollout_id = rollout_id_of(row)
     if rollout_id is None:
         rollout_index = row.get("_ng_rollout_index")
         both = task_index is not None and rollout_index is not None
@@ -319,7 +319,7 @@ async def publish(
     body["ng_trajectory"] = trajectory_record(
         row, observed, resolved=resolved if isinstance(resolved, bool) else None
     )
-    rollout_id = _rollout_id(row)
+    rollout_id = rollout_id_of(row)
     if rollout_id and observed.get("model_calls"):
         # fsync per exchange (Gym's durability contract): off the event loop.
         await asyncio.to_thread(_record, directory, rollout_id, observed["model_calls"])
