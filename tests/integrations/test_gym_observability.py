@@ -33,7 +33,8 @@ from nemo_gym_prorl.integrations.gym.observability import capture_dir, invocatio
 from nemo_gym_prorl.integrations.gym.runtime import ProRLGymRuntime
 from nemo_gym_prorl.llm.access import LLMConfig
 from nemo_gym_prorl.pipeline import PipelineConfig
-from nemo_gym_prorl.pipeline.ray_executor import ExecutorConfig, RayExecutorConfig
+from nemo_gym_prorl.pipeline.executors import ExecutorConfig
+from nemo_gym_prorl.pipeline.ray_config import RayExecutorConfig
 
 INDICES = {"_ng_task_index": 3, "_ng_rollout_index": 1}
 

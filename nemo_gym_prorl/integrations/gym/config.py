@@ -20,7 +20,7 @@ from nemo_gym_prorl.integrations.nemo_rl.result import InfrastructureFailureAnsw
 from nemo_gym_prorl.llm.access import LLMConfig
 from nemo_gym_prorl.llm.dialects import DialectName
 from nemo_gym_prorl.pipeline import PipelineConfig
-from nemo_gym_prorl.pipeline.ray_executor import ExecutorConfig
+from nemo_gym_prorl.pipeline.executors import ExecutorConfig
 
 ModelSource = Literal["auto", "backends", "policy_base_url", "model_server"]
 
