@@ -80,7 +80,7 @@ def _test(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
-def add_gym_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:  # type: ignore[type-arg]
+def add_gym_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     gym = subparsers.add_parser("gym", help="the NeMo Gym stack (agent + resources servers) in this venv")
     sub = gym.add_subparsers(dest="gym_command", required=True)
 

@@ -26,7 +26,7 @@ from nemo_gym_prorl.llm.embedded import (
 )
 
 
-def add_model_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:  # type: ignore[type-arg]
+def add_model_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     model = subparsers.add_parser("model", help="the local inference backend (vLLM)")
     sub = model.add_subparsers(dest="model_command", required=True)
 

@@ -26,7 +26,7 @@ def _say(message: str) -> None:
     print(f"[sandbox] {message}", flush=True)
 
 
-def add_sandbox_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:  # type: ignore[type-arg]
+def add_sandbox_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     sandbox = subparsers.add_parser("sandbox", help="the sandboxes' own Python runtime")
     sub = sandbox.add_subparsers(dest="sandbox_command", required=True)
     p_setup = sub.add_parser(

@@ -37,7 +37,7 @@ from nemo_gym_prorl.integrations.gym import observability
 from nemo_gym_prorl.integrations.gym.response import chat_tool_specs, gym_response
 from nemo_gym_prorl.pipeline import Evaluation, Job, RolloutFailure, Trajectory
 from nemo_gym_prorl.tools.dispatch import ToolObservation, decode_arguments, invalid_arguments, unknown_tool
-from nemo_gym_prorl.tools.specs import ARGUMENT_MODELS
+from nemo_gym_prorl.tools.specs import ALL_TOOLS, ARGUMENT_MODELS
 
 
 class ResourcesReply(NamedTuple):
@@ -166,10 +166,9 @@ class ResourcesToolExecutor:
         body = decode_arguments(name, arguments)
         if isinstance(body, ToolObservation):
             return body
-        schema = ARGUMENT_MODELS.get(name)
-        if schema is not None:  # one of ours: the same schema check as in process, before the POST
+        if name in ALL_TOOLS:  # one of ours: the same schema check as in process, before the POST
             try:
-                schema.model_validate(body)
+                ARGUMENT_MODELS[name].model_validate(body)
             except ValidationError as exc:
                 return invalid_arguments(name, exc)
         reply = await self.post(f"/{name}", body)

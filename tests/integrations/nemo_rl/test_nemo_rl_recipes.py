@@ -34,6 +34,34 @@ def test_every_recipe_passes_nemo_rl_schema_runner_rules_and_ours(recipe: Path) 
     assert report.ok, report.render()
 
 
+@pytest.mark.parametrize("recipe", RECIPES, ids=lambda p: p.stem)
+def test_training_turns_gyms_observability_off_over_the_gym_configs(
+    recipe: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The Gym configs a recipe composes turn observability on; Gym's own parser, given the recipe's
+    `env.nemo_gym` as NeMo RL hands it over, must end with it off (each /run would otherwise ship
+    a trajectory whose size grows with the square of the turn count)."""
+    from nemo_gym.global_config import GlobalConfigDictParser, GlobalConfigDictParserConfig
+    from omegaconf import OmegaConf
+
+    from nemo_gym_prorl.assets import project_root
+    from nemo_gym_prorl.integrations.gym.observability import capture_dir
+
+    monkeypatch.setenv("NEMO_GYM_EXTRA_ROOTS", str(project_root()))
+    monkeypatch.chdir(project_root())
+    gym = load_recipe(recipe)["env"]["nemo_gym"]
+    initial = OmegaConf.merge(GlobalConfigDictParserConfig.NO_MODEL_GLOBAL_CONFIG_DICT, gym)
+    config = GlobalConfigDictParser().parse(
+        GlobalConfigDictParserConfig(
+            initial_global_config_dict=initial,
+            skip_load_from_cli=True,
+            skip_load_from_dotenv=True,
+            offline=True,
+        )
+    )
+    assert config["observability_enabled"] is False and capture_dir(config) is None
+
+
 def test_the_record_names_the_nemo_rl_commit_it_was_derived_from() -> None:
     record = load_record()
     assert len(record["nemo_rl_commit"]) == 40
