@@ -16,12 +16,11 @@ from pathlib import Path
 import pytest
 from nemo_gym.atif_export import gym_rollout_to_atif
 from nemo_gym.base_responses_api_model import merge_model_call_capture_into_record
-from nemo_gym.global_config import GlobalConfigDictParser, GlobalConfigDictParserConfig
 from nemo_gym.rollout_collection import _attach_ng_perf, _attach_trajectory_record
 from nemo_gym.rollout_health import run_health_checks
 from nemo_gym.rollout_observability import AgentObservationBundle, TrajectoryRecord
-from omegaconf import OmegaConf
 from support.fake_llm import FakeLLM
+from support.gym_config import parse_global_config
 from support.gym_fakes import FakeResources, ScriptedDialect
 from support.ray_cluster import two_node_cluster
 from test_gym_agent import ANSWER, CALL, row
@@ -235,17 +234,7 @@ def test_every_composition_keeps_gyms_observability_on(
 ) -> None:
     monkeypatch.setenv("NEMO_GYM_EXTRA_ROOTS", str(project_root()))
     monkeypatch.chdir(project_root())
-    initial = OmegaConf.merge(
-        GlobalConfigDictParserConfig.NO_MODEL_GLOBAL_CONFIG_DICT, {"config_paths": paths}
-    )
-    config = GlobalConfigDictParser().parse(
-        GlobalConfigDictParserConfig(
-            initial_global_config_dict=initial,
-            skip_load_from_cli=True,
-            skip_load_from_dotenv=True,
-            offline=True,
-        )
-    )
+    config = parse_global_config({"config_paths": paths})
     directory = capture_dir(config)  # Gym's own validation: on, with an absolute directory
     assert directory is not None and directory.is_absolute()
 

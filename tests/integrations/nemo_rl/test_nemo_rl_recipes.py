@@ -41,8 +41,7 @@ def test_training_turns_gyms_observability_off_over_the_gym_configs(
     """The Gym configs a recipe composes turn observability on; Gym's own parser, given the recipe's
     `env.nemo_gym` as NeMo RL hands it over, must end with it off (each /run would otherwise ship
     a trajectory whose size grows with the square of the turn count)."""
-    from nemo_gym.global_config import GlobalConfigDictParser, GlobalConfigDictParserConfig
-    from omegaconf import OmegaConf
+    from support.gym_config import parse_global_config
 
     from nemo_gym_prorl.assets import project_root
     from nemo_gym_prorl.integrations.gym.observability import capture_dir
@@ -50,15 +49,7 @@ def test_training_turns_gyms_observability_off_over_the_gym_configs(
     monkeypatch.setenv("NEMO_GYM_EXTRA_ROOTS", str(project_root()))
     monkeypatch.chdir(project_root())
     gym = load_recipe(recipe)["env"]["nemo_gym"]
-    initial = OmegaConf.merge(GlobalConfigDictParserConfig.NO_MODEL_GLOBAL_CONFIG_DICT, gym)
-    config = GlobalConfigDictParser().parse(
-        GlobalConfigDictParserConfig(
-            initial_global_config_dict=initial,
-            skip_load_from_cli=True,
-            skip_load_from_dotenv=True,
-            offline=True,
-        )
-    )
+    config = parse_global_config(gym)
     assert config["observability_enabled"] is False and capture_dir(config) is None
 
 
