@@ -24,9 +24,10 @@ from typing import Any
 
 from nemo_gym_prorl.assets import project_root
 from nemo_gym_prorl.datasets.rows import DEFAULT_AGENT, pick_examples, split_rows, write_jsonl
+from nemo_gym_prorl.tools.specs import ToolName
 
 DOMAINS = ("math", "stem", "code", "swe")
-DOMAIN_TOOLS = {"math": ("ipython", "submit"), "stem": ("ipython", "submit"), "code": ("bash", "editor", "ipython"),
+DOMAIN_TOOLS: dict[str, tuple[ToolName, ...]] = {"math": ("ipython", "submit"), "stem": ("ipython", "submit"), "code": ("bash", "editor", "ipython"),
                 "swe": ("bash", "editor")}  # fmt: skip
 
 
@@ -35,7 +36,7 @@ def responses_tools(domain: str) -> list[dict[str, Any]]:
     from nemo_gym_prorl.tools import tool_specs
 
     out = []
-    for spec in tool_specs(list(DOMAIN_TOOLS[domain])):  # type: ignore[arg-type]
+    for spec in tool_specs(list(DOMAIN_TOOLS[domain])):
         fn = spec.get("function", spec)
         out.append({"type": "function", "name": fn["name"], "description": fn.get("description", ""),
                     "parameters": fn.get("parameters", {}), "strict": False})  # fmt: skip

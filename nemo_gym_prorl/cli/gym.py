@@ -80,7 +80,7 @@ def _test(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
-def add_gym_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:  # type: ignore[type-arg]
+def add_gym_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     gym = subparsers.add_parser("gym", help="the NeMo Gym stack (agent + resources servers) in this venv")
     sub = gym.add_subparsers(dest="gym_command", required=True)
 
@@ -93,7 +93,9 @@ def add_gym_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentP
         help="math, stem, code, swe (repeatable or comma-separated) or mixed (default)",
     )
     p_up.add_argument("--model-url", help="an OpenAI-compatible vLLM server (e.g. from `prorl model serve`)")
-    p_up.add_argument("--model-name", help="served model name (default: read from /v1/models)")
+    p_up.add_argument(
+        "--model-name", help="served model name (default: read from /v1/models; with --serve-model, its name)"
+    )
     p_up.add_argument("--serve-model", action="store_true", help="also start the embedded vLLM-CPU model")
     p_up.add_argument("--head-port", type=int, default=11000, help="Gym head server port (default 11000)")
     p_up.add_argument("--state-dir", default=".prorl/gym", help="pids, logs, venv links, work dir")

@@ -28,7 +28,7 @@ from nemo_gym_prorl.llm.embedded import (
 )
 
 
-def add_model_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:  # type: ignore[type-arg]
+def add_model_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     model, sub = add_group_with_setup(
         subparsers,
         "model",

@@ -27,7 +27,7 @@ def _say(message: str) -> None:
     print(f"[sandbox] {message}", flush=True)
 
 
-def add_sandbox_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:  # type: ignore[type-arg]
+def add_sandbox_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     sandbox, sub = add_group_with_setup(subparsers, "sandbox", help="the sandboxes' own Python runtime", setup=(
         cmd_sandbox_setup,
         "build the minimal Python runtime sandboxes run (pinned lock, no graders; idempotent)",

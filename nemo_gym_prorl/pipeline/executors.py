@@ -1,23 +1,42 @@
 # SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
 # SPDX-License-Identifier: Apache-2.0
 
-"""Which `StageExecutor` runs the stages, chosen by name from `EXECUTORS`.
+"""Which `StageExecutor` runs the stages, chosen by name from `EXECUTORS` (`executor.kind`).
 
 The built-ins are `inprocess` (this event loop) and `ray` (one rollout actor per node, each
 built by the `NodeBuilder` it is given). Another executor plugs in as
-`EXECUTORS.register("mine", factory)`; a factory takes the executor config, the node builder
-(None in process) and NeMo Gym's Ray head address, and returns the executor, started.
+`EXECUTORS.register("mine", factory)`, or from configuration as an import target
+(`executor.kind=mypkg.executors:make`); a factory takes the executor config, the node builder
+(None in process) and NeMo Gym's Ray head address, and returns the executor, started. A kind
+that names neither is refused when the config is read, with the known names.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable
+from typing import Annotated
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from nemo_gym_prorl.pipeline.executor import InProcessExecutor, StageExecutor
-from nemo_gym_prorl.pipeline.ray_executor import ExecutorConfig, NodeBuilder, RayExecutor
+from nemo_gym_prorl.pipeline.ray_config import RayExecutorConfig
+from nemo_gym_prorl.pipeline.ray_executor import NodeBuilder, RayExecutor
 from nemo_gym_prorl.registry import Registry
 
 EXECUTORS: Registry[Awaitable[StageExecutor]] = Registry("executor")
+# A registered executor ("inprocess", "ray", or one registered before the config is read) or an
+# import target `package.module:factory`.
+ExecutorName = Annotated[str, AfterValidator(EXECUTORS.check)]
+
+
+class ExecutorConfig(BaseModel):
+    """Where stages run: `inprocess` (this process), `ray` (actors on the cluster's nodes), or an
+    executor of one's own by registered name or import target."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: ExecutorName = "inprocess"
+    ray: RayExecutorConfig = Field(default_factory=RayExecutorConfig)
 
 
 @EXECUTORS.register("inprocess")

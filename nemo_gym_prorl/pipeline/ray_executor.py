@@ -27,9 +27,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from typing import Any, Literal
-
-from pydantic import BaseModel, ConfigDict, Field
+from typing import Any
 
 from nemo_gym_prorl.pipeline.executor import (
     InfrastructureError,
@@ -419,12 +417,3 @@ class RayExecutor:
         for node, result in zip(live, results, strict=True):
             if isinstance(result, BaseException):
                 logger.warning("backend %s on node %s failed: %s", method, node.id, result)
-
-
-class ExecutorConfig(BaseModel):
-    """Where stages run: `inprocess` (this process) or `ray` (actors on the cluster's nodes)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    kind: Literal["inprocess", "ray"] = "inprocess"
-    ray: RayExecutorConfig = Field(default_factory=RayExecutorConfig)

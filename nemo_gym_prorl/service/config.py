@@ -4,7 +4,7 @@
 """`prorl serve` configuration: composed with Hydra from configs/service/, validated by pydantic.
 
 Composition: `serve.yaml` plus the config groups `sandbox=bubblewrap|apptainer|local_unsafe`
-and `tasks=default|scripted|none`, then command-line overrides (`pipeline.run_workers=64`,
+and `tasks=default|none`, then command-line overrides (`pipeline.run_workers=64`,
 `+tasks.mine.handler=pkg.mod:factory`, `auth.token=...`).
 """
 
@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from nemo_gym_prorl.assets import AssetError, asset
 from nemo_gym_prorl.llm.access import LLMConfig
 from nemo_gym_prorl.pipeline import PipelineConfig
-from nemo_gym_prorl.pipeline.ray_executor import ExecutorConfig
+from nemo_gym_prorl.pipeline.executors import ExecutorConfig
 from nemo_gym_prorl.sandbox import SandboxSpec
 from nemo_gym_prorl.service.core import ServiceOptions
 

@@ -32,9 +32,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from nemo_gym_prorl.llm.access import LLMAccess, LLMConfig
 from nemo_gym_prorl.pipeline import HandlerRegistry, Pipeline, PipelineConfig
-from nemo_gym_prorl.pipeline.executors import make_executor
+from nemo_gym_prorl.pipeline.executors import ExecutorConfig, make_executor
 from nemo_gym_prorl.pipeline.policy_clock import PolicyClock
-from nemo_gym_prorl.pipeline.ray_executor import ExecutorConfig, NodeBuilder, NodeRuntime, NodeShare
+from nemo_gym_prorl.pipeline.ray_executor import NodeBuilder, NodeRuntime, NodeShare
 from nemo_gym_prorl.service.app import create_app, rollout_router
 from nemo_gym_prorl.service.backends import BackendRegistry, PoolBackendRegistry
 from nemo_gym_prorl.service.batch_manager import DatasetCatalog

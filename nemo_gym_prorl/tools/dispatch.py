@@ -157,20 +157,22 @@ class ToolBox:
             return _error("The tools of this session are closed.")
         if name not in self.config.tools:
             return unknown_tool(name, self.config.tools)
-        tool: ToolName = name  # type: ignore[assignment]
+        tool: ToolName = name
         parsed = parse_arguments(tool, arguments)
         if isinstance(parsed, ToolObservation):
             return parsed
         try:
-            match tool:
-                case "bash":
-                    return await self._bash(parsed)  # type: ignore[arg-type]
-                case "ipython":
-                    return await self._ipython(parsed)  # type: ignore[arg-type]
-                case "editor":
-                    return self._editor(parsed)  # type: ignore[arg-type]
-                case _:
-                    return self._submit(parsed)  # type: ignore[arg-type]
+            # Dispatched on the arguments' model (`ARGUMENT_MODELS[tool]`), so each tool gets its own.
+            match parsed:
+                case BashArgs():
+                    return await self._bash(parsed)
+                case IPythonArgs():
+                    return await self._ipython(parsed)
+                case EditorCommand():
+                    return self._editor(parsed)
+                case SubmitArgs():
+                    return self._submit(parsed)
+            raise TypeError(f"no tool takes {type(parsed).__name__}")
         except (ShellError, KernelError, EditorError) as exc:
             return _error(f"{tool}: {exc}")
         except asyncio.CancelledError:

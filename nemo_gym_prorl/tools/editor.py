@@ -102,7 +102,9 @@ class Editor:
     def run(self, cmd: EditorCommand) -> str:
         match cmd.command:
             case "view":
-                return self.view(cmd.path, tuple(cmd.view_range) if cmd.view_range else None)  # type: ignore[arg-type]
+                # Two items, as the schema requires (min_length = max_length = 2).
+                lines = (cmd.view_range[0], cmd.view_range[1]) if cmd.view_range else None
+                return self.view(cmd.path, lines)
             case "create":
                 return self.create(cmd.path, cmd.file_text or "")
             case "str_replace":

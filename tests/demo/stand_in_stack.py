@@ -31,7 +31,7 @@ from typing import Any
 import nemo_gym_prorl.demo as demo
 from nemo_gym_prorl.assets import project_root
 from nemo_gym_prorl.cli.main import main
-from nemo_gym_prorl.integrations.gym import launcher
+from nemo_gym_prorl.integrations.gym import launcher, processes
 from nemo_gym_prorl.service.client import AsyncRolloutClient
 
 WORK = Path()  # set from the command line
@@ -65,20 +65,20 @@ def stand_in_up(domains: Any, *, state_dir: Path, echo: Any = print, **_: Any) -
     cmd = [sys.executable, "-m", "nemo_gym_prorl.cli.serve", *serve_overrides(port)]
     env = {**os.environ, "PYTHONPATH": str(TESTS_DIR)}  # the scripted handlers are test support
     echo(f"[gym] starting the stand-in stack: {' '.join(cmd)} (log {log})")
-    proc = launcher._spawn(cmd, cwd=project_root(), env=env, log=log)
-    group = launcher._record("gym", proc, log)
+    proc = processes.spawn(cmd, cwd=project_root(), env=env, log=log)
+    group = processes.record("gym", proc, log)
     url = f"http://127.0.0.1:{port}"
     try:
-        launcher._wait_http(f"{url}/healthz", proc, 120, "the stand-in stack", log)
+        processes.wait_http(f"{url}/healthz", proc, 120, "the stand-in stack", log)
     except BaseException:
-        launcher._stop_group(group, echo=echo)
+        processes.stop_group(group, echo=echo)
         raise
-    launcher._refresh_descendants(group)
+    processes.refresh_descendants(group)
     state = launcher.StackState(
         started_at=time.time(), workdir=str(state_dir), head_url=url, config_paths=[],
         model_url=url, model_name="scripted", agent_url=url, groups=[group],
     )  # fmt: skip
-    launcher._save(state_dir, state)
+    launcher.save_state(state_dir, state)
     return state
 
 

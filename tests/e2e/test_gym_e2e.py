@@ -24,7 +24,8 @@ import pytest
 
 from nemo_gym_prorl.assets import project_root
 from nemo_gym_prorl.integrations.gym.contract import check_group, group_by_task
-from nemo_gym_prorl.integrations.gym.launcher import _alive, down, free_port, up
+from nemo_gym_prorl.integrations.gym.launcher import down, free_port, up
+from nemo_gym_prorl.integrations.gym.processes import alive
 
 pytestmark = [pytest.mark.vllm, pytest.mark.bwrap, pytest.mark.slow, pytest.mark.timeout(900)]
 
@@ -113,4 +114,4 @@ def test_gym_stack_end_to_end(real_vllm, tmp_path: Path) -> None:
             (d.pid, d.create_time) for g in state.groups for d in g.descendants
         ]
         assert down(state_dir)
-    assert not [pid for pid, created in recorded if _alive(pid, created)], "gym down left processes behind"
+    assert not [pid for pid, created in recorded if alive(pid, created)], "gym down left processes behind"

@@ -165,6 +165,11 @@ def test_model_access_resolution() -> None:
     )
     urls = resolve_model_access(ModelAccessConfig(backends=["http://v:8000"]), nemo_rl, "policy_model")
     assert urls.source == "backends" and urls.settings.dialect == "vllm"
+    # A dialect given is kept, even the one the other source would have picked by default.
+    given = ModelAccessConfig.model_validate({"dialect": "vllm"})
+    assert resolve_model_access(given, nemo_rl, "policy_model").settings.dialect == "vllm"
+    given = ModelAccessConfig.model_validate({"backends": ["http://v:8000"], "dialect": "nemo_rl"})
+    assert resolve_model_access(given, nemo_rl, "policy_model").settings.dialect == "nemo_rl"
     gym = {"policy_model": {"responses_api_models": {"vllm_model": {"host": "h", "port": 5, "model": "x"}}}}
     via = resolve_model_access(ModelAccessConfig(), gym, "policy_model")
     assert (

@@ -16,12 +16,11 @@ from pathlib import Path
 import pytest
 from nemo_gym.atif_export import gym_rollout_to_atif
 from nemo_gym.base_responses_api_model import merge_model_call_capture_into_record
-from nemo_gym.global_config import GlobalConfigDictParser, GlobalConfigDictParserConfig
 from nemo_gym.rollout_collection import _attach_ng_perf, _attach_trajectory_record
 from nemo_gym.rollout_health import run_health_checks
 from nemo_gym.rollout_observability import AgentObservationBundle, TrajectoryRecord
-from omegaconf import OmegaConf
 from support.fake_llm import FakeLLM
+from support.gym_config import parse_global_config
 from support.gym_fakes import FakeResources, ScriptedDialect, scripted_runtime
 from support.ray_cluster import two_node_cluster
 from test_gym_agent import ANSWER, CALL, row
@@ -33,7 +32,8 @@ from nemo_gym_prorl.integrations.gym.observability import capture_dir, invocatio
 from nemo_gym_prorl.integrations.gym.runtime import ProRLGymRuntime
 from nemo_gym_prorl.llm.access import LLMConfig
 from nemo_gym_prorl.pipeline import PipelineConfig
-from nemo_gym_prorl.pipeline.ray_executor import ExecutorConfig, RayExecutorConfig
+from nemo_gym_prorl.pipeline.executors import ExecutorConfig
+from nemo_gym_prorl.pipeline.ray_config import RayExecutorConfig
 
 INDICES = {"_ng_task_index": 3, "_ng_rollout_index": 1}
 
@@ -156,6 +156,24 @@ async def test_with_observability_off_only_the_bundle_travels_and_nothing_is_wri
     assert not list(tmp_path.iterdir())
 
 
+async def test_seed_tool_and_verify_calls_are_made_in_the_rollouts_context() -> None:
+    """Gym prefixes a resources-server call with its rollout id (`/ng-rollout/<id>/...`) from the
+    rollout context: every call of a rollout carries it, not only `/verify`."""
+    resources = FakeResources(reward=1.0)
+    settings = ProRLAgentSettings(pipeline=PipelineConfig(init_workers=2, run_workers=2, eval_workers=2))
+    access = ResolvedModelAccess(
+        LLMConfig(backends=["http://127.0.0.1:9"], dialect="vllm", model="m", health_path=None), "backends"
+    )
+    runtime = ProRLGymRuntime(settings, {"prorl_math": "prorl_math"}, lambda: resources, access)
+    runtime.llm.dialect = ScriptedDialect([CALL, ANSWER])
+    try:
+        outcome = await runtime.run(row(**INDICES))
+    finally:
+        await runtime.close()
+    assert outcome.status == 200, outcome.body
+    assert resources.rollout_ids == [("/seed_session", "3-1"), ("/ipython", "3-1"), ("/verify", "3-1")]
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(300)
 async def test_rollouts_run_on_ray_nodes_are_observed_like_local_ones(tmp_path: Path) -> None:
@@ -192,7 +210,9 @@ async def test_rollouts_run_on_ray_nodes_are_observed_like_local_ones(tmp_path: 
     for rollout, outcome in enumerate(outcomes):
         assert len((capture / f"5-{rollout}.capture.jsonl").read_text().splitlines()) == 2
         sent = TrajectoryRecord.model_validate(outcome.body["ng_trajectory"])
-        assert [t.tool_name for t in sent.tool_calls] == ["ipython"] and sent.tool_calls[0].output
+        assert [t.tool_name for t in sent.tool_calls] == ["ipython"]
+        # The node's tool call was made in the rollout's context too (the fake names it in its reply).
+        assert f"in rollout 5-{rollout}" in str(sent.tool_calls[0].output)
     records = [collected(o.body, capture) for o in outcomes]
     assert [(d.verdict, d.unobserved) for d in health_of(records, tmp_path)] == [("healthy", [])] * 2
 
@@ -211,17 +231,7 @@ def test_every_composition_keeps_gyms_observability_on(
 ) -> None:
     monkeypatch.setenv("NEMO_GYM_EXTRA_ROOTS", str(project_root()))
     monkeypatch.chdir(project_root())
-    initial = OmegaConf.merge(
-        GlobalConfigDictParserConfig.NO_MODEL_GLOBAL_CONFIG_DICT, {"config_paths": paths}
-    )
-    config = GlobalConfigDictParser().parse(
-        GlobalConfigDictParserConfig(
-            initial_global_config_dict=initial,
-            skip_load_from_cli=True,
-            skip_load_from_dotenv=True,
-            offline=True,
-        )
-    )
+    config = parse_global_config({"config_paths": paths})
     directory = capture_dir(config)  # Gym's own validation: on, with an absolute directory
     assert directory is not None and directory.is_absolute()
 

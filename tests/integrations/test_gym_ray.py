@@ -37,7 +37,9 @@ from nemo_gym_prorl.integrations.gym.runtime import ProRLGymRuntime, is_loopback
 from nemo_gym_prorl.integrations.gym.transport import GymServerClient
 from nemo_gym_prorl.llm.access import LLMConfig
 from nemo_gym_prorl.pipeline import PipelineConfig
-from nemo_gym_prorl.pipeline.ray_executor import ExecutorConfig, RayExecutor, RayExecutorConfig
+from nemo_gym_prorl.pipeline.executors import ExecutorConfig
+from nemo_gym_prorl.pipeline.ray_config import RayExecutorConfig
+from nemo_gym_prorl.pipeline.ray_executor import RayExecutor
 from nemo_gym_prorl.sandbox import SandboxSpec
 from resources_servers.prorl_math.app import ProRLMathConfig, ProRLMathServer
 

@@ -43,8 +43,8 @@ RUN = textwrap.dedent(
     """
     import asyncio, sys
     from nemo_gym_prorl.pipeline.handler import HandlerRegistry
-    from nemo_gym_prorl.pipeline.executors import make_executor
-    from nemo_gym_prorl.pipeline.ray_executor import ExecutorConfig, NodeRuntime
+    from nemo_gym_prorl.pipeline.executors import ExecutorConfig, make_executor
+    from nemo_gym_prorl.pipeline.ray_executor import NodeRuntime
 
     async def build(share):
         return NodeRuntime(handlers=HandlerRegistry())

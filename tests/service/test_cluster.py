@@ -81,6 +81,6 @@ async def test_a_node_resizes_every_backend_cap_when_the_node_count_changes() ->
 
 
 def test_executors_are_chosen_by_name_from_one_registry() -> None:
-    assert EXECUTORS.names() == ["inprocess", "ray"]
+    assert {"inprocess", "ray"} <= set(EXECUTORS.names())  # the built-ins; users may add more
     with pytest.raises(ValueError, match="unknown executor 'slurm'"):
         EXECUTORS.factory("slurm")

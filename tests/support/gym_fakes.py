@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from nemo_gym.rollout_correlation import current_rollout_id
+
 from nemo_gym_prorl.integrations.gym.config import ProRLAgentSettings, ResolvedModelAccess
 from nemo_gym_prorl.integrations.gym.runtime import ProRLGymRuntime
 from nemo_gym_prorl.integrations.gym.transport import ResourcesReply, ResourcesUnavailableError
@@ -18,17 +20,23 @@ from support.scripted_model import ScriptedDialect
 
 
 class FakeResources:
-    """An in-memory resources server. `fail` maps a path to an HTTP status (or 'down')."""
+    """An in-memory resources server. `fail` maps a path to an HTTP status (or 'down').
+
+    `rollout_ids` holds (path, Gym's current rollout id) for every call, as Gym's client would
+    prefix it; a tool's reply names the rollout too, so a caller on another node can see it."""
 
     def __init__(self, reward: float = 1.0, fail: Mapping[str, int | str] | None = None) -> None:
         self.reward = reward
         self.fail = dict(fail or {})
         self.calls: list[tuple[str, str, Any, dict[str, str]]] = []
+        self.rollout_ids: list[tuple[str, str | None]] = []
         self.open_sessions: set[str] = set()
         self._n = 0
 
     async def post(self, server: str, path: str, body: Any, cookies: Mapping[str, str]) -> ResourcesReply:
         self.calls.append((server, path, body, dict(cookies)))
+        rollout_id = current_rollout_id()
+        self.rollout_ids.append((path, rollout_id))
         failure = self.fail.get(path)
         if failure == "down":
             raise ResourcesUnavailableError(f"{server}{path}: connection refused")
@@ -55,7 +63,13 @@ class FakeResources:
         if sid not in self.open_sessions:
             return ResourcesReply(200, {"text": "No session", "is_error": True}, dict(cookies))
         return ResourcesReply(
-            200, {"text": f"ran {path[1:]} with {body}", "is_error": False, "metadata": {}}, dict(cookies)
+            200,
+            {
+                "text": f"ran {path[1:]} with {body} in rollout {rollout_id}",
+                "is_error": False,
+                "metadata": {},
+            },
+            dict(cookies),
         )
 
 

@@ -11,5 +11,6 @@ resources-server base of `resources_servers/prorl_*`, and the Gym wire formats.
     response          Responses-API output items with token fields
     contract          checks that a result is what NeMo RL expects
     resources_server  the resources-server base class shared by the four domains
-    launcher          `prorl gym up/down/status/test`
+    launcher          `prorl gym up/down/status/test` (and `prorl demo`'s stack)
+    processes         what a launch starts, recorded so `down` stops exactly that
 """

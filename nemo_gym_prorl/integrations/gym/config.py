@@ -20,7 +20,7 @@ from nemo_gym_prorl.integrations.nemo_rl.result import InfrastructureFailureAnsw
 from nemo_gym_prorl.llm.access import LLMConfig
 from nemo_gym_prorl.llm.dialects import DialectName
 from nemo_gym_prorl.pipeline import PipelineConfig
-from nemo_gym_prorl.pipeline.ray_executor import ExecutorConfig
+from nemo_gym_prorl.pipeline.executors import ExecutorConfig
 
 ModelSource = Literal["auto", "backends", "policy_base_url", "model_server"]
 
@@ -36,13 +36,18 @@ class ModelAccessConfig(LLMConfig):
         description="auto: `backends` if set, else the global `policy_base_url` (NeMo RL's per-rank vLLM "
         "servers), else the Gym model server named by the agent's `model_server`.",
     )
-    # The one field whose default differs: None picks the dialect from the source.
-    dialect: DialectName | None = Field(  # type: ignore[assignment]
-        None,
+    # The one field whose default differs: left unset, the source picks the dialect
+    # (`resolve_model_access` reads `model_fields_set`), so the type stays `LLMConfig`'s.
+    dialect: DialectName = Field(
+        "vllm",
         description="nemo_rl: /v1/chat/completions with prefix-token splicing (NeMo RL's policy server, "
         "a Gym model server); vllm: token-id prompts to /v1/completions (plain vLLM, token-exact). "
-        "Default: vllm for `backends`, nemo_rl otherwise.",
+        "Not given: vllm for `backends`, nemo_rl otherwise.",
     )
+
+    def chosen_dialect(self, for_source: str) -> str:
+        """The dialect given, or the one `for_source` speaks when none was."""
+        return self.dialect if "dialect" in self.model_fields_set else for_source
 
 
 class ProRLAgentSettings(BaseModel):
@@ -103,7 +108,7 @@ def resolve_model_access(
     base = config.model_dump(exclude={"source", "dialect", "backends", "model"})
 
     def resolved(backends: list[str], dialect: str, **changes: Any) -> ResolvedModelAccess:
-        fields = {**base, "backends": backends, "dialect": config.dialect or dialect, "model": model}
+        fields = {**base, "backends": backends, "dialect": config.chosen_dialect(dialect), "model": model}
         return ResolvedModelAccess(LLMConfig.model_validate({**fields, **changes}), source)
 
     if source == "backends":

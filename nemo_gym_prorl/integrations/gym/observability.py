@@ -35,7 +35,7 @@ import itertools
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from nemo_gym.base_responses_api_model import CaptureStore, model_call_capture_dirs_from_config
 from nemo_gym.rollout_correlation import maybe_rollout_id_from_run_body
@@ -65,7 +65,10 @@ SOURCE = "nemo_gym_prorl"
 _FAILED = frozenset({"infrastructure_error", "model_error"})
 
 
-def invocation_status(stop_reason: str) -> str:
+InvocationStatus = Literal["completed", "failed", "incomplete"]
+
+
+def invocation_status(stop_reason: str) -> InvocationStatus:
     if stop_reason in PROPER_ENDS:
         return "completed"
     return "failed" if stop_reason in _FAILED else "incomplete"
@@ -166,13 +169,16 @@ def observe_agent(
             )
 
     status = invocation_status(agent.stop_reason)
-    invocation = AgentInvocation(
-        invocation_id=invocation_id,
-        status=status,  # type: ignore[arg-type]
-        duration_ms=agent.duration_s * 1000.0,
-        error_type=None if status == "completed" else agent.stop_reason,
-        model_calls=refs,
-        conversation=conversation,  # type: ignore[arg-type]
+    # The conversation is Responses-API items as JSON: validated into Gym's item models here.
+    invocation = AgentInvocation.model_validate(
+        {
+            "invocation_id": invocation_id,
+            "status": status,
+            "duration_ms": agent.duration_s * 1000.0,
+            "error_type": None if status == "completed" else agent.stop_reason,
+            "model_calls": refs,
+            "conversation": conversation,
+        }
     )
     bundle = AgentObservationBundle.model_validate(
         {"source": SOURCE, "records": [invocation.model_dump(mode="json", exclude_none=True), *tools]}
@@ -198,7 +204,7 @@ def _record(directory: Path, rollout_id: str, exchanges: Sequence[Mapping[str, A
         store.record(rollout_id, dict(exchange))
 
 
-def _rollout_id(row: Mapping[str, Any]) -> str | None:
+def rollout_id_of(row: Mapping[str, Any]) -> str | None:
     """Gym's rollout id of a `/run` body; None without one (or with one Gym would refuse)."""
     try:
         return maybe_rollout_id_from_run_body(dict(row))
@@ -214,7 +220,7 @@ def rollout_identity(row: Mapping[str, Any], fallback: str) -> tuple[str, str]:
         (str(row[key]) for key in ("task_id", "problem_id", "instance_id") if row.get(key) is not None),
         str(task_index) if task_index is not None else fallback,
     )
-    rollout_id = _rollout_id(row)
+    rollout_id = rollout_id_of(row)
     if rollout_id is None:
         rollout_index = row.get("_ng_rollout_index")
         both = task_index is not None and rollout_index is not None
@@ -319,7 +325,7 @@ async def publish(
     body["ng_trajectory"] = trajectory_record(
         row, observed, resolved=resolved if isinstance(resolved, bool) else None
     )
-    rollout_id = _rollout_id(row)
+    rollout_id = rollout_id_of(row)
     if rollout_id and observed.get("model_calls"):
         # fsync per exchange (Gym's durability contract): off the event loop.
         await asyncio.to_thread(_record, directory, rollout_id, observed["model_calls"])

@@ -45,7 +45,8 @@ def chat_tool_specs(row: Mapping[str, Any]) -> list[dict[str, Any]]:
     for tool in params.get("tools") or []:
         if not isinstance(tool, Mapping):
             continue
-        fn = tool.get("function") if isinstance(tool.get("function"), Mapping) else tool
+        function = tool.get("function")
+        fn: Mapping[str, Any] = function if isinstance(function, Mapping) else tool
         if tool.get("type", "function") != "function" or not isinstance(fn.get("name"), str):
             continue
         spec = {"name": fn["name"], "description": fn.get("description") or ""}

@@ -38,9 +38,8 @@ def run_result(row: Mapping[str, Any], result: JobResult) -> dict[str, Any]:
     body["reward"] = reward
     body["reward_components"] = dict(result.reward_components) or {"reward": reward}
     body["mask_sample"] = masked
-    instance_config = (
-        verify.get("instance_config") if isinstance(verify.get("instance_config"), Mapping) else {}
-    )
+    given = verify.get("instance_config")
+    instance_config: Mapping[str, Any] = given if isinstance(given, Mapping) else {}
     body["instance_config"] = {**instance_config, "mask_sample": masked}
     if masked and not body.get("failure_kind"):
         if inference_failed:

@@ -8,6 +8,12 @@
     EVAL  POST <server>/verify (row + response)      the server then closes its session
     release: POST /close_session when /verify was never reached (cancelled, failed)
 
+Every call is made in the job's rollout context (Gym's `rollout_context`, the rollout id of its
+`/run` row): Gym's client then prefixes each path with `/ng-rollout/<id>` when observability is
+on, so the server's records of seed, tool and verify calls name their rollout. Gym sets that
+context only around `/run` itself, and the stages run in the pipeline's workers (or on a Ray
+node), outside it; /verify alone would otherwise be named, from its body.
+
 The handler above it (`agent.handler.AgentRolloutHandler`) is the same one `prorl serve` runs;
 this module is only the transport. Tool calls are checked here with the same vocabulary as
 in-process tools (`tools.dispatch`: unknown tool, arguments that are not JSON or do not fit the
@@ -22,6 +28,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
 
+from nemo_gym.rollout_correlation import rollout_context
 from pydantic import ValidationError
 
 from nemo_gym_prorl.agent.handler import ToolServiceUnavailableError
@@ -30,7 +37,7 @@ from nemo_gym_prorl.integrations.gym import observability
 from nemo_gym_prorl.integrations.gym.response import chat_tool_specs, gym_response
 from nemo_gym_prorl.pipeline import Evaluation, Job, RolloutFailure, Trajectory
 from nemo_gym_prorl.tools.dispatch import ToolObservation, decode_arguments, invalid_arguments, unknown_tool
-from nemo_gym_prorl.tools.specs import ARGUMENT_MODELS
+from nemo_gym_prorl.tools.specs import ALL_TOOLS, ARGUMENT_MODELS
 
 
 class ResourcesReply(NamedTuple):
@@ -134,10 +141,21 @@ class ResourcesToolExecutor:
     server's reply is the `ToolObservation` its `ToolBox` produced."""
 
     def __init__(
-        self, client: ResourcesClient, server: str, cookies: dict[str, str], specs: list[dict[str, Any]]
+        self,
+        client: ResourcesClient,
+        server: str,
+        cookies: dict[str, str],
+        specs: list[dict[str, Any]],
+        rollout_id: str | None = None,
     ) -> None:
         self.client, self.server, self.cookies, self._specs = client, server, cookies, specs
+        self.rollout_id = rollout_id
         self.names = [s["function"]["name"] for s in specs]
+
+    async def post(self, path: str, body: Any) -> ResourcesReply:
+        """POST within this rollout's session (its cookies) and its rollout context."""
+        with rollout_context(self.rollout_id):
+            return await self.client.post(self.server, path, body, self.cookies)
 
     def specs(self) -> list[dict[str, Any]]:
         return self._specs
@@ -148,13 +166,12 @@ class ResourcesToolExecutor:
         body = decode_arguments(name, arguments)
         if isinstance(body, ToolObservation):
             return body
-        schema = ARGUMENT_MODELS.get(name)
-        if schema is not None:  # one of ours: the same schema check as in process, before the POST
+        if name in ALL_TOOLS:  # one of ours: the same schema check as in process, before the POST
             try:
-                schema.model_validate(body)
+                ARGUMENT_MODELS[name].model_validate(body)
             except ValidationError as exc:
                 return invalid_arguments(name, exc)
-        reply = await self.client.post(self.server, f"/{name}", body, self.cookies)
+        reply = await self.post(f"/{name}", body)
         self.cookies.update(reply.cookies)
         if reply.status >= 500:
             raise ResourcesUnavailableError(
@@ -201,8 +218,10 @@ class ResourcesServerTransport:
         """The resources server checks the rest at `/seed_session` (its tools are its own)."""
 
     async def open(self, job: Job) -> ResourcesSession:
+        rollout_id = observability.rollout_id_of(job.instance)
         try:
-            reply = await self.client.post(self.server, "/seed_session", job.instance, {})
+            with rollout_context(rollout_id):
+                reply = await self.client.post(self.server, "/seed_session", job.instance, {})
         except ResourcesUnavailableError as exc:
             raise RolloutFailure("infrastructure", f"seed_session: {exc}") from exc
         if reply.status >= 500:
@@ -216,7 +235,9 @@ class ResourcesServerTransport:
                 f"{self.server}/seed_session refused the row (HTTP {reply.status}): {str(reply.body)[:500]}",
             )
         cookies = dict(reply.cookies)
-        tools = ResourcesToolExecutor(self.client, self.server, cookies, chat_tool_specs(job.instance))
+        tools = ResourcesToolExecutor(
+            self.client, self.server, cookies, chat_tool_specs(job.instance), rollout_id=rollout_id
+        )
         return ResourcesSession(tools=tools)
 
     async def finish_run(
@@ -238,7 +259,7 @@ class ResourcesServerTransport:
         assert state is not None
         body = {**job.instance, "response": trajectory.response}
         try:
-            reply = await self.client.post(self.server, "/verify", body, state.tools.cookies)
+            reply = await state.tools.post("/verify", body)
         except ResourcesUnavailableError as exc:
             return masked_evaluation("verifier_error", f"/verify unreachable: {exc}")
         state.verified = True  # the server closes its session in /verify, whatever it answers
@@ -270,7 +291,7 @@ class ResourcesServerTransport:
             return
         state.closed = True
         with contextlib.suppress(Exception):
-            await self.client.post(self.server, "/close_session", None, state.tools.cookies)
+            await state.tools.post("/close_session", None)
 
 
 def masked_evaluation(kind: str, reason: str) -> Evaluation:

@@ -70,5 +70,7 @@ def load_recipe(path: Path | str) -> dict[str, Any]:
     """The recipe as the plain dict NeMo RL hands to `MasterConfig(**config)`."""
     register_resolvers()
     container = OmegaConf.to_container(_load(Path(path), 0), resolve=True)
-    assert isinstance(container, dict)
-    return container  # type: ignore[return-value]
+    if not isinstance(container, dict):
+        raise ValueError(f"{path}: a recipe must be a mapping")
+    # A YAML mapping's keys may be ints or bools to OmegaConf; NeMo RL's config keys are names.
+    return {str(key): value for key, value in container.items()}

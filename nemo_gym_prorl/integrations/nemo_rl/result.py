@@ -59,8 +59,8 @@ def ensure_trainable(body: dict[str, Any], *, trajectory_id: str, reason: str) -
     response = body.get("response")
     if not isinstance(response, dict) or has_trainable_item(response.get("output")):
         return body
-    output = response.get("output") if isinstance(response.get("output"), list) else []
-    response["output"] = [*output, placeholder_item(trajectory_id)]
+    output = response.get("output")
+    response["output"] = [*(output if isinstance(output, list) else []), placeholder_item(trajectory_id)]
     # No generated turn, no answer: reward 0 keeps every placeholder's advantage at 0.
     body["reward"] = 0.0
     components = body.get("reward_components")
@@ -70,8 +70,11 @@ def ensure_trainable(body: dict[str, Any], *, trajectory_id: str, reason: str) -
         else {"reward": 0.0}
     )
     body["mask_sample"] = True
-    instance_config = body.get("instance_config") if isinstance(body.get("instance_config"), dict) else {}
-    body["instance_config"] = {**instance_config, "mask_sample": True}
+    instance_config = body.get("instance_config")
+    body["instance_config"] = {
+        **(instance_config if isinstance(instance_config, dict) else {}),
+        "mask_sample": True,
+    }
     body["failure_kind"] = body.get("failure_kind") or NO_GENERATION
     body["failure_reason"] = body.get("failure_reason") or f"no model turn was generated ({reason})"
     return body
@@ -90,9 +93,8 @@ def masked_failure_result(
     For NeMo RL's synchronous GRPO path, which aborts the whole training run on any non-200 from
     `/run`: an outage of a resources server or of every policy rank then costs samples, not the run.
     """
-    params = (
-        row.get("responses_create_params") if isinstance(row.get("responses_create_params"), Mapping) else {}
-    )
+    given = row.get("responses_create_params")
+    params: Mapping[str, Any] = given if isinstance(given, Mapping) else {}
     body: dict[str, Any] = dict(row)
     body["responses_create_params"] = row.get("responses_create_params")
     body["response"] = {

@@ -12,15 +12,23 @@ raises the errors NeMo RL would raise, field path included, without NeMo RL inst
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from types import GenericAlias
 from typing import Annotated, Any, Literal, NotRequired, Union
 
 from pydantic import ConfigDict, Field, TypeAdapter, ValidationError, create_model
 from typing_extensions import TypedDict
 
 RECORD_PATH = Path(__file__).with_name("record.json")
+
+# The types below are built from data at run time. `Union[...]` is subscripted as the call it is;
+# TypedDict's functional form is special-cased by type checkers (mypy insists on literal arguments
+# and refuses to treat it as a callable), so its one use carries an ignore.
+_typed_dict: Callable[..., Any] = TypedDict  # type: ignore[assignment]
+_union: Callable[[tuple[Any, ...]], Any] = Union.__getitem__
 RUNNERS = ("grpo", "single_controller")
 
 
@@ -52,19 +60,19 @@ class _Builder:
         spec = self.classes[qname]
         short = qname.rpartition(".")[2]
         if spec["kind"] == "typeddict":
-            fields = {
-                name: (self.type(f["type"]) if f["required"] else NotRequired[self.type(f["type"])])  # type: ignore[misc]
+            keys: dict[str, Any] = {
+                name: (self.type(f["type"]) if f["required"] else NotRequired[self.type(f["type"])])
                 for name, f in spec["fields"].items()
             }
-            built: Any = TypedDict(short, fields, total=spec["total"])  # type: ignore[operator]
+            built: Any = _typed_dict(short, keys, total=spec["total"])
         else:
             # pydantic keeps underscore names as private attributes, never validated: so does NeMo RL.
-            fields = {
+            fields: dict[str, Any] = {
                 name: (self.type(f["type"]), ... if f["required"] else None)
                 for name, f in spec["fields"].items()
                 if not name.startswith("_")
             }
-            built = create_model(short, __config__=ConfigDict(extra=spec["extra"]), **fields)  # type: ignore[call-overload]
+            built = create_model(short, __config__=ConfigDict(extra=spec["extra"]), **fields)
         self.built[qname] = built
         return built
 
@@ -79,16 +87,16 @@ class _Builder:
             limits = {k: t[k] for k in ("gt", "ge", "lt", "le") if k in t}
             return Annotated[base, Field(**limits)] if limits else base
         if kind == "lit":
-            return Literal[tuple(t["v"])]  # type: ignore[valid-type]
+            return Literal[tuple(t["v"])]
         if kind == "list":
-            return list[self.type(t["of"])]  # type: ignore[misc]
+            return GenericAlias(list, (self.type(t["of"]),))
         if kind == "dict":
-            return dict[self.type(t["key"]), self.type(t["val"])]  # type: ignore[misc]
+            return GenericAlias(dict, (self.type(t["key"]), self.type(t["val"])))
         if kind == "ref":
             return self.cls(t["name"])
         if kind == "union":
             members = tuple(self.type(m) for m in t["of"])
-            union = Union[members]  # type: ignore[valid-type]  # noqa: UP007
+            union = _union(members)
             return Annotated[union, Field(discriminator=t["disc"])] if "disc" in t else union
         raise ValueError(f"unknown type node {t!r} in the NeMo RL record")
 

@@ -34,6 +34,25 @@ def test_every_recipe_passes_nemo_rl_schema_runner_rules_and_ours(recipe: Path) 
     assert report.ok, report.render()
 
 
+@pytest.mark.parametrize("recipe", RECIPES, ids=lambda p: p.stem)
+def test_training_turns_gyms_observability_off_over_the_gym_configs(
+    recipe: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The Gym configs a recipe composes turn observability on; Gym's own parser, given the recipe's
+    `env.nemo_gym` as NeMo RL hands it over, must end with it off (each /run would otherwise ship
+    a trajectory whose size grows with the square of the turn count)."""
+    from support.gym_config import parse_global_config
+
+    from nemo_gym_prorl.assets import project_root
+    from nemo_gym_prorl.integrations.gym.observability import capture_dir
+
+    monkeypatch.setenv("NEMO_GYM_EXTRA_ROOTS", str(project_root()))
+    monkeypatch.chdir(project_root())
+    gym = load_recipe(recipe)["env"]["nemo_gym"]
+    config = parse_global_config(gym)
+    assert config["observability_enabled"] is False and capture_dir(config) is None
+
+
 def test_the_record_names_the_nemo_rl_commit_it_was_derived_from() -> None:
     record = load_record()
     assert len(record["nemo_rl_commit"]) == 40
