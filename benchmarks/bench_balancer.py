@@ -367,13 +367,12 @@ def main(as_json: bool = False) -> int:
         print(f"[bench balancer] {message}", file=sys.stderr if as_json else sys.stdout, flush=True)
 
     result = asyncio.run(run_benchmark(BenchConfig(), progress=progress))
-    provenance.publish(
+    return provenance.publish(
         "balancer", result, as_json=as_json, render=format_report, summary=summary, simulated=SIMULATED,
         ours="least-in-flight + sticky pool (4 simulated backends at 1x/1x/2x/4x)",
         against="ProRL's assignment heap; least connections without stickiness; round robin",
         show_simulated=False,
     )  # fmt: skip
-    return 0
 
 
 if __name__ == "__main__":

@@ -290,12 +290,11 @@ def summary(r: dict[str, Any]) -> str:
 def main(as_json: bool = False) -> int:
     """`prorl bench dapo [--json]`."""
     report = asyncio.run(benchmark())
-    provenance.publish(
+    return provenance.publish(
         "dapo", report, as_json=as_json, render=format_report, summary=summary, simulated=SIMULATED,
         ours="async replenishment with carry-over (real pipeline and DAPO scheduler)",
         against="NeMo RL's synchronous batch re-sampling (`use_dynamic_sampling`), same concurrency",
     )  # fmt: skip
-    return 0
 
 
 if __name__ == "__main__":

@@ -285,12 +285,11 @@ def summary(r: dict[str, Any]) -> str:
 def main(as_json: bool = False) -> int:
     """`prorl bench pipeline [--json]`."""
     report = asyncio.run(benchmark())
-    provenance.publish(
+    return provenance.publish(
         "pipeline", report, as_json=as_json, render=format_report, summary=summary, simulated=SIMULATED,
         ours=f"INIT/RUN/EVAL pipeline, {report['jobs']} jobs, {report['generation_slots']} generation slots",
         against="the busiest stage's lower bound; a coupled worker loop holding its slot INIT to EVAL",
     )  # fmt: skip
-    return 0
 
 
 if __name__ == "__main__":

@@ -116,13 +116,12 @@ def summary(r: dict[str, float | int | str]) -> str:
 
 def main(as_json: bool = False) -> int:
     results = asyncio.run(measure())
-    provenance.publish(
+    return provenance.publish(
         "tools", results, as_json=as_json, render=render, summary=summary, simulated=SIMULATED,
         ours="PTY shell in bubblewrap, IPython kernel, sandbox start",
         against="tmux at its best (wait-for signalling; capture-pane loop), a fresh subprocess",
         show_simulated=False,
     )  # fmt: skip
-    return 0
 
 
 if __name__ == "__main__":

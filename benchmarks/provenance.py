@@ -155,14 +155,16 @@ def publish(
     ours: str,
     against: str,
     show_simulated: bool = True,
-) -> None:
+) -> int:
     """The end of `prorl bench <name> [--json]`. With --json: record the figures (`record`) and
-    print them as one JSON object; else print the report, after what was simulated."""
+    print them as one JSON object; else print the report, after what was simulated. Returns the
+    exit status (0)."""
     if as_json:
         record(name, figures, simulated=simulated, ours=ours, against=against, measured=summary(figures))
     elif show_simulated:
         print("simulated: " + "; ".join(simulated))
     print(json.dumps(figures) if as_json else render(figures), flush=True)
+    return 0
 
 
 def load_results(results_dir: Path | None = None) -> list[dict[str, Any]]:

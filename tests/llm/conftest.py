@@ -18,6 +18,9 @@ from typing import Any
 import pytest
 from support.fake_llm import FakeLLM
 
+from nemo_gym_prorl.llm.balancer import BalancerConfig
+from nemo_gym_prorl.llm.pool import LLMBackendPool, PoolConfig
+
 FakeFactory = Callable[..., Awaitable[FakeLLM]]
 
 
@@ -33,3 +36,16 @@ async def fake_llm() -> AsyncIterator[FakeFactory]:
     yield make
     for server in started:
         await server.kill()
+
+
+def fast_pool(*urls: str, balancer: dict[str, Any] | None = None, **pool: Any) -> LLMBackendPool:
+    """A pool over `urls` tuned for tests: fast health checks and retries, short requests."""
+    return LLMBackendPool(
+        PoolConfig(
+            backends=list(urls),
+            balancer=BalancerConfig(health_interval_s=0.05, **(balancer or {})),
+            retry_backoff_s=0.01,
+            request_timeout_s=5,
+            **pool,
+        )
+    )

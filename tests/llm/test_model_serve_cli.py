@@ -14,18 +14,12 @@ import time
 import httpx
 import psutil
 import pytest
+from support.processes import alive
 
 from nemo_gym_prorl.llm.embedded import EmbeddedLayout
 from nemo_gym_prorl.llm.embedded.server import free_port
 
 pytestmark = pytest.mark.vllm
-
-
-def _running(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
 
 
 def _ignore_sigint() -> None:
@@ -57,7 +51,7 @@ def test_serve_answers_then_an_interrupt_stops_the_whole_server() -> None:
         cli.send_signal(signal.SIGINT)
         assert cli.wait(timeout=60) == 0
         deadline = time.monotonic() + 30
-        while (survivors := [p for p in tree if _running(p)]) and time.monotonic() < deadline:
+        while (survivors := [p for p in tree if alive(p)]) and time.monotonic() < deadline:
             time.sleep(0.2)
         assert survivors == []
     finally:

@@ -13,11 +13,10 @@ import socket
 from pathlib import Path
 
 import pytest
-from conftest import FakeFactory
+from conftest import FakeFactory, fast_pool
 from pydantic import ValidationError
 
 from nemo_gym_prorl.llm.access import LLMAccess
-from nemo_gym_prorl.llm.balancer import BalancerConfig
 from nemo_gym_prorl.llm.dialects.vllm import VLLMCompletionsDialect
 from nemo_gym_prorl.llm.policy import (
     PolicyLoadError,
@@ -26,7 +25,7 @@ from nemo_gym_prorl.llm.policy import (
     PolicyVersionError,
     PublishRequest,
 )
-from nemo_gym_prorl.llm.pool import LLMBackendPool, PoolConfig
+from nemo_gym_prorl.llm.pool import LLMBackendPool
 from nemo_gym_prorl.llm.tito import TokenSession
 
 SYSTEM = {"role": "system", "content": "You are terse."}
@@ -34,16 +33,7 @@ USER = {"role": "user", "content": "Hi."}
 
 
 def pool_for(*urls: str) -> LLMBackendPool:
-    return LLMBackendPool(
-        PoolConfig(
-            backends=list(urls),
-            balancer=BalancerConfig(health_interval_s=0.05, acquire_timeout_s=5),
-            retry_backoff_s=0.01,
-            retry_backoff_max_s=0.05,
-            request_timeout_s=5,
-            health_timeout_s=0.5,
-        )
-    )
+    return fast_pool(*urls, balancer={"acquire_timeout_s": 5}, retry_backoff_max_s=0.05, health_timeout_s=0.5)
 
 
 def adapter(tmp_path: Path, name: str) -> PolicySource:

@@ -10,14 +10,13 @@ import json
 from typing import Any
 
 import pytest
-from conftest import FakeFactory
+from conftest import FakeFactory, fast_pool
 from support.fake_llm import IM_END, detokenize, render_chat, tokenize_text
 
-from nemo_gym_prorl.llm.balancer import BalancerConfig
 from nemo_gym_prorl.llm.dialects.nemo_rl import NemoRLChatDialect
 from nemo_gym_prorl.llm.dialects.vllm import VLLMCompletionsDialect, bridge_ids
 from nemo_gym_prorl.llm.errors import NonContiguousError, RetriesExhaustedError
-from nemo_gym_prorl.llm.pool import LLMBackendPool, PoolConfig
+from nemo_gym_prorl.llm.pool import LLMBackendPool
 from nemo_gym_prorl.llm.records import SamplingParams
 from nemo_gym_prorl.llm.tito import SessionClosedError, TokenSession
 
@@ -26,14 +25,7 @@ USER = {"role": "user", "content": "List files."}
 
 
 def pool_for(*urls: str) -> LLMBackendPool:
-    return LLMBackendPool(
-        PoolConfig(
-            backends=list(urls),
-            balancer=BalancerConfig(health_interval_s=0.05),
-            retry_backoff_s=0.01,
-            request_timeout_s=5,
-        )
-    )
+    return fast_pool(*urls)
 
 
 def tool(content: str, call_id: str = "call_0_0") -> dict[str, Any]:

@@ -17,19 +17,13 @@ from pathlib import Path
 
 import psutil
 import pytest
+from support.processes import alive
 
 from nemo_gym_prorl.sandbox import SandboxError, SandboxLimits, SandboxPathError, SandboxSpec, open_sandbox
 from nemo_gym_prorl.sandbox.base import Sandbox
 from nemo_gym_prorl.sandbox.limits import reap_orphan_cgroups
 
 pytestmark = pytest.mark.bwrap
-
-
-def running(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
 
 
 @pytest.fixture
@@ -196,7 +190,7 @@ async def test_close_kills_what_the_sandbox_started_and_is_idempotent(tmp_path: 
     sb.close()
     sb.close()
     await asyncio.wait_for(proc.wait(), 5)
-    assert not any(running(p) for p in tree)
+    assert not any(alive(p) for p in tree)
     with pytest.raises(SandboxError, match="closed"):
         await sb.exec("true")
 
@@ -236,11 +230,11 @@ def test_the_sandbox_dies_with_its_parent(tmp_path: Path) -> None:
         parent.kill()
         parent.wait()
         deadline = time.monotonic() + 10
-        alive = descendants
-        while alive and time.monotonic() < deadline:
-            alive = [p for p in alive if running(p)]
+        survivors = descendants
+        while survivors and time.monotonic() < deadline:
+            survivors = [p for p in survivors if alive(p)]
             time.sleep(0.05)
-        assert alive == [], f"sandbox processes outlived their parent: {alive}"
+        assert survivors == [], f"sandbox processes outlived their parent: {survivors}"
         if cgroup != "None":  # the dead owner's empty cgroup is reaped by the next sandbox user
             assert Path(cgroup).exists()
             assert Path(cgroup).name in reap_orphan_cgroups()
