@@ -65,9 +65,13 @@ async def test_the_tiny_model_calls_tools_then_answers_in_the_domain_format(real
         assert len(call.arguments["code"]) <= POLICY.max_string_length
         assert turn.decoding is not None and turn.decoding["mode"] == "tool"
     # The answer turn: the finish tool, or the answer in the evaluator's format and nothing else.
+    # The grammar bounds the call's strings, not the JSON whitespace between them, so a tiny
+    # model can spend its max_tokens inside the finish call: then it is that call, cut short.
     assert answer.decoding is not None and answer.decoding["mode"] == "answer"
     if answer.tool_calls:
         assert [c.name for c in answer.tool_calls] == ["submit"]
+    elif answer.finish_reason == "length":
+        assert answer.text.startswith('<tool_call>\n{"name": "submit", "arguments": '), answer.text
     else:
         assert re.fullmatch(pattern, answer.text), answer.text
     for previous, current in itertools.pairwise(session.turns):
