@@ -54,6 +54,7 @@ LAYERS: dict[str, int] = {
     "registry": -1,
     "assets": -1,
     "files": -1,
+    "provenance": -1,
     "sandbox": 0,
     "llm": 0,
     "tools": 1,

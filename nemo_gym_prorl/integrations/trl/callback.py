@@ -4,7 +4,8 @@
 """Publish the policy as it trains: after every k optimizer steps, save the adapter to a
 versioned directory and hand it to `publish(adapter_dir, version)`.
 
-The version is the trainer's global step (monotone; the service rejects a version that does
+The version is the trainer's global step plus `version_offset` (a run that starts from an
+adapter published as version N counts on from it; monotone: the service rejects a version that does
 not increase). The default `publish` POSTs `{"version": int, "adapter_path": str}` to the
 service's `/v1/policy` (the contract in `client.py`): the service loads the adapter on every
 backend before new turns use it, so the next rollouts come from the new policy. A publish that
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -78,6 +80,7 @@ class PublishAdapterCallback(TrainerCallback):
         client: ServiceClient | None = None,
         publish: Publish | None = None,
         every_steps: int = 1,
+        version_offset: int = 0,
     ) -> None:
         if every_steps < 1:
             raise ValueError(f"every_steps must be >= 1, got {every_steps}")
@@ -88,7 +91,9 @@ class PublishAdapterCallback(TrainerCallback):
         self.root = Path(output_dir)
         self.publish = publish
         self.every_steps = every_steps
+        self.version_offset = version_offset
         self.published: list[tuple[int, Path]] = []
+        self.last_seconds = 0.0
 
     def on_step_end(self, args: Any, state: Any, control: Any, model: Any = None, **kwargs: Any) -> None:
         # Called once per optimizer step (after gradient accumulation), after the update.
@@ -96,10 +101,12 @@ class PublishAdapterCallback(TrainerCallback):
             return
         if model is None:
             raise PublishError("the trainer passed no model to the callback; nothing to publish")
-        version = int(state.global_step)
+        started = time.monotonic()
+        version = self.version_offset + int(state.global_step)
         path = save_adapter(model, self.root, version)
         try:
             self.publish(path, version)
         except ServiceError as exc:
             raise PublishError(f"policy v{version} ({path}) was not published: {exc}") from exc
         self.published.append((version, path))
+        self.last_seconds = time.monotonic() - started

@@ -48,6 +48,9 @@ class ServiceTrajectory(BaseModel):
 
     messages: list[dict[str, Any]] = Field(default_factory=list)
     stop_reason: str | None = None
+    steps: list[dict[str, Any]] = Field(default_factory=list, description="one per tool call")
+    num_turns: int = 0
+    generated_tokens: int = 0
 
 
 class ServiceResult(BaseModel):
@@ -65,6 +68,9 @@ class ServiceResult(BaseModel):
     mask_sample: bool = False
     error: str | None = None
     cancel_reason: str | None = None
+    policy_versions: list[int] = Field(default_factory=list)
+    staleness: int | None = None
+    stale: bool = False
 
 
 class TrlSample(BaseModel):

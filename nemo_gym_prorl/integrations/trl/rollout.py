@@ -21,6 +21,7 @@ the results come back in the same order as TRL's fields (`fields.py`).
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -75,7 +76,15 @@ def _eos_id(trainer: Any) -> int | None:
 
 class ServiceRollout:
     """The `rollout_func`. `sampling_params` go with every job (the service's defaults otherwise);
-    `task` names the service's task handler when the instances do not (`data_source`)."""
+    `task` names the service's task handler when the instances do not (`data_source`).
+
+    `ahead`: the training prompts in the order the trainer takes them (a dataset that is not
+    shuffled). Each call then submits the next step's groups as soon as this step's results are
+    in, so they run while the trainer trains on this step's: collecting ahead. They start on the
+    policy before this step's update, one version stale, which the service bounds with its
+    `max_staleness`. If the trainer asks for other prompts than expected, the prepared jobs are
+    cancelled and the asked-for ones submitted (`ahead_misses`).
+    """
 
     def __init__(
         self,
@@ -84,6 +93,7 @@ class ServiceRollout:
         task: str | None = None,
         sampling_params: Mapping[str, Any] | None = None,
         timeout_s: float = 3600.0,
+        ahead: Sequence[Any] | None = None,
     ) -> None:
         self.client = client
         self.task = task
@@ -91,7 +101,14 @@ class ServiceRollout:
         self.timeout_s = timeout_s
         self.run_id = uuid.uuid4().hex[:12]
         self.calls = 0
+        self.ahead = list(ahead) if ahead is not None else None
+        self.ahead_hits = 0
+        self.ahead_misses = 0
+        self._cursor = 0  # where in `ahead` the next step's prompts start
+        self._prepared: tuple[list[Any], int, list[str]] | None = None  # (group prompts, size, ids)
         self.last_samples: list[TrlSample] = []
+        self.last_results: list[dict[str, Any]] = []
+        self.last_seconds = 0.0
 
     def jobs(self, groups: Sequence[Sequence[Any]], *, step: int) -> list[dict[str, Any]]:
         jobs = []
@@ -108,29 +125,78 @@ class ServiceRollout:
                 if self.task is not None:
                     job["task"] = self.task
                 jobs.append(job)
+        self.calls += 1
         return jobs
+
+    def collect(self, groups: Sequence[Sequence[Any]], *, step: int) -> list[dict[str, Any]]:
+        """Every group's results in order (a result the service does not give back is a
+        `missing` placeholder, masked downstream); the next step's groups are submitted first
+        when collecting ahead."""
+        started = time.monotonic()
+        size = len(groups[0]) if groups else 0
+        heads = [group[0] for group in groups]
+        ids = self._take_prepared(heads, size)
+        if ids is None:
+            ids = self.client.submit(self.jobs(groups, step=step))
+        results, missing = self.client.wait_all(ids, timeout_s=self.timeout_s)
+        self._cancel_unfinished(missing)
+        if self.ahead:
+            upcoming = self._next_heads(heads)
+            prepared = self.client.submit(self.jobs([[head] * size for head in upcoming], step=step + 1))
+            self._prepared = (upcoming, size, prepared)
+        by_id = {result["id"]: result for result in results}
+        ordered = [
+            by_id.get(job_id) or {"id": job_id, "state": "missing", "error": missing.get(job_id, "no result")}
+            for job_id in ids
+        ]
+        self.last_results = ordered
+        self.last_seconds = time.monotonic() - started
+        return ordered
 
     def __call__(self, prompts: list[Any], trainer: Any) -> dict[str, list[Any]]:
         training = bool(getattr(trainer.model, "training", True))
         size = trainer.num_generations if training else trainer.num_generations_eval
         groups = split_groups(prompts, size)
-        ids = self.client.submit(self.jobs(groups, step=trainer.state.global_step))
-        self.calls += 1
-        results, missing = self.client.wait_all(ids, timeout_s=self.timeout_s)
-        self._cancel_unfinished(missing)
-        by_id = {result["id"]: result for result in results}
+        results = self.collect(groups, step=trainer.state.global_step)
         eos = _eos_id(trainer)
         fallback = [eos if eos is not None else 0]
         samples: list[TrlSample] = []
-        for start in range(0, len(ids), size):
-            members = [
-                by_id.get(job_id)
-                or {"id": job_id, "state": "missing", "error": missing.get(job_id, "no result")}
-                for job_id in ids[start : start + size]
-            ]
+        for start in range(0, len(results), size):
+            members = results[start : start + size]
             samples += group_samples(members, fallback_prompt_ids=fallback, placeholder_token_id=eos)
         self.last_samples = samples
         return to_fields(samples)
+
+    def close(self) -> None:
+        """Cancel the jobs prepared for a step that will not come (training ended or failed)."""
+        if self._prepared is not None:
+            self._cancel_unfinished(dict.fromkeys(self._prepared[2], "not finished: not needed"))
+            self._prepared = None
+
+    def _take_prepared(self, heads: list[Any], size: int) -> list[str] | None:
+        if self._prepared is None:
+            return None
+        expected, prepared_size, ids = self._prepared
+        self._prepared = None
+        if expected == heads and prepared_size == size:
+            self.ahead_hits += 1
+            return ids
+        self.ahead_misses += 1
+        self._cancel_unfinished(dict.fromkeys(ids, "not finished: other prompts were asked for"))
+        return None
+
+    def _next_heads(self, heads: list[Any]) -> list[Any]:
+        """The prompts after `heads` in the training order (cyclic, as epochs repeat it)."""
+        assert self.ahead
+        order, n = self.ahead, len(heads)
+        window = [order[(self._cursor + k) % len(order)] for k in range(n)]
+        if window != heads:  # not where the last step ended: find these prompts in the order
+            starts = [
+                i for i in range(len(order)) if [order[(i + k) % len(order)] for k in range(n)] == heads
+            ]
+            self._cursor = starts[0] if starts else self._cursor
+        self._cursor = (self._cursor + n) % len(order)
+        return [order[(self._cursor + k) % len(order)] for k in range(n)]
 
     def _cancel_unfinished(self, missing: Mapping[str, str]) -> None:
         """A rollout still running at the deadline is masked here, so stop it using the service."""

@@ -1,0 +1,225 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
+"""The GRPO phase of `prorl train`, as a program in the model venv:
+
+    python -m nemo_gym_prorl.integrations.trl.grpo JOB.json      (a `GrpoJob`)
+
+TRL's `GRPOTrainer` (no vLLM of its own) trains the LoRA on groups the rollout service runs
+(`ServiceRollout`) and publishes the adapter after every optimizer step (`PublishAdapterCallback`),
+so each step's rollouts come from the policy the trainer holds. Every step prints a `step`
+event: the rollouts' reward, informative groups, tool use, staleness and policy versions
+(`RolloutStats`), the trainer-vs-rollout log-prob mismatch (`MeasuredGRPOTrainer`), and where the
+time went. With `simulated_step_s` the optimizer step is replaced by a sleep (a GPU step's
+stand-in, for the overlap benchmark): the rollouts are real, the training is SIMULATED.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from nemo_gym_prorl.integrations.trl.client import ServiceClient
+from nemo_gym_prorl.integrations.trl.jobs import GrpoJob, emit, load_job
+from nemo_gym_prorl.integrations.trl.rollout import ServiceRollout, prompt_column, split_groups
+from nemo_gym_prorl.integrations.trl.stats import RolloutStats
+
+
+def read_rows(path: str) -> list[dict[str, Any]]:
+    with open(path, encoding="utf-8") as handle:
+        return [json.loads(line) for line in handle if line.strip()]
+
+
+def step_prompts(job: GrpoJob, prompts: list[str]) -> list[str]:
+    """The prompts of every step in order (`steps * prompts_per_step`, cycling the rows)."""
+    if not prompts:
+        raise ValueError(f"{job.prompts} holds no task instance")
+    needed = job.steps * job.prompts_per_step
+    return [prompts[i % len(prompts)] for i in range(needed)]
+
+
+def rollout_fields(stats: RolloutStats, rollout: ServiceRollout) -> dict[str, Any]:
+    return {
+        "rollouts": stats.rollouts,
+        "masked": stats.masked,
+        "reward": stats.mean_reward,
+        "informative_groups": stats.informative_groups,
+        "groups": stats.groups,
+        "tool_calls": stats.tool_calls_per_rollout,
+        "turns": stats.turns_per_rollout,
+        "generated_tokens": stats.generated_tokens,
+        "policy_versions": stats.policy_versions,
+        "staleness": stats.max_staleness,
+        "stale": stats.stale,
+        "stop_reasons": stats.stop_reasons,
+        "rollout_s": round(rollout.last_seconds, 2),
+        "rollout_tokens_per_s": round(stats.generated_tokens / max(rollout.last_seconds, 1e-9), 1),
+    }
+
+
+def simulate(job: GrpoJob, prompts: list[str], rollout: ServiceRollout) -> None:
+    """Real rollouts, SIMULATED optimizer steps (a sleep of `simulated_step_s`; no update)."""
+    started = time.monotonic()
+    size = job.num_generations
+    for step in range(job.steps):
+        t0 = time.monotonic()
+        heads = prompts[step * job.prompts_per_step : (step + 1) * job.prompts_per_step]
+        results = rollout.collect(split_groups([p for p in heads for _ in range(size)], size), step=step)
+        stats = RolloutStats.of(results)
+        assert job.simulated_step_s is not None
+        time.sleep(job.simulated_step_s)
+        emit(
+            "step",
+            step=step + 1,
+            simulated=True,
+            train_s=job.simulated_step_s,
+            step_s=round(time.monotonic() - t0, 2),
+            **rollout_fields(stats, rollout),
+        )
+    emit(
+        "done",
+        seconds=round(time.monotonic() - started, 2),
+        ahead_hits=rollout.ahead_hits,
+        ahead_misses=rollout.ahead_misses,
+    )
+
+
+def train(job: GrpoJob, prompts: list[str], rollout: ServiceRollout, client: ServiceClient) -> None:
+    import torch
+    from datasets import Dataset
+    from peft import LoraConfig, PeftModel
+    from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
+    from trl import GRPOConfig
+
+    from nemo_gym_prorl.integrations.trl.callback import PublishAdapterCallback
+    from nemo_gym_prorl.integrations.trl.mismatch import MeasuredGRPOTrainer
+    from nemo_gym_prorl.integrations.trl.reward import service_reward
+
+    torch.manual_seed(job.optimizer.seed)
+    tokenizer = AutoTokenizer.from_pretrained(job.model_dir)
+    model: Any = AutoModelForCausalLM.from_pretrained(job.model_dir, dtype=torch.float32)
+    peft_config = None
+    if job.init_adapter:
+        model = PeftModel.from_pretrained(model, job.init_adapter, is_trainable=True)
+    else:
+        peft_config = LoraConfig(
+            r=job.lora.r,
+            lora_alpha=job.lora.alpha,
+            lora_dropout=job.lora.dropout,
+            target_modules=job.lora.target_modules,
+            task_type="CAUSAL_LM",
+        )
+    rollouts_per_step = job.prompts_per_step * job.num_generations
+    if rollouts_per_step % job.optimizer.batch_size:
+        raise ValueError(
+            f"{rollouts_per_step} rollouts per step do not split into batches of {job.optimizer.batch_size}"
+        )
+    args = GRPOConfig(
+        output_dir=job.output_dir,
+        use_vllm=False,
+        num_generations=job.num_generations,
+        per_device_train_batch_size=job.optimizer.batch_size,
+        gradient_accumulation_steps=rollouts_per_step // job.optimizer.batch_size,
+        max_steps=job.steps,
+        learning_rate=job.optimizer.learning_rate,
+        weight_decay=job.optimizer.weight_decay,
+        max_grad_norm=job.optimizer.max_grad_norm,
+        lr_scheduler_type="constant",
+        loss_type=job.loss_type,
+        beta=job.beta,
+        epsilon=job.epsilon,
+        epsilon_high=job.epsilon_high,
+        bf16=False,
+        gradient_checkpointing=False,
+        use_cpu=True,
+        report_to="none",
+        save_strategy="no",
+        logging_steps=1,
+        shuffle_dataset=False,
+        seed=job.optimizer.seed,
+        disable_tqdm=True,
+    )
+    publisher = PublishAdapterCallback(job.output_dir, client=client, version_offset=job.version_offset)
+
+    class StepEvents(TrainerCallback):
+        """One `step` event per optimizer step, after the publish."""
+
+        def on_step_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            self.started = time.monotonic()
+
+        def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            step_s = time.monotonic() - self.started
+            stats = RolloutStats.of(rollout.last_results)
+            mismatch = trainer.take_mismatch()
+            train_s = step_s - rollout.last_seconds - publisher.last_seconds
+            emit(
+                "step",
+                step=int(state.global_step),
+                version=job.version_offset + int(state.global_step),
+                **rollout_fields(stats, rollout),
+                mismatch=mismatch.model_dump(),
+                loss=_last(state.log_history, "loss"),
+                train_s=round(train_s, 2),
+                publish_s=round(publisher.last_seconds, 2),
+                step_s=round(step_s, 2),
+                train_tokens_per_s=round(
+                    sum(len(s.prompt_ids) + len(s.completion_ids) for s in rollout.last_samples)
+                    / max(train_s, 1e-9),
+                    1,
+                ),
+            )
+
+    trainer = MeasuredGRPOTrainer(
+        model=model,
+        reward_funcs=[service_reward],
+        args=args,
+        train_dataset=Dataset.from_dict({"prompt": prompts}),
+        processing_class=tokenizer,
+        peft_config=peft_config,
+        rollout_func=rollout,
+        callbacks=[publisher, StepEvents()],
+    )
+    started = time.monotonic()
+    trainer.train()
+    emit(
+        "done",
+        seconds=round(time.monotonic() - started, 2),
+        published=[{"version": v, "adapter_path": str(p)} for v, p in publisher.published],
+        ahead_hits=rollout.ahead_hits,
+        ahead_misses=rollout.ahead_misses,
+    )
+
+
+def _last(history: list[dict[str, Any]], key: str) -> float | None:
+    values = [entry[key] for entry in history if key in entry]
+    return values[-1] if values else None
+
+
+def main() -> None:
+    job: GrpoJob = load_job(GrpoJob)
+    if job.threads:
+        import torch
+
+        torch.set_num_threads(job.threads)
+    prompts = step_prompts(job, prompt_column(read_rows(job.prompts)))
+    client = ServiceClient(job.service_url, token=job.token, timeout_s=120)
+    rollout = ServiceRollout(
+        client,
+        task=job.task,
+        sampling_params=job.sampling_params,
+        timeout_s=job.rollout_timeout_s,
+        ahead=prompts if job.collect_ahead else None,
+    )
+    try:
+        if job.simulated_step_s is not None:
+            simulate(job, prompts, rollout)
+        else:
+            train(job, prompts, rollout, client)
+    finally:
+        rollout.close()
+        client.close()
+
+
+if __name__ == "__main__":
+    main()

