@@ -80,6 +80,9 @@ SAME_LAYER: dict[tuple[str, str], str] = {
     ("demo", "integrations"): "the demo shows the Gym contract's view of its rollouts",
     ("demo", "datasets"): "the demo submits rows built from the datasets",
     ("training", "datasets"): "training draws its task rows (train and held-out) from the datasets",
+    ("training", "service"): "training drives its rollouts and evaluations through the one service stack",
+    ("training", "integrations"): "training runs TRL's trainer programs and reads their job and stats models",
+    ("provenance", "assets"): "a results file goes under the project's benchmarks/results",
 }
 # Not layered: they may import anything, and nothing in the product imports them.
 OUTSIDE = {"benchmarks": "benchmarks/", "tests": "tests/ (test support is imported as `support`)"}

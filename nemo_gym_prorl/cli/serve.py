@@ -59,8 +59,7 @@ def handle_serve(args: argparse.Namespace) -> int:
 
 async def serve(config: ServeConfig) -> None:
     """Build everything, serve until SIGINT/SIGTERM, then close every sandbox the jobs opened."""
-    import uvicorn
-
+    from nemo_gym_prorl.service.serving import serving
     from nemo_gym_prorl.service.stack import serve_datasets, stack_from_config
 
     stack = stack_from_config(config)  # handlers built: a bad task config fails here
@@ -70,26 +69,13 @@ async def serve(config: ServeConfig) -> None:
         await stack.close()
         raise
     app = stack.app(token=config.auth.resolved_token(), datasets=serve_datasets(config))
-    server = uvicorn.Server(
-        uvicorn.Config(
-            app,
-            host=config.server.host,
-            port=config.server.port,
-            log_level=config.server.log_level,
-            lifespan="on",
-            access_log=config.server.log_level in ("debug", "trace"),
-        )
-    )
-    serving = asyncio.create_task(server.serve())
-    # uvicorn exposes readiness only as a flag: poll it briefly.
-    while not server.started and not serving.done():  # noqa: ASYNC110
-        await asyncio.sleep(0.02)
-    if server.started:
-        host, port = server.servers[0].sockets[0].getsockname()[:2]
-        tasks = ", ".join(stack.pipeline.handlers.names()) or "(none)"
-        print(f"{READY_PREFIX}http://{host}:{port} (tasks: {tasks})", flush=True)
     try:
-        await serving
+        async with serving(
+            app, host=config.server.host, port=config.server.port, log_level=config.server.log_level
+        ) as served:
+            tasks = ", ".join(stack.pipeline.handlers.names()) or "(none)"
+            print(f"{READY_PREFIX}{served.url} (tasks: {tasks})", flush=True)
+            await served.wait()
     finally:
         await stack.close()  # already closed by the app's shutdown unless uvicorn never started
 

@@ -152,6 +152,8 @@ def train(job: GrpoJob, prompts: list[str], rollout: ServiceRollout, client: Ser
             step_s = time.monotonic() - self.started
             stats = RolloutStats.of(rollout.last_results)
             mismatch = trainer.take_mismatch()
+            if job.samples_path:
+                write_samples(job.samples_path, int(state.global_step), rollout)
             train_s = step_s - rollout.last_seconds - publisher.last_seconds
             emit(
                 "step",
@@ -189,6 +191,19 @@ def train(job: GrpoJob, prompts: list[str], rollout: ServiceRollout, client: Ser
         ahead_hits=rollout.ahead_hits,
         ahead_misses=rollout.ahead_misses,
     )
+
+
+def write_samples(path: str, step: int, rollout: ServiceRollout) -> None:
+    """Append a step's samples, each with the policy versions its rollout used."""
+    versions = {r["id"]: r.get("policy_versions", []) for r in rollout.last_results}
+    with open(path, "a", encoding="utf-8") as handle:
+        for sample in rollout.last_samples:
+            record = {
+                "step": step,
+                "policy_versions": versions.get(sample.rollout_id, []),
+                **sample.model_dump(),
+            }
+            handle.write(json.dumps(record) + "\n")
 
 
 def _last(history: list[dict[str, Any]], key: str) -> float | None:

@@ -95,6 +95,9 @@ class GrpoJob(BaseModel):
         description="submit the next step's rollouts before this step trains (bounded by max_staleness)",
     )
     rollout_timeout_s: float = Field(1800.0, gt=0.0)
+    samples_path: str | None = Field(
+        None, description="append every step's TRL samples (ids, log-probs, env_mask, versions) here as JSONL"
+    )
     threads: int | None = Field(None, ge=1)
     simulated_step_s: float | None = Field(
         None,

@@ -72,6 +72,7 @@ def main() -> None:
         lr_scheduler_type="constant",
         max_length=None,  # never cut a demonstration: its ids are the data
         packing=False,
+        gradient_checkpointing=False,  # TRL turns it on by default; a 135M model fits without it
         bf16=False,
         use_cpu=True,
         report_to="none",

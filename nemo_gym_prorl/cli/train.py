@@ -1,0 +1,57 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
+"""`prorl train`: cold start from program-written demonstrations, then GRPO through the rollout
+service, with held-out evaluations of the base, SFT and GRPO policies."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+
+
+def _train(args: argparse.Namespace) -> int:
+    from nemo_gym_prorl.llm.embedded import ServerStartError
+    from nemo_gym_prorl.service.config import ConfigError
+    from nemo_gym_prorl.training.config import TrainConfigError, load_train_config
+    from nemo_gym_prorl.training.loop import run_training
+    from nemo_gym_prorl.training.report import write_results
+    from nemo_gym_prorl.training.trainer_process import TrainerFailed
+
+    try:
+        config = load_train_config(args.config, args.overrides)
+    except TrainConfigError as exc:
+        print(f"prorl train: {exc}", file=sys.stderr)
+        return 2
+    if args.print_config:
+        print(config.model_dump_json(indent=2))
+        return 0
+    try:
+        report = asyncio.run(run_training(config))
+    except (TrainerFailed, ConfigError, ServerStartError) as exc:
+        print(f"prorl train: {exc}", file=sys.stderr)
+        return 1
+    print(f"[train] {report.summary()}")
+    for check, ok in report.checks.items():
+        print(f"[train] {'ok  ' if ok else 'MISS'} {check}")
+    if config.record:
+        json_path, png = write_results(report, config.name)
+        print(f"[train] results: {json_path}, {png}")
+    return 0
+
+
+def add_train_parser(subparsers: argparse._SubParsersAction) -> None:
+    train = subparsers.add_parser(
+        "train",
+        help="SFT on demonstrations, then GRPO through the service; held-out evaluation",
+        description=__doc__,
+    )
+    train.add_argument(
+        "overrides", nargs="*", help="dotted overrides, e.g. grpo.steps=4 sampling.max_tokens=96"
+    )
+    train.add_argument(
+        "--config", default="default", help="configs/train/<name>.yaml, or a path (default: default)"
+    )
+    train.add_argument("--print-config", action="store_true", help="print the validated config and exit")
+    train.set_defaults(func=_train)

@@ -1,0 +1,54 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
+"""Serve an app over HTTP (uvicorn) for as long as a block runs: `prorl serve` serves until a
+signal, `prorl train` while it trains. The server is up, with its real address known, before the
+block starts; leaving the block stops it (the app's shutdown closes the stack it serves)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass
+class Served:
+    url: str
+    server: Any  # uvicorn.Server
+    task: asyncio.Task[None]
+
+    async def wait(self) -> None:
+        """Until the server stops (SIGINT/SIGTERM: uvicorn handles them)."""
+        await self.task
+
+
+@asynccontextmanager
+async def serving(app: Any, *, host: str, port: int, log_level: str = "warning") -> AsyncIterator[Served]:
+    import uvicorn
+
+    server = uvicorn.Server(
+        uvicorn.Config(
+            app,
+            host=host,
+            port=port,
+            log_level=log_level,
+            lifespan="on",
+            access_log=log_level in ("debug", "trace"),
+        )
+    )
+    task = asyncio.create_task(server.serve())
+    # uvicorn exposes readiness only as a flag: poll it briefly.
+    while not server.started and not task.done():  # noqa: ASYNC110
+        await asyncio.sleep(0.02)
+    if not server.started:
+        await task  # raises the reason it did not start, if it has one
+        raise RuntimeError(f"the HTTP server did not start on {host}:{port}")
+    bound_host, bound_port = server.servers[0].sockets[0].getsockname()[:2]
+    try:
+        yield Served(url=f"http://{bound_host}:{bound_port}", server=server, task=task)
+    finally:
+        server.should_exit = True
+        await task

