@@ -129,8 +129,8 @@ def record(
     payload = {
         "schema": SCHEMA,
         "benchmark": name,
-        "command": f"prorl bench {name.removesuffix('_real')}"
-        + (" --real" if name.endswith("_real") else ""),
+        "command": command
+        or f"prorl bench {name.removesuffix('_real')}" + (" --real" if name.endswith("_real") else ""),
         "measured_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "commit": commit(),
         "machine": machine(),

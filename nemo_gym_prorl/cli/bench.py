@@ -10,7 +10,7 @@ import importlib.util
 import sys
 from types import ModuleType
 
-BENCHMARK_NAMES = ("tools", "balancer", "pipeline", "eval", "dapo", "real", "scaleout")
+BENCHMARK_NAMES = ("tools", "balancer", "pipeline", "eval", "dapo", "real", "scaleout", "overlap")
 
 
 def load_benchmark(name: str) -> ModuleType:

@@ -6,12 +6,13 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 
 def _demo(args: argparse.Namespace) -> int:
     from nemo_gym_prorl.demo import run_demo
 
-    return run_demo(quick=args.quick, constrained=not args.unconstrained)
+    return run_demo(quick=args.quick, constrained=not args.unconstrained, policy=args.policy)
 
 
 def add_demo_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -21,5 +22,12 @@ def add_demo_parser(subparsers: argparse._SubParsersAction) -> None:
         "--unconstrained",
         action="store_true",
         help="no constrained tool calling: the tiny model on its own (it rarely calls a tool)",
+    )
+    demo.add_argument(
+        "--policy",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="serve this trained LoRA adapter (a policy-v* directory `prorl train` wrote); implies --unconstrained",
     )
     demo.set_defaults(func=_demo)

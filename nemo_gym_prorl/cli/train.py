@@ -7,11 +7,11 @@ service, with held-out evaluations of the base, SFT and GRPO policies."""
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 
 
 def _train(args: argparse.Namespace) -> int:
+    from nemo_gym_prorl.demo.shutdown import Interrupted, StopOnSignals
     from nemo_gym_prorl.llm.embedded import ServerStartError
     from nemo_gym_prorl.service.config import ConfigError
     from nemo_gym_prorl.training.config import TrainConfigError, load_train_config
@@ -28,7 +28,11 @@ def _train(args: argparse.Namespace) -> int:
         print(config.model_dump_json(indent=2))
         return 0
     try:
-        report = asyncio.run(run_training(config))
+        with StopOnSignals("{signal}: already stopping everything the training run started") as signals:
+            report = signals.run(run_training(config))
+    except Interrupted as stop:
+        print(f"prorl train: stopped by {stop.name}; everything it started is stopped", file=sys.stderr)
+        return stop.exit_code
     except (TrainerFailed, ConfigError, ServerStartError) as exc:
         print(f"prorl train: {exc}", file=sys.stderr)
         return 1

@@ -42,6 +42,7 @@ from nemo_gym_prorl.demo.verdict import judge
 from nemo_gym_prorl.integrations.gym import launcher as gym_launcher
 from nemo_gym_prorl.integrations.gym.contract import check_group, check_result, group_by_task
 from nemo_gym_prorl.integrations.gym.result import run_result
+from nemo_gym_prorl.llm.embedded import LoraServing
 from nemo_gym_prorl.pipeline.dapo import BatchEvent
 from nemo_gym_prorl.pipeline.groups import GroupResult
 from nemo_gym_prorl.service.client import AsyncRolloutClient
@@ -128,12 +129,21 @@ async def collect(
     return judged, stats
 
 
+async def publish_policy(agent_url: str, adapter: Path) -> None:
+    """Serve a trained LoRA adapter (a `prorl train` policy directory) as policy v1 on the stack's
+    backend: every turn after this uses it."""
+    async with AsyncRolloutClient(agent_url, timeout=120) as client:
+        report = await client.publish_policy(1, str(adapter))
+    say(f"policy {adapter} published as v1 on {len(report.loaded)} backend(s)")
+
+
 def collect_on_stack(
     signals: StopOnSignals,
     rows: list[dict[str, Any]],
     group_size: int,
     constrained: bool,
     judged: list[tuple[GroupResult, bool]],
+    policy: Path | None = None,
 ) -> tuple[Any, float] | None:
     """Steps 1-3, then the stack stopped whatever happened, through `prorl gym down`'s code.
     Returns the batch's stats and the collection's duration; None if the stack did not come up."""
@@ -150,6 +160,7 @@ def collect_on_stack(
                 # A free port: another stack (a `prorl gym up`, a second checkout) may hold the default.
                 head_port=gym_launcher.free_port(),
                 extra_overrides=CONSTRAINED_OVERRIDES if constrained else (),
+                model_lora=LoraServing() if policy is not None else None,
                 echo=say,
             )
         except gym_launcher.LaunchError as exc:
@@ -159,6 +170,8 @@ def collect_on_stack(
             say("the agent did not register with the head server")
             return None
         say(f"stack up in {time.monotonic() - started:.0f}s; agent at {state.agent_url}")
+        if policy is not None:
+            signals.run(publish_policy(state.agent_url, policy))
         say(
             f"3/4 collecting {len(rows)} prompts x {group_size} samples with DAPO grouping "
             f"({'constrained' if constrained else 'unconstrained'} tool calls)"
@@ -189,14 +202,24 @@ def report_interrupted(stop: Interrupted, judged: list[tuple[GroupResult, bool]]
     return stop.exit_code
 
 
-def run_demo(quick: bool = False, constrained: bool = True) -> int:
+def run_demo(quick: bool = False, constrained: bool = True, policy: Path | None = None) -> int:
+    """`policy`: a trained LoRA adapter directory to serve (the demo is then unconstrained: the
+    trained model acts on its own)."""
+    if policy is not None:
+        policy = policy.resolve()
+        if not (policy / "adapter_config.json").is_file():
+            say(
+                f"{policy} is not a LoRA adapter directory (no adapter_config.json); `prorl train` writes them"
+            )
+            return 2
+        constrained = False
     group_size = 2 if quick else 4
     rows = demo_rows(quick)
     domain_of = {f"prorl_{d}": d for d in DOMAINS}
     judged: list[tuple[GroupResult, bool]] = []
     with StopOnSignals(BUSY_NOTE) as signals:
         try:
-            collected = collect_on_stack(signals, rows, group_size, constrained, judged)
+            collected = collect_on_stack(signals, rows, group_size, constrained, judged, policy)
         except Interrupted as stop:
             return report_interrupted(stop, judged)
     if collected is None:

@@ -8,7 +8,8 @@ block starts; leaving the block stops it (the app's shutdown closes the stack it
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+import contextlib
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -26,10 +27,20 @@ class Served:
 
 
 @asynccontextmanager
-async def serving(app: Any, *, host: str, port: int, log_level: str = "warning") -> AsyncIterator[Served]:
+async def serving(
+    app: Any, *, host: str, port: int, log_level: str = "warning", handle_signals: bool = True
+) -> AsyncIterator[Served]:
+    """`handle_signals=False` for a server inside a larger program (`prorl train`): uvicorn then
+    leaves SIGINT and SIGTERM to that program, which stops its work and this server with it.
+    By default uvicorn takes them and stops serving (`prorl serve`)."""
     import uvicorn
 
-    server = uvicorn.Server(
+    class EmbeddedServer(uvicorn.Server):
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            yield
+
+    server = (uvicorn.Server if handle_signals else EmbeddedServer)(
         uvicorn.Config(
             app,
             host=host,

@@ -63,6 +63,9 @@ class GrpoSettings(BaseModel):
     optimizer: OptimizerSettings = Field(default_factory=lambda: OptimizerSettings(learning_rate=5e-5))
     collect_ahead: bool = False
     rollout_timeout_s: float = Field(1800.0, gt=0)
+    restarts: int = Field(
+        1, ge=0, description="restart a GRPO trainer that dies, from its last published policy"
+    )
 
 
 class EvaluationSettings(BaseModel):

@@ -19,8 +19,7 @@ started (backend, service, trainer) is stopped on the way out, whatever happened
 
 from __future__ import annotations
 
-import asyncio
-import secrets
+import functools
 import time
 from collections.abc import Callable
 from contextlib import AsyncExitStack
@@ -31,17 +30,14 @@ from nemo_gym_prorl.assets import output_root
 from nemo_gym_prorl.datasets.rows import write_jsonl
 from nemo_gym_prorl.integrations.trl.jobs import Event, GrpoJob, SftJob
 from nemo_gym_prorl.llm.access import LLMConfig
-from nemo_gym_prorl.llm.embedded import EmbeddedLayout, VLLMServer, embedded_spec
-from nemo_gym_prorl.service.client import AsyncRolloutClient
-from nemo_gym_prorl.service.config import load_config
-from nemo_gym_prorl.service.serving import serving
-from nemo_gym_prorl.service.stack import stack_from_config
+from nemo_gym_prorl.llm.embedded import EmbeddedLayout
 from nemo_gym_prorl.training import progress
 from nemo_gym_prorl.training.config import TrainConfig
 from nemo_gym_prorl.training.demonstrations import DemonstrationConfig, collect_demonstrations
 from nemo_gym_prorl.training.evaluation import PolicyEvaluation, evaluate
 from nemo_gym_prorl.training.report import TrainReport
-from nemo_gym_prorl.training.trainer_process import run_trainer
+from nemo_gym_prorl.training.session import start_service
+from nemo_gym_prorl.training.trainer_process import TrainerFailed, run_trainer
 
 Say = Callable[[str], None]
 
@@ -79,36 +75,11 @@ async def run_training(config: TrainConfig, *, say: Say = _print, run_dir: Path 
     phases = _Phases()
     started = time.monotonic()
     heldout = config.split.heldout_rows()
-    token = secrets.token_hex(16)
 
     async with AsyncExitStack() as stack:
         with phases.timed("start"):
-            say(
-                f"starting vLLM-CPU ({config.backend.dtype}, LoRA rank <= {config.backend.lora.max_lora_rank})"
-            )
-            spec = embedded_spec(
-                layout, lora=config.backend.lora, extra_args=["--dtype", config.backend.dtype]
-            )
-            server = VLLMServer(spec, ready_timeout_s=config.backend.ready_timeout_s)
-            stack.callback(server.stop)
-            await asyncio.to_thread(server.__enter__)
-            serve_config = load_config(
-                [
-                    *config.service_overrides,
-                    f"llm.backends=[{server.base_url}]",
-                    f"+pipeline.staleness.max_staleness={config.max_staleness}",
-                    f"auth.token={token}",
-                ]
-            )
-            rollout_stack = stack_from_config(serve_config)
-            stack.push_async_callback(rollout_stack.close)
-            await rollout_stack.start()
-            served = await stack.enter_async_context(
-                serving(rollout_stack.app(token=token), host="127.0.0.1", port=0)
-            )
-            client = AsyncRolloutClient(served.url, token=token, timeout=120)
-            stack.push_async_callback(client.aclose)
-            say(f"service at {served.url} (backend {server.base_url}, log {server.log_path})")
+            service = await start_service(config, stack, layout=layout, say=say)
+            client, served_url = service.client, service.url
 
         async def evaluation(phase: str) -> PolicyEvaluation | None:
             if phase not in config.evaluation.phases:
@@ -132,7 +103,7 @@ async def run_training(config: TrainConfig, *, say: Say = _print, run_dir: Path 
             say(f"writing {config.demonstrations.n} program-written demonstrations through the real tools")
             demo_config = DemonstrationConfig(
                 split=config.split,
-                llm=LLMConfig(backends=[server.base_url]),
+                llm=LLMConfig(backends=[service.backend_url]),
                 concurrency=config.demonstrations.concurrency,
             )
             demos, summary = await collect_demonstrations(config.demonstrations.n, demo_config, progress=None)
@@ -165,15 +136,14 @@ async def run_training(config: TrainConfig, *, say: Say = _print, run_dir: Path 
             grpo_rows = config.split.train_rows(
                 config.grpo.steps * config.grpo.prompts_per_step, start=summary.tried
             )
-            prompts_path = run_dir / "grpo_prompts.jsonl"
-            write_jsonl(prompts_path, grpo_rows)
             (run_dir / "grpo_samples.jsonl").unlink(missing_ok=True)
-            grpo = GrpoJob(
+            (run_dir / "grpo_journal.json").unlink(missing_ok=True)
+            job = GrpoJob(
                 model_dir=str(layout.model_dir),
                 init_adapter=sft_adapter,
-                service_url=served.url,
-                token=token,
-                prompts=str(prompts_path),
+                service_url=served_url,
+                token=service.token,
+                prompts=str(run_dir / "grpo_prompts.jsonl"),
                 output_dir=str(policies),
                 lora=config.lora,
                 optimizer=config.grpo.optimizer,
@@ -188,6 +158,7 @@ async def run_training(config: TrainConfig, *, say: Say = _print, run_dir: Path 
                 version_offset=1,
                 collect_ahead=config.grpo.collect_ahead,
                 rollout_timeout_s=config.grpo.rollout_timeout_s,
+                journal=str(run_dir / "grpo_journal.json"),
                 samples_path=str(run_dir / "grpo_samples.jsonl"),
                 threads=config.trainer_threads,
             )
@@ -195,14 +166,51 @@ async def run_training(config: TrainConfig, *, say: Say = _print, run_dir: Path 
                 f"GRPO ({config.grpo.loss_type}): {config.grpo.steps} steps of {config.grpo.prompts_per_step} "
                 f"prompts x {config.grpo.num_generations} rollouts through the service, unconstrained"
             )
-            events = await run_trainer(
-                "grpo", grpo, workdir=run_dir, on_event=lambda e: _on_grpo(e, report, say, config.grpo.steps)
-            )
-            report.grpo = _fields(events[-1])
+            report.grpo = await run_grpo(job, grpo_rows, run_dir, report, say, restarts=config.grpo.restarts)
         await evaluation("grpo")
 
     report.finish(phases.seconds, time.monotonic() - started)
     return report
+
+
+async def run_grpo(
+    job: GrpoJob, rows: list[dict[str, Any]], run_dir: Path, report: TrainReport, say: Say, *, restarts: int
+) -> dict[str, Any]:
+    """The GRPO trainer to its end. If it dies, it is restarted (up to `restarts` times) from the
+    last policy it published, for the steps it had left; the rollouts it had asked for are taken
+    up from its journal, so none is lost or run twice."""
+    total = job.steps
+    published: list[dict[str, Any]] = []
+    while True:
+        write_jsonl(job.prompts, rows[(total - job.steps) * job.prompts_per_step :])
+        before = len(report.grpo_steps)
+        on_event = functools.partial(_on_grpo, report=report, say=say, steps=total, offset=total - job.steps)
+        try:
+            events = await run_trainer("grpo", job, workdir=run_dir, on_event=on_event)
+        except TrainerFailed as exc:
+            done_steps = [s for s in report.grpo_steps[before:] if "version" in s]
+            if restarts <= 0:
+                raise
+            restarts -= 1
+            if done_steps:
+                last = done_steps[-1]
+                published += [
+                    {"version": s["version"], "adapter_path": s.get("adapter_path")} for s in done_steps
+                ]
+                job = job.model_copy(
+                    update={
+                        "init_adapter": last.get("adapter_path") or job.init_adapter,
+                        "version_offset": last["version"],
+                        "steps": job.steps - len(done_steps),
+                    }
+                )
+            say(
+                f"the GRPO trainer died ({str(exc).splitlines()[0]}); restarting for its {job.steps} step(s) left"
+            )
+            continue
+        done = _fields(events[-1])
+        done["published"] = [*published, *done.get("published", [])]
+        return done
 
 
 def _fields(event: Event) -> dict[str, Any]:
@@ -215,7 +223,9 @@ def _on_sft(event: Event, report: TrainReport, say: Say) -> None:
         say(progress.sft_step_line(_fields(event)))
 
 
-def _on_grpo(event: Event, report: TrainReport, say: Say, steps: int) -> None:
+def _on_grpo(event: Event, report: TrainReport, say: Say, steps: int, *, offset: int = 0) -> None:
     if event.event == "step":
-        report.grpo_steps.append(_fields(event))
-        say(progress.grpo_step_line(_fields(event), steps))
+        fields = _fields(event)
+        fields["step"] = offset + fields["step"]  # a restarted trainer counts its steps from 1 again
+        report.grpo_steps.append(fields)
+        say(progress.grpo_step_line(fields, steps))

