@@ -90,6 +90,7 @@ OUTSIDE = {"benchmarks": "benchmarks/", "tests": "tests/ (test support is import
 # Which layer reads (and so resolves the import targets in) each kind of config file.
 CONFIG_READERS: dict[str, str] = {
     "configs/service/**/*.yaml": "service",  # ServeConfig; task handlers resolved by the service
+    "configs/train/**/*.yaml": "training",  # TrainConfig (`prorl train`)
     "configs/gym/**/*.yaml": "integrations",  # ng_run compositions, read into the Gym servers' settings
     "configs/nemo_rl/**/*.yaml": "integrations",  # NeMo RL recipes: the Gym agent and nemo_rl hooks
     "resources_servers/*/configs/**/*.yaml": "integrations",  # parsed by integrations.gym

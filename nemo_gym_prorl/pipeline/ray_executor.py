@@ -29,6 +29,7 @@ import logging
 import time
 from typing import Any
 
+from nemo_gym_prorl.pipeline.backend_changes import BackendChanges
 from nemo_gym_prorl.pipeline.executor import (
     InfrastructureError,
     NodeStatus,
@@ -68,6 +69,7 @@ class RayExecutor:
         self._share_count = 1
         self._closed = False
         self._nodeless_since: float | None = None
+        self._changes = BackendChanges()
 
     # -- lifecycle --------------------------------------------------------------------------
     async def start(self) -> None:
@@ -131,6 +133,18 @@ class RayExecutor:
                 self._kill(actor)
                 continue
             assert info["node"] == node["NodeID"], "node affinity was not honoured"
+            try:  # the backends and policy the other nodes serve, before it takes any job
+                for method, args, kwargs in self._changes.replay():
+                    await asyncio.wait_for(
+                        self._await(actor.backends_call.remote(method, args, kwargs)),
+                        self.config.node_timeout_s,
+                    )
+            except Exception as exc:
+                logger.warning(
+                    "node %s could not take the service's backend changes: %s", node["NodeID"], exc
+                )
+                self._kill(actor)
+                continue
             self._nodes[node["NodeID"]] = PlacedNode(
                 id=node["NodeID"],
                 address=node.get("NodeManagerAddress"),
@@ -402,7 +416,9 @@ class RayExecutor:
 
     # -- LLM backends -----------------------------------------------------------------------
     async def broadcast_backends(self, method: str, *args: Any, **kwargs: Any) -> None:
-        """Apply a backend change (`add`, `remove`, `drain`) on every live node's pool."""
+        """Apply a backend change (`add`, `remove`, `drain`, `publish_policy`) on every live
+        node's pool, and remember it for the nodes that join later."""
+        self._changes.record(method, args, kwargs)
         live = [n for n in self._nodes.values() if n.alive]
         results = await asyncio.gather(
             *(
