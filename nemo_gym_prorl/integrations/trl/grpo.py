@@ -88,7 +88,7 @@ def simulate(job: GrpoJob, prompts: list[str], rollout: ServiceRollout) -> None:
 def train(job: GrpoJob, prompts: list[str], rollout: ServiceRollout, client: ServiceClient) -> None:
     import torch
     from datasets import Dataset
-    from peft import LoraConfig, PeftModel
+    from peft import PeftModel
     from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
     from trl import GRPOConfig
 
@@ -103,13 +103,7 @@ def train(job: GrpoJob, prompts: list[str], rollout: ServiceRollout, client: Ser
     if job.init_adapter:
         model = PeftModel.from_pretrained(model, job.init_adapter, is_trainable=True)
     else:
-        peft_config = LoraConfig(
-            r=job.lora.r,
-            lora_alpha=job.lora.alpha,
-            lora_dropout=job.lora.dropout,
-            target_modules=job.lora.target_modules,
-            task_type="CAUSAL_LM",
-        )
+        peft_config = job.lora.peft_config()
     rollouts_per_step = job.prompts_per_step * job.num_generations
     if rollouts_per_step % job.optimizer.batch_size:
         raise ValueError(

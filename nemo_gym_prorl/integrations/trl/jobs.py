@@ -39,6 +39,18 @@ class LoraSettings(BaseModel):
     dropout: float = Field(0.0, ge=0.0, lt=1.0)
     target_modules: str = "all-linear"
 
+    def peft_config(self) -> Any:
+        """PEFT's `LoraConfig` for these settings (imported here: PEFT is in the model venv only)."""
+        from peft import LoraConfig
+
+        return LoraConfig(
+            r=self.r,
+            lora_alpha=self.alpha,
+            lora_dropout=self.dropout,
+            target_modules=self.target_modules,
+            task_type="CAUSAL_LM",
+        )
+
 
 class OptimizerSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")

@@ -46,7 +46,6 @@ def sequences(path: str) -> dict[str, list[list[int]]]:
 def main() -> None:
     import torch
     from datasets import Dataset
-    from peft import LoraConfig
     from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
     from trl import SFTConfig, SFTTrainer
 
@@ -103,13 +102,7 @@ def main() -> None:
         args=args,
         train_dataset=Dataset.from_dict(columns),
         processing_class=tokenizer,
-        peft_config=LoraConfig(
-            r=job.lora.r,
-            lora_alpha=job.lora.alpha,
-            lora_dropout=job.lora.dropout,
-            target_modules=job.lora.target_modules,
-            task_type="CAUSAL_LM",
-        ),
+        peft_config=job.lora.peft_config(),
         callbacks=[StepEvents()],
     )
     trainer.train()
