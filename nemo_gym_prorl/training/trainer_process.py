@@ -15,6 +15,7 @@ import contextlib
 import os
 import signal
 import subprocess
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
@@ -79,11 +80,20 @@ async def run_trainer(
     log_path = workdir / f"{program}.log"
     events: list[Event] = []
     proc = _spawn([str(layout.python), "-m", PROGRAMS[program], str(job_path)])
+    # Its own thread, not the event loop's default executor: the service's work may hold every
+    # executor thread, and stopping the trainer must never wait behind it.
+    pump = threading.Thread(target=_pump, args=(proc, log_path, events, on_event), daemon=True)
+    pump.start()
     try:
-        await asyncio.to_thread(_pump, proc, log_path, events, on_event)
-        code = await asyncio.to_thread(proc.wait)
+        while proc.poll() is None:  # noqa: ASYNC110 - a Popen has no awaitable exit
+            await asyncio.sleep(0.2)
+        pump.join()  # the trainer exited: its last lines (the `done` event) are read to the end
+        code = proc.returncode
     finally:
-        await asyncio.to_thread(_stop, proc)
+        _stop(proc)  # cancelled or failed: its group is stopped before anything else closes
+        pump.join(timeout=5)
+        if proc.stdout is not None:
+            proc.stdout.close()
     if code != 0:
         raise TrainerFailed(
             f"the {program} trainer exited with {code}; {log_path} ends with:\n{_tail(log_path)}"
@@ -132,5 +142,3 @@ def _stop(proc: subprocess.Popen[str]) -> None:
             os.killpg(proc.pid, sig)
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(grace)
-    if proc.stdout is not None:
-        proc.stdout.close()
