@@ -5,6 +5,10 @@
 
 prorl data prepare [--domain all|math|stem|code|swe] [--out DIR] [--validation-fraction F]
     train/validation JSONL in NeMo RL's Gym format (one row per task, task fields top level)
+prorl data prepare --environment NAME [--source PATH_OR_HUB_ID] [--limit N] [--out DIR]
+    a dataset environment's rows from its published records (`data/<name>/{train,validation}.jsonl`)
+prorl data environments [--check | --list]
+    write (or check, or list) environments/<name>/ of every dataset environment from the catalog
 prorl data examples [--root DIR]
     regenerate each server's `data/example.jsonl` (5 real rows per domain)
 prorl swe build [--only INSTANCE_ID ...]
@@ -23,24 +27,10 @@ from pathlib import Path
 from typing import Any
 
 from nemo_gym_prorl.assets import project_root
+from nemo_gym_prorl.datasets.domain_tools import responses_tools
 from nemo_gym_prorl.datasets.rows import DEFAULT_AGENT, pick_examples, split_rows, write_jsonl
-from nemo_gym_prorl.tools.specs import ToolName
 
 DOMAINS = ("math", "stem", "code", "swe")
-DOMAIN_TOOLS: dict[str, tuple[ToolName, ...]] = {"math": ("ipython", "submit"), "stem": ("ipython", "submit"), "code": ("bash", "editor", "ipython"),
-                "swe": ("bash", "editor")}  # fmt: skip
-
-
-def responses_tools(domain: str) -> list[dict[str, Any]]:
-    """The domain's tools as Responses-API function tools (what Gym rows carry)."""
-    from nemo_gym_prorl.tools import tool_specs
-
-    out = []
-    for spec in tool_specs(list(DOMAIN_TOOLS[domain])):
-        fn = spec.get("function", spec)
-        out.append({"type": "function", "name": fn["name"], "description": fn.get("description", ""),
-                    "parameters": fn.get("parameters", {}), "strict": False})  # fmt: skip
-    return out
 
 
 def domain_rows(
@@ -62,14 +52,52 @@ def domain_rows(
 
 
 def _prepare(args: argparse.Namespace) -> int:
+    if args.environment:
+        return _prepare_environment(args)
     domains = DOMAINS if args.domain == "all" else (args.domain,)
-    out = Path(args.out)
+    out = Path(args.out or "data/prorl")
     for domain in domains:
         rows = domain_rows(domain, args.agent, math_per_task=args.math_per_task)
         train, val = split_rows(rows, args.validation_fraction, seed=args.seed)
         n_train = write_jsonl(out / domain / "train.jsonl", train)
         n_val = write_jsonl(out / domain / "validation.jsonl", val)
         print(f"{domain}: {n_train} train, {n_val} validation rows -> {out / domain}")
+    return 0
+
+
+def _prepare_environment(args: argparse.Namespace) -> int:
+    from nemo_gym_prorl.datasets.catalog import RecordError
+    from nemo_gym_prorl.datasets.loading import SourceError
+    from nemo_gym_prorl.datasets.prepare import prepare_environment
+
+    try:
+        prepared = prepare_environment(
+            args.environment, args.source, data_dir=Path(args.out or "data"), agent=args.agent, limit=args.limit,
+            validation_fraction=args.validation_fraction, seed=args.seed,
+        )  # fmt: skip
+    except (KeyError, RecordError, SourceError) as exc:
+        print(f"prorl data prepare: {exc.args[0] if exc.args else exc}", file=sys.stderr)
+        return 1
+    print(prepared.summary())
+    return 0
+
+
+def _environments(args: argparse.Namespace) -> int:
+    from nemo_gym_prorl.datasets.catalog import catalog
+    from nemo_gym_prorl.datasets.environment_files import write_environment
+
+    root = Path(args.root) if args.root else project_root()
+    entries = catalog()
+    if args.list:
+        for env in entries.values():
+            print(json.dumps({"environment": env.name, "dataset": env.title, "domain": env.domain,
+                              "hub_id": env.hub_id, "license": env.license, "needs": env.needs}))  # fmt: skip
+        return 0
+    stale = [path for env in entries.values() for path in write_environment(env, root, check=args.check)]
+    if args.check and stale:
+        print("out of date (run `prorl data environments`):\n  " + "\n  ".join(stale), file=sys.stderr)
+        return 1
+    print(f"{len(entries)} dataset environments; {'checked' if args.check else 'rewrote'} {len(stale)} files")
     return 0
 
 
@@ -115,7 +143,17 @@ def add_data_parser(subparsers: argparse._SubParsersAction) -> None:
     data_sub = data.add_subparsers(dest="data_command", required=True)
     prep = data_sub.add_parser("prepare", help="train/validation JSONL in NeMo RL's Gym format")
     prep.add_argument("--domain", choices=("all", *DOMAINS), default="all")
-    prep.add_argument("--out", default="data/prorl")
+    prep.add_argument(
+        "--environment", help="a dataset environment (`prorl data environments --list`) instead of --domain"
+    )
+    prep.add_argument(
+        "--source", help="with --environment: a local .jsonl/.json/.parquet file or folder, or a Hub id "
+        "(default: the environment's Hub dataset)"
+    )  # fmt: skip
+    prep.add_argument(
+        "--limit", type=int, default=None, help="with --environment: at most this many rows per split"
+    )
+    prep.add_argument("--out", default=None, help="default data/prorl (--domain) or data (--environment)")
     prep.add_argument("--validation-fraction", type=float, default=0.1)
     prep.add_argument("--seed", type=int, default=0)
     prep.add_argument("--agent", default=DEFAULT_AGENT, help="agent_ref.name of every row")
@@ -126,6 +164,11 @@ def add_data_parser(subparsers: argparse._SubParsersAction) -> None:
         help="procedural problems per reasoning-gym task (5 tasks; examples use 4)",
     )
     prep.set_defaults(func=_prepare)
+    envs = data_sub.add_parser("environments", help="write environments/<name>/ of every dataset environment")
+    envs.add_argument("--root", default=None, help="the project root to write into (default: this checkout)")
+    envs.add_argument("--check", action="store_true", help="fail if any generated file is out of date")
+    envs.add_argument("--list", action="store_true", help="list the dataset environments (JSON lines)")
+    envs.set_defaults(func=_environments)
     ex = data_sub.add_parser("examples", help="regenerate resources_servers/prorl_*/data/example.jsonl")
     ex.add_argument("--root", default=None, help="the project root to write into (default: this checkout)")
     ex.add_argument("--agent", default=DEFAULT_AGENT)
