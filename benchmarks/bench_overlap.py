@@ -32,6 +32,7 @@ from nemo_gym_prorl.integrations.trl.jobs import GrpoJob
 from nemo_gym_prorl.llm.embedded import EmbeddedLayout
 from nemo_gym_prorl.training.config import load_train_config
 from nemo_gym_prorl.training.session import start_service
+from nemo_gym_prorl.training.trainer_jobs import grpo_job
 from nemo_gym_prorl.training.trainer_process import run_trainer
 
 SIMULATED = [
@@ -78,17 +79,16 @@ async def benchmark(say: Any = print) -> dict[str, Any]:
         version = 0
 
         def job(*, ahead: bool, simulated_step_s: float | None = None) -> GrpoJob:
-            return GrpoJob(
-                model_dir=str(layout.model_dir),
-                service_url=service.url,
-                token=service.token,
-                prompts=str(prompts),
-                output_dir=str(output_root() / "bench_overlap" / "policies"),
+            return grpo_job(
+                config,
+                layout,
+                service,
+                prompts=prompts,
+                output_dir=output_root() / "bench_overlap" / "policies",
                 optimizer=config.grpo.optimizer.model_copy(update={"batch_size": GENERATIONS}),
                 steps=STEPS,
                 prompts_per_step=PROMPTS_PER_STEP,
                 num_generations=GENERATIONS,
-                sampling_params=config.sampling,
                 version_offset=version,
                 collect_ahead=ahead,
                 simulated_step_s=simulated_step_s,

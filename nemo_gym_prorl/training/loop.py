@@ -21,14 +21,14 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Callable
-from contextlib import AsyncExitStack
+from collections.abc import Callable, Iterator
+from contextlib import AsyncExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
 from nemo_gym_prorl.assets import output_root
 from nemo_gym_prorl.datasets.rows import write_jsonl
-from nemo_gym_prorl.integrations.trl.jobs import Event, GrpoJob, SftJob
+from nemo_gym_prorl.integrations.trl.jobs import Event, GrpoJob
 from nemo_gym_prorl.llm.access import LLMConfig
 from nemo_gym_prorl.llm.embedded import EmbeddedLayout
 from nemo_gym_prorl.training import progress
@@ -37,6 +37,7 @@ from nemo_gym_prorl.training.demonstrations import DemonstrationConfig, collect_
 from nemo_gym_prorl.training.evaluation import PolicyEvaluation, evaluate
 from nemo_gym_prorl.training.report import TrainReport
 from nemo_gym_prorl.training.session import start_service
+from nemo_gym_prorl.training.trainer_jobs import grpo_job, sft_job
 from nemo_gym_prorl.training.trainer_process import TrainerFailed, run_trainer
 
 Say = Callable[[str], None]
@@ -46,25 +47,14 @@ def _print(message: str) -> None:
     print(f"\033[1m[train]\033[0m {message}", flush=True)
 
 
-class _Phases:
-    """Wall-clock seconds per phase."""
-
-    def __init__(self) -> None:
-        self.seconds: dict[str, float] = {}
-
-    def timed(self, name: str) -> _Timer:
-        return _Timer(self.seconds, name)
-
-
-class _Timer:
-    def __init__(self, seconds: dict[str, float], name: str) -> None:
-        self.seconds, self.name = seconds, name
-
-    def __enter__(self) -> None:
-        self.started = time.monotonic()
-
-    def __exit__(self, *exc: object) -> None:
-        self.seconds[self.name] = round(time.monotonic() - self.started, 1)
+@contextmanager
+def timed(seconds: dict[str, float], name: str) -> Iterator[None]:
+    """Record the wall-clock seconds of the block under `name`."""
+    started = time.monotonic()
+    try:
+        yield
+    finally:
+        seconds[name] = round(time.monotonic() - started, 1)
 
 
 async def run_training(config: TrainConfig, *, say: Say = _print, run_dir: Path | None = None) -> TrainReport:
@@ -72,19 +62,19 @@ async def run_training(config: TrainConfig, *, say: Say = _print, run_dir: Path 
     run_dir = (run_dir or output_root() / "train" / config.name).resolve()
     policies = run_dir / "policies"
     report = TrainReport.start(config)
-    phases = _Phases()
+    phases: dict[str, float] = {}
     started = time.monotonic()
     heldout = config.split.heldout_rows()
 
     async with AsyncExitStack() as stack:
-        with phases.timed("start"):
+        with timed(phases, "start"):
             service = await start_service(config, stack, layout=layout, say=say)
-            client, served_url = service.client, service.url
+            client = service.client
 
         async def evaluation(phase: str) -> PolicyEvaluation | None:
             if phase not in config.evaluation.phases:
                 return None
-            with phases.timed(f"eval_{phase}"):
+            with timed(phases, f"eval_{phase}"):
                 say(f"evaluating {phase} on {len(heldout)} held-out tasks (unconstrained, {config.sampling})")
                 result = await evaluate(
                     client,
@@ -99,7 +89,7 @@ async def run_training(config: TrainConfig, *, say: Say = _print, run_dir: Path 
 
         await evaluation("base")
 
-        with phases.timed("demonstrations"):
+        with timed(phases, "demonstrations"):
             say(f"writing {config.demonstrations.n} program-written demonstrations through the real tools")
             demo_config = DemonstrationConfig(
                 split=config.split,
@@ -112,17 +102,8 @@ async def run_training(config: TrainConfig, *, say: Say = _print, run_dir: Path 
             report.demonstrations = summary.model_copy(update={"path": str(demo_path)})
             say(progress.demonstrations_line(report.demonstrations))
 
-        with phases.timed("sft"):
-            sft = SftJob(
-                model_dir=str(layout.model_dir),
-                demonstrations=str(demo_path),
-                output_dir=str(policies),
-                version=1,
-                lora=config.lora,
-                optimizer=config.sft.optimizer,
-                epochs=config.sft.epochs,
-                threads=config.trainer_threads,
-            )
+        with timed(phases, "sft"):
+            sft = sft_job(config, layout, demonstrations=demo_path, output_dir=policies)
             events = await run_trainer(
                 "sft", sft, workdir=run_dir, on_event=lambda e: _on_sft(e, report, say)
             )
@@ -132,35 +113,22 @@ async def run_training(config: TrainConfig, *, say: Say = _print, run_dir: Path 
             say(f"SFT adapter published as policy v1 on {len(published.loaded)} backend(s)")
         await evaluation("sft")
 
-        with phases.timed("grpo"):
+        with timed(phases, "grpo"):
             grpo_rows = config.split.train_rows(
                 config.grpo.steps * config.grpo.prompts_per_step, start=summary.tried
             )
             (run_dir / "grpo_samples.jsonl").unlink(missing_ok=True)
             (run_dir / "grpo_journal.json").unlink(missing_ok=True)
-            job = GrpoJob(
-                model_dir=str(layout.model_dir),
+            job = grpo_job(
+                config,
+                layout,
+                service,
+                prompts=run_dir / "grpo_prompts.jsonl",
+                output_dir=policies,
                 init_adapter=sft_adapter,
-                service_url=served_url,
-                token=service.token,
-                prompts=str(run_dir / "grpo_prompts.jsonl"),
-                output_dir=str(policies),
-                lora=config.lora,
-                optimizer=config.grpo.optimizer,
-                steps=config.grpo.steps,
-                prompts_per_step=config.grpo.prompts_per_step,
-                num_generations=config.grpo.num_generations,
-                loss_type=config.grpo.loss_type,
-                beta=config.grpo.beta,
-                epsilon=config.grpo.epsilon,
-                epsilon_high=config.grpo.epsilon_high,
-                sampling_params=config.sampling,
                 version_offset=1,
-                collect_ahead=config.grpo.collect_ahead,
-                rollout_timeout_s=config.grpo.rollout_timeout_s,
                 journal=str(run_dir / "grpo_journal.json"),
                 samples_path=str(run_dir / "grpo_samples.jsonl"),
-                threads=config.trainer_threads,
             )
             say(
                 f"GRPO ({config.grpo.loss_type}): {config.grpo.steps} steps of {config.grpo.prompts_per_step} "
@@ -169,7 +137,7 @@ async def run_training(config: TrainConfig, *, say: Say = _print, run_dir: Path 
             report.grpo = await run_grpo(job, grpo_rows, run_dir, report, say, restarts=config.grpo.restarts)
         await evaluation("grpo")
 
-    report.finish(phases.seconds, time.monotonic() - started)
+    report.finish(phases, time.monotonic() - started)
     return report
 
 
