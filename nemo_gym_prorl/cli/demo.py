@@ -12,7 +12,10 @@ from pathlib import Path
 def _demo(args: argparse.Namespace) -> int:
     from nemo_gym_prorl.demo import run_demo
 
-    return run_demo(quick=args.quick, constrained=not args.unconstrained, policy=args.policy)
+    environments = [name for names in args.environment for name in names.split(",") if name]
+    return run_demo(
+        quick=args.quick, constrained=not args.unconstrained, policy=args.policy, environments=environments
+    )
 
 
 def add_demo_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -29,5 +32,13 @@ def add_demo_parser(subparsers: argparse._SubParsersAction) -> None:
         default=None,
         metavar="DIR",
         help="serve this trained LoRA adapter (a policy-v* directory `prorl train` wrote); implies --unconstrained",
+    )
+    demo.add_argument(
+        "--environment",
+        action="append",
+        default=[],
+        metavar="NAME[,NAME...]",
+        help="draw the rows from these dataset environments (`prorl data environments --list`): their prepared "
+        "validation rows, else their example rows",
     )
     demo.set_defaults(func=_demo)

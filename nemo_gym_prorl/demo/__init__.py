@@ -26,13 +26,17 @@ from __future__ import annotations
 import json
 import sys
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from tqdm import tqdm
 
-from nemo_gym_prorl.assets import output_root, resources_server_dir
+from nemo_gym_prorl.assets import output_root, project_root, resources_server_dir
+from nemo_gym_prorl.datasets.catalog import environment
+from nemo_gym_prorl.datasets.environment_files import EXAMPLE, environment_dir
+from nemo_gym_prorl.datasets.prepare import split_path
 from nemo_gym_prorl.datasets.rows import read_jsonl
 from nemo_gym_prorl.demo.html_report import write_html_report
 from nemo_gym_prorl.demo.report import plot_timeline, rollouts_of, write_jsonl
@@ -69,17 +73,28 @@ def say(message: str) -> None:
     print(f"\033[1m[demo]\033[0m {message}", flush=True)
 
 
-def demo_rows(quick: bool) -> list[dict[str, Any]]:
+def demo_rows(quick: bool, environments: Sequence[str] = ()) -> list[dict[str, Any]]:
     """The example rows each resources server ships (real data), SWE kept small: its EVAL runs a
-    project's test suite."""
+    project's test suite. With `environments`, those dataset environments' rows instead: their
+    prepared validation rows (`prorl data prepare --environment NAME`), else their example rows."""
     per_domain = {"math": 5, "stem": 5, "code": 5, "swe": 1}
     if quick:
         per_domain = {"math": 2, "stem": 2, "code": 2, "swe": 1}
+    if environments:
+        return [row for name in environments for row in environment_rows(name, per_domain)]
     rows: list[dict[str, Any]] = []
     for domain in DOMAINS:
         path = resources_server_dir(f"prorl_{domain}") / "data" / "example.jsonl"
         rows += read_jsonl(path)[: per_domain[domain]]
     return rows
+
+
+def environment_rows(name: str, per_domain: Mapping[str, int]) -> list[dict[str, Any]]:
+    env = environment(name)
+    prepared = split_path(name, "validation")
+    path = prepared if prepared.is_file() else environment_dir(project_root(), env) / EXAMPLE
+    say(f"{name}: rows from {path}")
+    return read_jsonl(path)[: per_domain[env.domain]]
 
 
 async def build_swe_instances() -> None:
@@ -202,9 +217,14 @@ def report_interrupted(stop: Interrupted, judged: list[tuple[GroupResult, bool]]
     return stop.exit_code
 
 
-def run_demo(quick: bool = False, constrained: bool = True, policy: Path | None = None) -> int:
+def run_demo(
+    quick: bool = False,
+    constrained: bool = True,
+    policy: Path | None = None,
+    environments: Sequence[str] = (),
+) -> int:
     """`policy`: a trained LoRA adapter directory to serve (the demo is then unconstrained: the
-    trained model acts on its own)."""
+    trained model acts on its own). `environments`: dataset environments to draw the rows from."""
     if policy is not None:
         policy = policy.resolve()
         if not (policy / "adapter_config.json").is_file():
@@ -214,7 +234,12 @@ def run_demo(quick: bool = False, constrained: bool = True, policy: Path | None 
             return 2
         constrained = False
     group_size = 2 if quick else 4
-    rows = demo_rows(quick)
+    try:
+        rows = demo_rows(quick, environments)
+    except KeyError as exc:
+        say(str(exc.args[0]))
+        return 2
+    domains = [d for d in DOMAINS if any(row["data_source"] == f"prorl_{d}" for row in rows)]
     domain_of = {f"prorl_{d}": d for d in DOMAINS}
     judged: list[tuple[GroupResult, bool]] = []
     with StopOnSignals(BUSY_NOTE) as signals:
@@ -258,7 +283,7 @@ def run_demo(quick: bool = False, constrained: bool = True, policy: Path | None 
         say(f"stage timeline and throughput: {png}")
     report = write_html_report(out / "report.html", title="ProRL agent demo", rows=[asdict(s) for s in summaries], records=everything, timeline_png=png)  # fmt: skip
     say(f"everything above in one page (open it in a browser): {report}")
-    verdict = judge(rollouts, problems, DOMAINS)
+    verdict = judge(rollouts, problems, domains)
     for failure in verdict.failures:
         say(f"FAILED: {failure}")
     say("demo passed" if verdict.ok else f"demo failed ({len(verdict.failures)} reason(s) above)")

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from nemo_gym_prorl.assets import configs_dir
 from nemo_gym_prorl.integrations.trl.jobs import LoraSettings, LossType, OptimizerSettings
 from nemo_gym_prorl.llm.embedded import LoraServing
+from nemo_gym_prorl.training.environment_split import EnvironmentSplit
 from nemo_gym_prorl.training.heldout import SeedSplit
 
 
@@ -82,6 +83,12 @@ class TrainConfig(BaseModel):
 
     name: str = Field("train", description="the results file's name: benchmarks/results/<name>.json")
     split: SeedSplit = Field(default_factory=SeedSplit)
+    environment: str | None = Field(
+        None,
+        description="a dataset environment whose prepared rows give the GRPO prompts and the held-out set "
+        "(`prorl data environments --list`); None: the split's reasoning-gym tasks. Demonstrations "
+        "always come from the split.",
+    )
     service_overrides: list[str] = Field(
         default_factory=lambda: ["tasks=math"], description="`prorl serve` overrides for the service"
     )
@@ -98,6 +105,29 @@ class TrainConfig(BaseModel):
     max_staleness: int = Field(1, ge=0, description="the service's bound on off-policy rollouts")
     trainer_threads: int | None = Field(None, ge=1, description="torch threads of the trainer (None: all)")
     record: bool = Field(True, description="write benchmarks/results/<name>.json and <name>.png")
+
+    def task_rows(self) -> SeedSplit | EnvironmentSplit:
+        """Where GRPO prompts and held-out tasks come from."""
+        if self.environment is None:
+            return self.split
+        return EnvironmentSplit(environment=self.environment, heldout_size=self.split.heldout_size)
+
+    @model_validator(mode="after")
+    def _environment_is_served(self) -> TrainConfig:
+        if self.environment is None:
+            return self
+        from nemo_gym_prorl.datasets.catalog import environment
+
+        try:
+            domain = environment(self.environment).domain
+        except KeyError as exc:
+            raise ValueError(exc.args[0]) from None
+        if domain != "math" and "tasks=math" in self.service_overrides:
+            raise ValueError(
+                f"environment {self.environment} is a {domain} environment but the service serves math "
+                f"only: set service_overrides to serve `tasks={domain}`"
+            )
+        return self
 
     @model_validator(mode="after")
     def _fits(self) -> TrainConfig:

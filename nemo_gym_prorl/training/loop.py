@@ -64,7 +64,8 @@ async def run_training(config: TrainConfig, *, say: Say = _print, run_dir: Path 
     report = TrainReport.start(config)
     phases: dict[str, float] = {}
     started = time.monotonic()
-    heldout = config.split.heldout_rows()
+    tasks = config.task_rows()
+    heldout = tasks.heldout_rows()
 
     async with AsyncExitStack() as stack:
         with timed(phases, "start"):
@@ -114,9 +115,9 @@ async def run_training(config: TrainConfig, *, say: Say = _print, run_dir: Path 
         await evaluation("sft")
 
         with timed(phases, "grpo"):
-            grpo_rows = config.split.train_rows(
-                config.grpo.steps * config.grpo.prompts_per_step, start=summary.tried
-            )
+            # Seed-split tasks continue after the demonstrations' tasks; an environment's from its start.
+            start = summary.tried if config.environment is None else 0
+            grpo_rows = tasks.train_rows(config.grpo.steps * config.grpo.prompts_per_step, start=start)
             (run_dir / "grpo_samples.jsonl").unlink(missing_ok=True)
             (run_dir / "grpo_journal.json").unlink(missing_ok=True)
             job = grpo_job(

@@ -51,3 +51,25 @@ def test_a_bad_setting_is_an_error_naming_it(overrides: list[str], named: str) -
 def test_an_unknown_config_file_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(TrainConfigError, match="no training configuration"):
         load_train_config(str(tmp_path / "missing.yaml"))
+
+
+def test_an_environment_gives_grpo_prompts_and_heldout_tasks_from_its_prepared_rows(tmp_path: Path) -> None:
+    from nemo_gym_prorl.datasets.rows import write_jsonl
+    from nemo_gym_prorl.training.environment_split import EnvironmentRowsMissing, EnvironmentSplit
+
+    config = load_train_config("default", ["environment=gsm8k"])
+    assert isinstance(config.task_rows(), EnvironmentSplit)
+    split = EnvironmentSplit(environment="gsm8k", data_dir=tmp_path)
+    with pytest.raises(EnvironmentRowsMissing, match="prorl data prepare --environment gsm8k"):
+        split.heldout_rows()
+    write_jsonl(tmp_path / "gsm8k" / "train.jsonl", [{"task_id": f"t{i}"} for i in range(10)])
+    write_jsonl(tmp_path / "gsm8k" / "validation.jsonl", [{"task_id": f"v{i}"} for i in range(70)])
+    assert [r["task_id"] for r in split.train_rows(3, start=2)] == ["t2", "t3", "t4"]
+    assert len(split.heldout_rows()) == 64
+    with pytest.raises(ValueError, match="10 training rows; 12 are needed"):
+        split.train_rows(4, start=8)
+
+
+def test_an_unknown_or_unserved_environment_is_refused() -> None:
+    with pytest.raises(TrainConfigError, match="unknown dataset environment 'nope'"):
+        load_train_config("default", ["environment=nope"])

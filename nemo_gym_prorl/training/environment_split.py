@@ -1,0 +1,68 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
+"""RL prompts and held-out tasks from a dataset environment (`prorl train environment=NAME`).
+
+The environment's prepared rows (`prorl data prepare --environment NAME`) are the source: GRPO
+prompts come from its train file in order, the held-out set is the head of its validation file,
+which the prepare step keeps apart from the train rows (the dataset's own test split, or a seeded
+fraction). Demonstrations stay program-written reasoning-gym tasks: a program can only
+demonstrate tasks whose inputs it can read.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from nemo_gym_prorl.datasets.prepare import DATA_DIR, split_path
+from nemo_gym_prorl.datasets.rows import read_jsonl
+
+
+class EnvironmentRowsMissing(FileNotFoundError):
+    """The environment's rows were not prepared (the message says how to prepare them)."""
+
+
+class EnvironmentSplit(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    environment: str
+    heldout_size: int = Field(64, ge=64)
+    data_dir: Path = DATA_DIR
+
+    def _rows(self, split: str) -> list[dict[str, Any]]:
+        path = split_path(self.environment, split, self.data_dir)
+        if not path.is_file():
+            raise EnvironmentRowsMissing(
+                f"{path} is missing: prepare it with `prorl data prepare --environment {self.environment}`"
+            )
+        return read_jsonl(path)
+
+    @cached_property
+    def _train(self) -> list[dict[str, Any]]:
+        return self._rows("train")
+
+    @cached_property
+    def _heldout(self) -> list[dict[str, Any]]:
+        rows = self._rows("validation")
+        if len(rows) < self.heldout_size:
+            raise ValueError(
+                f"{self.environment}'s validation rows are {len(rows)}, fewer than the held-out size "
+                f"{self.heldout_size}"
+            )
+        held = {row["task_id"] for row in rows[: self.heldout_size]}
+        if any(row["task_id"] in held for row in self._train):
+            raise ValueError(f"{self.environment}: a held-out task is also a training task")
+        return rows[: self.heldout_size]
+
+    def heldout_rows(self) -> list[dict[str, Any]]:
+        return [dict(row) for row in self._heldout]
+
+    def train_rows(self, n: int, start: int = 0) -> list[dict[str, Any]]:
+        rows = self._train[start : start + n]
+        if len(rows) < n:
+            raise ValueError(f"{self.environment} has {len(self._train)} training rows; {start + n} are needed")
+        return [dict(row) for row in rows]
