@@ -84,7 +84,7 @@ def _prepare_environment(args: argparse.Namespace) -> int:
 
 def _environments(args: argparse.Namespace) -> int:
     from nemo_gym_prorl.datasets.catalog import catalog
-    from nemo_gym_prorl.datasets.environment_files import write_environment
+    from nemo_gym_prorl.datasets.environment_files import sync_readme, write_environment
 
     root = Path(args.root) if args.root else project_root()
     entries = catalog()
@@ -93,7 +93,13 @@ def _environments(args: argparse.Namespace) -> int:
             print(json.dumps({"environment": env.name, "dataset": env.title, "domain": env.domain,
                               "hub_id": env.hub_id, "license": env.license, "needs": env.needs}))  # fmt: skip
         return 0
-    stale = [path for env in entries.values() for path in write_environment(env, root, check=args.check)]
+    try:
+        stale = [path for env in entries.values() for path in write_environment(env, root, check=args.check)]
+    except FileNotFoundError as exc:
+        print(f"prorl data environments: {exc}", file=sys.stderr)
+        return 1
+    if sync_readme(root / "README.md", list(entries.values()), check=args.check):
+        stale.append("README.md (the datasets table)")
     if args.check and stale:
         print("out of date (run `prorl data environments`):\n  " + "\n  ".join(stale), file=sys.stderr)
         return 1

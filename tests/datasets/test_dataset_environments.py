@@ -12,7 +12,7 @@ import pytest
 
 from nemo_gym_prorl.assets import project_root
 from nemo_gym_prorl.datasets.catalog import RecordError, catalog, environment
-from nemo_gym_prorl.datasets.environment_files import SAMPLE, environment_dir, write_environment
+from nemo_gym_prorl.datasets.environment_files import SAMPLE, environment_dir, sync_readme, write_environment
 from nemo_gym_prorl.datasets.loading import SourceError
 from nemo_gym_prorl.datasets.prepare import prepare_environment
 from nemo_gym_prorl.datasets.rows import read_jsonl
@@ -52,6 +52,10 @@ def test_sample_prepares_and_gym_validates_the_environment(
         f"{name}_validation": True,
     }
     assert report.inferred_profile == "custom-gym-agent-loop"
+
+
+def test_the_readme_table_lists_every_environment() -> None:
+    assert sync_readme(project_root() / "README.md", list(catalog().values()), check=True) is False
 
 
 def test_unknown_environment_is_named_with_the_known_ones() -> None:
