@@ -33,6 +33,8 @@ from nemo_gym_prorl.datasets.rows import DEFAULT_AGENT, read_jsonl
 SAMPLE = "data/upstream_sample.jsonl"
 EXAMPLE = "data/example.jsonl"
 AGENT_TIME_LIMIT_S = 1800.0  # the Gym agent's default wall-clock budget, kept beside max_turns
+# Gym's manifest domains (nemo_gym.environment.manifest), as the prorl_<domain> manifests use them
+GYM_DOMAINS = {"math": "math", "stem": "knowledge", "code": "coding", "swe": "coding"}
 DESCRIPTIONS = {
     "math": "boxed answers checked by math-verify, with a sandboxed IPython tool",
     "stem": "multiple-choice or numeric answers, with a sandboxed IPython tool",
@@ -79,7 +81,7 @@ def config_yaml(env: DatasetEnvironment) -> str:
 def manifest_yaml(env: DatasetEnvironment) -> str:
     manifest = {
         "name": env.name, "version": "0.1.0", "experimental": True, "kind": "environment",
-        "integration_profile": "custom-gym-agent-loop", "domain": env.domain,
+        "integration_profile": "custom-gym-agent-loop", "domain": GYM_DOMAINS[env.domain],
         "description": f"{env.title} ({env.hub_id}, {env.license}) through ProRL Agent's INIT/RUN/EVAL "
         f"pipeline: {DESCRIPTIONS[env.domain]}.",
         "modality": "text", "licensing": "Apache-2.0", "authors": ["nemo-gym-prorl"],

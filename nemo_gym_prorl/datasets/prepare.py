@@ -52,13 +52,22 @@ def convert_records(
 ) -> list[dict[str, Any]]:
     tools = responses_tools(env.domain)
     rows: list[dict[str, Any]] = []
+    seen: set[str] = set()
     for record in records:
         if limit is not None and len(rows) >= limit:
             break
         try:
-            rows.append(env.rows(record, tools, agent))
+            row = env.rows(record, tools, agent)
         except RecordError as exc:
             skipped[str(exc)] += 1
+            continue
+        # Converters derive task ids from the content (or the dataset's own id), so a record that
+        # repeats an earlier one (DAPO-Math-17k publishes each problem ~100 times) gets its id.
+        if row["task_id"] in seen:
+            skipped["duplicate of an earlier record (same task_id)"] += 1
+            continue
+        seen.add(row["task_id"])
+        rows.append(row)
     return rows
 
 

@@ -3,13 +3,20 @@
 
 """Code: write a program; hidden tests decide. Tools: bash, editor, python (IPython).
 
-Two test styles, both in `row["verifier_metadata"]` (the layout of NeMo Gym's `code_gen`):
-  - function style (HumanEval): `{"style": "function", "prompt", "entry_point", "test"}`;
+Three test styles, all in `row["verifier_metadata"]` (the layout of NeMo Gym's `code_gen`):
+  - function style (HumanEval, MBPP): `{"style": "function", "prompt", "entry_point", "test"}`;
     the program is prompt + completion + test + `check(entry_point)`; one unit: pass or fail.
+    An empty prompt (MBPP: the model writes the whole function) runs the completion as is.
   - stdin/stdout style (CodeContests/APPS/TACO): `{"unit_tests": {"inputs": [...],
     "outputs": [...]}}`; each pair runs as its own isolated process; output compared token by
     token (floats within a tolerance). Reward = (1 - w) * all_passed + w * fraction_passed, with
     `w = partial_credit_weight`, reported as the components `all_tests` and `partial_tests`.
+  - functional style (LeetCode-style LiveCodeBench, call-based APPS/TACO): `{"style":
+    "functional", "fn_name", "unit_tests": {"inputs": [JSON array of the arguments, ...],
+    "outputs": [JSON of the return value, ...]}, "match": "exact" | "apps"}`; each test is its
+    own process calling `Solution().<fn_name>(*args)` (or the top-level `<fn_name>`); the return
+    value (tuples as lists) must equal the expected one; `match: "apps"` also accepts the
+    expected value's single element, as APPS/TACO's harness does. Scored like stdin/stdout.
 
 Hidden tests never run in the RUN sandbox. Each test is its own process forked from a pristine
 interpreter inside a sandbox used only for tests (`runner.py`), with time, memory, file-size and
@@ -19,8 +26,10 @@ output limits; `isolation="sandbox"` gives each evaluation a brand-new sandbox a
 from __future__ import annotations
 
 import asyncio
+import json
 import math
 import re
+import secrets
 from collections.abc import Mapping
 from typing import Any, Literal
 
@@ -65,7 +74,9 @@ def extract_code(text: str | None) -> str | None:
 def function_program(prompt: str, completion: str, test: str, entry_point: str) -> str:
     """HumanEval-style program. A completion that (re)defines the entry point replaces the
     prompt's stub (its imports and helpers stay); otherwise it is the body after the prompt."""
-    if re.search(rf"^\s*def\s+{re.escape(entry_point)}\s*\(", completion, re.M):
+    if not prompt.strip():  # MBPP: no stub to complete, the completion is the whole program
+        body = completion
+    elif re.search(rf"^\s*def\s+{re.escape(entry_point)}\s*\(", completion, re.M):
         body = prompt.rstrip() + "\n    pass\n\n\n" + completion
     else:
         body = prompt + completion
@@ -100,6 +111,79 @@ def outputs_match(got: str, want: str, tol: float = 1e-6) -> bool:
     if g == w:
         return True
     return _tokens_equal(got, want, tol)
+
+
+# What LiveCodeBench puts before a call-based solution (`import_string` in
+# lcb_runner/evaluation/testing_util.py): LeetCode starter code uses `List[int]`, `Optional`, ...
+# without importing them, and solutions lean on these names too.
+FUNCTIONAL_PRELUDE = (
+    "from string import *\nfrom re import *\nfrom datetime import *\nfrom collections import *\n"
+    "from heapq import *\nfrom bisect import *\nfrom copy import *\nfrom math import *\n"
+    "from random import *\nfrom statistics import *\nfrom itertools import *\n"
+    "from functools import *\nfrom operator import *\nfrom io import *\nfrom sys import *\n"
+    "from json import *\nfrom builtins import *\nfrom typing import *\nimport string\nimport re\n"
+    "import datetime\nimport collections\nimport heapq\nimport bisect\nimport copy\nimport math\n"
+    "import random\nimport statistics\nimport itertools\nimport functools\nimport operator\n"
+    "import io\nimport sys\nimport json\nsys.setrecursionlimit(50000)\n"
+)
+
+# Runs after the solution, in the test's own process: calls the function once and writes its
+# return value as JSON after a marker the solution cannot know (a fresh one per evaluation), so
+# nothing the solution prints can pass for a result. The comparison happens in the grader.
+_FUNCTIONAL_HARNESS = """
+
+def __prorl_functional_test():
+    import json as _json
+    import sys as _sys
+
+    if hasattr(_sys, "set_int_max_str_digits"):
+        _sys.set_int_max_str_digits(0)
+    _args = _json.loads({args!r})
+    if {int_keys!r} and _args and isinstance(_args[0], dict):
+        # APPS/TACO: JSON made the int keys of a dict argument strings; their harness undoes it
+        try:
+            _args[0] = {{int(k): v for k, v in _args[0].items()}}
+        except ValueError:
+            pass
+    _cls = globals().get("Solution")
+    if isinstance(_cls, type) and hasattr(_cls, {fn_name!r}):
+        _fn = getattr(_cls(), {fn_name!r})
+    else:
+        _fn = globals()[{fn_name!r}]
+    _result = _fn(*_args)
+    _sys.stdout.write("\\n" + {marker!r} + _json.dumps(_result, default=repr) + "\\n")
+    _sys.stdout.flush()
+
+
+__prorl_functional_test()
+"""
+
+FunctionalMatch = Literal["exact", "apps"]
+
+
+def functional_program(code: str, fn_name: str, args_json: str, marker: str, match: FunctionalMatch) -> str:
+    """One functional test: the prelude, the solution, then a call of `fn_name` with the JSON
+    array `args_json` whose return value is printed after `marker`."""
+    harness = _FUNCTIONAL_HARNESS.format(
+        args=args_json, int_keys=match == "apps", fn_name=fn_name, marker=marker
+    )
+    return f"{FUNCTIONAL_PRELUDE}\n{code}\n{harness}"
+
+
+def returned_value_matches(stdout: str, marker: str, want_json: str, match: FunctionalMatch) -> bool:
+    """Whether the value the harness printed equals the expected JSON value. Tuples arrive as
+    lists (neither LiveCodeBench nor APPS penalises a tuple for a list); `match="apps"` also
+    accepts the expected value's only element (APPS/TACO wrap many outputs in a list)."""
+    if marker not in stdout:
+        return False
+    line = stdout.rsplit(marker, 1)[1].split("\n", 1)[0]
+    try:
+        got, want = json.loads(line), json.loads(want_json)
+    except ValueError:
+        return False
+    if got == want:
+        return True
+    return match == "apps" and isinstance(want, list) and len(want) > 0 and got == want[0]
 
 
 class CodeTask(TaskDomain):
@@ -158,6 +242,8 @@ class CodeTask(TaskDomain):
         timeout = float(timeout) if isinstance(timeout, (int, float)) and timeout > 0 else None
         if meta.get("style") == "function" or "entry_point" in meta:
             return await self._evaluate_function(meta, code, source, timeout)
+        if meta.get("style") == "functional":
+            return await self._evaluate_functional(meta, code, source, timeout)
         tests = meta.get("unit_tests")
         if isinstance(tests, Mapping):
             return await self._evaluate_stdio(tests, code, source, timeout)
@@ -196,15 +282,50 @@ class CodeTask(TaskDomain):
         pairs = list(zip(inputs, outputs, strict=True))[: self.config.max_tests]
         reqs = [self._request(code, stdin=str(i), timeout_s=timeout) for i, _ in pairs]
         outs = await self.run_programs(reqs)
-        infra = [o.infra_error for o in outs if o.infra_error]
         results = []
         for (_, want), out in zip(pairs, outs, strict=True):
             ok = out.ok and outputs_match(out.stdout, str(want), self.config.float_tolerance)
             results.append(ok)
+        return self._tests_outcome("stdio", results, outs, source)
+
+    async def _evaluate_functional(
+        self, meta: Mapping[str, Any], code: str, source: str, timeout: float | None
+    ) -> EvalOutcome:
+        fn_name, tests = meta.get("fn_name"), meta.get("unit_tests")
+        if not isinstance(fn_name, str) or not fn_name.isidentifier():
+            return EvalOutcome.zero("bad_row", "functional test needs fn_name, a Python identifier")
+        inputs = tests.get("inputs") if isinstance(tests, Mapping) else None
+        outputs = tests.get("outputs") if isinstance(tests, Mapping) else None
+        if (
+            not isinstance(inputs, list)
+            or not isinstance(outputs, list)
+            or len(inputs) != len(outputs)
+            or not inputs
+        ):
+            return EvalOutcome.zero("bad_row", "unit_tests needs equal-length, non-empty inputs and outputs")
+        match: FunctionalMatch = "apps" if meta.get("match") == "apps" else "exact"
+        pairs = list(zip(inputs, outputs, strict=True))[: self.config.max_tests]
+        marker = f"@@prorl-return-{secrets.token_hex(8)}@@"
+        reqs = [
+            self._request(functional_program(code, fn_name, str(args), marker, match), timeout_s=timeout)
+            for args, _ in pairs
+        ]
+        outs = await self.run_programs(reqs)
+        results = [
+            out.ok and returned_value_matches(out.stdout, marker, str(want), match)
+            for (_, want), out in zip(pairs, outs, strict=True)
+        ]
+        return self._tests_outcome("functional", results, outs, source)
+
+    def _tests_outcome(
+        self, style: str, results: list[bool], outs: list[RunOutcome], source: str
+    ) -> EvalOutcome:
+        """The reward of a run of tests, one process each: all passed, plus partial credit."""
+        infra = [o.infra_error for o in outs if o.infra_error]
         n_pass, n = sum(results), len(results)
         report: dict[str, Any] = {
             "source": source,
-            "style": "stdio",
+            "style": style,
             "tests_passed": n_pass,
             "tests_total": n,
             "per_test": [

@@ -36,6 +36,9 @@ _EXPLICIT = [
     ),
 ]
 _LINE = re.compile(r"^\s*\**\s*\(?([A-Za-z])\)?\s*[.:)]?\s*\**\s*$")
+# "Answer: I think it is F": with nine or more options (MMLU-Pro's A-J) the pronoun is a letter
+# too; a bare "I" followed by a lower-case word is the pronoun.
+_PRONOUN_I = re.compile(r"[ \t]+[a-z]")
 # A reply that opens with an option label and its text: "D: Chromosome painting", "(B) 4 m/s".
 _LEADING = re.compile(r"^\s*\**\s*(?:\(([A-Z])\)|([A-Z])\s*[.:)])\s*\**\s+\S")
 
@@ -63,6 +66,8 @@ def extract_choice(text: str | None, letters: str = "ABCD") -> tuple[str | None,
     for pattern in _EXPLICIT:
         for m in pattern.finditer(text):
             raw = m.group(1)
+            if raw == "I" and _PRONOUN_I.match(text, m.end(1)):
+                continue
             # lower-case letters only when clearly standalone: "the answer is c." but not "is a bit"
             after = text[m.end(1) :].lstrip("*)] ")
             standalone = not after or after[0] in ".,;:!\n"
