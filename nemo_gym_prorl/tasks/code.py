@@ -268,18 +268,25 @@ class CodeTask(TaskDomain):
             report={**report, "tests_passed": int(passed), "tests_total": 1},
         )
 
-    async def _evaluate_stdio(
-        self, tests: Mapping[str, Any], code: str, source: str, timeout: float | None
-    ) -> EvalOutcome:
-        inputs, outputs = tests.get("inputs"), tests.get("outputs")
+    def _test_pairs(self, tests: object) -> list[tuple[Any, Any]] | None:
+        """The (input, expected output) pairs to run, at most `max_tests`; None if malformed."""
+        inputs = tests.get("inputs") if isinstance(tests, Mapping) else None
+        outputs = tests.get("outputs") if isinstance(tests, Mapping) else None
         if (
             not isinstance(inputs, list)
             or not isinstance(outputs, list)
             or len(inputs) != len(outputs)
             or not inputs
         ):
+            return None
+        return list(zip(inputs, outputs, strict=True))[: self.config.max_tests]
+
+    async def _evaluate_stdio(
+        self, tests: Mapping[str, Any], code: str, source: str, timeout: float | None
+    ) -> EvalOutcome:
+        pairs = self._test_pairs(tests)
+        if pairs is None:
             return EvalOutcome.zero("bad_row", "unit_tests needs equal-length, non-empty inputs and outputs")
-        pairs = list(zip(inputs, outputs, strict=True))[: self.config.max_tests]
         reqs = [self._request(code, stdin=str(i), timeout_s=timeout) for i, _ in pairs]
         outs = await self.run_programs(reqs)
         results = []
@@ -294,17 +301,10 @@ class CodeTask(TaskDomain):
         fn_name, tests = meta.get("fn_name"), meta.get("unit_tests")
         if not isinstance(fn_name, str) or not fn_name.isidentifier():
             return EvalOutcome.zero("bad_row", "functional test needs fn_name, a Python identifier")
-        inputs = tests.get("inputs") if isinstance(tests, Mapping) else None
-        outputs = tests.get("outputs") if isinstance(tests, Mapping) else None
-        if (
-            not isinstance(inputs, list)
-            or not isinstance(outputs, list)
-            or len(inputs) != len(outputs)
-            or not inputs
-        ):
+        pairs = self._test_pairs(tests)
+        if pairs is None:
             return EvalOutcome.zero("bad_row", "unit_tests needs equal-length, non-empty inputs and outputs")
         match: FunctionalMatch = "apps" if meta.get("match") == "apps" else "exact"
-        pairs = list(zip(inputs, outputs, strict=True))[: self.config.max_tests]
         marker = f"@@prorl-return-{secrets.token_hex(8)}@@"
         reqs = [
             self._request(functional_program(code, fn_name, str(args), marker, match), timeout_s=timeout)
