@@ -14,6 +14,10 @@ prorl data examples [--root DIR]
 prorl swe build [--only INSTANCE_ID ...]
     download the pinned sdists (pip, once), build the repositories and instances, validate
     FAIL_TO_PASS / PASS_TO_PASS in sandboxes; cache under ${PRORL_HOME:-~/.cache/prorl}/swe
+prorl swe build --generate [--projects N] [--per-project K] [--workers W]
+    hundreds of instances from AST mutations of projects.json's projects (see cli/swe_generated.py)
+prorl swe verify [--generated]
+    every instance through the real EVAL path: gold resolves, empty does not
 prorl swe list
 """
 
@@ -27,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from nemo_gym_prorl.assets import project_root
+from nemo_gym_prorl.cli.swe_generated import add_generate_arguments, add_verify_parser
 from nemo_gym_prorl.datasets.domain_tools import responses_tools
 from nemo_gym_prorl.datasets.rows import DEFAULT_AGENT, pick_examples, split_rows, write_jsonl
 
@@ -83,8 +88,8 @@ def _prepare_environment(args: argparse.Namespace) -> int:
 
 
 def _environments(args: argparse.Namespace) -> int:
-    from nemo_gym_prorl.datasets.catalog import catalog
     from nemo_gym_prorl.datasets.environment_files import sync_readme, write_environment
+    from nemo_gym_prorl.datasets.environments import catalog
 
     root = Path(args.root) if args.root else project_root()
     entries = catalog()
@@ -119,6 +124,11 @@ def _examples(args: argparse.Namespace) -> int:
 
 def _swe_build(args: argparse.Namespace) -> int:
     from nemo_gym_prorl.tasks.swe import SweConfig, build_all
+
+    if args.generate:
+        from nemo_gym_prorl.cli.swe_generated import generate_command
+
+        return generate_command(args)
 
     config = SweConfig(cache_dir=Path(args.cache_dir)) if args.cache_dir else SweConfig()
     try:
@@ -186,6 +196,8 @@ def add_data_parser(subparsers: argparse._SubParsersAction) -> None:
     build = swe_sub.add_parser("build", help="download sdists, build repos and instances, validate")
     build.add_argument("--only", nargs="*", help="instance ids")
     build.add_argument("--cache-dir", help="default ${PRORL_HOME:-~/.cache/prorl}/swe")
+    add_generate_arguments(build)
     build.set_defaults(func=_swe_build)
+    add_verify_parser(swe_sub)
     lst = swe_sub.add_parser("list", help="recipes and whether they are built")
     lst.set_defaults(func=_swe_list)

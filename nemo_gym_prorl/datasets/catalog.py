@@ -7,7 +7,8 @@ An entry names the dataset (its Hub id, splits, licence, the schema its converte
 where that schema is published), the domain that grades it and the domain settings that suit it
 (turn limit), and its converter: one published record -> one NeMo Gym row (`rows.make_row`).
 `environments/<name>/` (manifest, config, prepare scripts, example rows) is written from these
-entries by `prorl data environments`, so the catalog is the one source of truth.
+entries by `prorl data environments`, so the catalog is the one source of truth. The entries
+themselves live with their converters (`converters/`); `environments.catalog()` lists them.
 
 A converter raises `RecordError` for a record it cannot turn into a gradeable row (no answer, no
 tests); `prepare` skips and counts those, it never writes a row that cannot be graded.
@@ -76,17 +77,3 @@ class DatasetEnvironment(BaseModel):
         row = self.convert(record, tools, agent)
         row["dataset"] = self.name
         return row
-
-
-def catalog() -> dict[str, DatasetEnvironment]:
-    """Every dataset environment by name (converter modules imported on first use)."""
-    from nemo_gym_prorl.datasets.converters import ENVIRONMENTS
-
-    return {env.name: env for env in ENVIRONMENTS}
-
-
-def environment(name: str) -> DatasetEnvironment:
-    found = catalog()
-    if name not in found:
-        raise KeyError(f"unknown dataset environment {name!r}; known: {', '.join(sorted(found))}")
-    return found[name]

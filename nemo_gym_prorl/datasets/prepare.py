@@ -16,8 +16,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from nemo_gym_prorl.datasets.catalog import DatasetEnvironment, RecordError, environment
+from nemo_gym_prorl.datasets.catalog import DatasetEnvironment, RecordError
 from nemo_gym_prorl.datasets.domain_tools import responses_tools
+from nemo_gym_prorl.datasets.environments import environment
 from nemo_gym_prorl.datasets.loading import is_local_file, load_records
 from nemo_gym_prorl.datasets.rows import DEFAULT_AGENT, split_rows, write_jsonl
 

@@ -34,7 +34,6 @@ from typing import Any
 from tqdm import tqdm
 
 from nemo_gym_prorl.assets import output_root, project_root, resources_server_dir
-from nemo_gym_prorl.datasets.catalog import environment
 from nemo_gym_prorl.datasets.environment_files import EXAMPLE, environment_dir
 from nemo_gym_prorl.datasets.prepare import split_path
 from nemo_gym_prorl.datasets.rows import read_jsonl
@@ -90,6 +89,8 @@ def demo_rows(quick: bool, environments: Sequence[str] = ()) -> list[dict[str, A
 
 
 def environment_rows(name: str, per_domain: Mapping[str, int]) -> list[dict[str, Any]]:
+    from nemo_gym_prorl.datasets.environments import environment  # the converters: only when asked
+
     env = environment(name)
     prepared = split_path(name, "validation")
     path = prepared if prepared.is_file() else environment_dir(project_root(), env) / EXAMPLE

@@ -116,7 +116,7 @@ class TrainConfig(BaseModel):
     def _environment_is_served(self) -> TrainConfig:
         if self.environment is None:
             return self
-        from nemo_gym_prorl.datasets.catalog import environment
+        from nemo_gym_prorl.datasets.environments import environment
 
         try:
             domain = environment(self.environment).domain

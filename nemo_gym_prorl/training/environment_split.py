@@ -64,5 +64,7 @@ class EnvironmentSplit(BaseModel):
     def train_rows(self, n: int, start: int = 0) -> list[dict[str, Any]]:
         rows = self._train[start : start + n]
         if len(rows) < n:
-            raise ValueError(f"{self.environment} has {len(self._train)} training rows; {start + n} are needed")
+            raise ValueError(
+                f"{self.environment} has {len(self._train)} training rows; {start + n} are needed"
+            )
         return [dict(row) for row in rows]

@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from nemo_gym_prorl.assets import project_root
-from nemo_gym_prorl.datasets.catalog import RecordError, catalog, environment
+from nemo_gym_prorl.datasets.catalog import RecordError
 from nemo_gym_prorl.datasets.environment_files import SAMPLE, environment_dir, sync_readme, write_environment
+from nemo_gym_prorl.datasets.environments import catalog, environment
 from nemo_gym_prorl.datasets.loading import SourceError
 from nemo_gym_prorl.datasets.prepare import prepare_environment
 from nemo_gym_prorl.datasets.rows import read_jsonl

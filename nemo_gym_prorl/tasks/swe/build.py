@@ -25,44 +25,31 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import os
 import shlex
 import shutil
-import subprocess
-import sys
-import tarfile
-import tempfile
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
-from nemo_gym_prorl.files import sha256_of
 from nemo_gym_prorl.tasks.swe.config import REPO_MOUNT, SweConfig
+from nemo_gym_prorl.tasks.swe.sdist_repo import (
+    SdistPin,
+    _git,
+    fetch_sdist,
+    has_history_beyond_base,
+    make_instance_repo,
+    unpack_sdist,
+)
 
 logger = logging.getLogger(__name__)
 
 RECIPES_DIR = Path(__file__).with_name("recipes")
-_GIT_ENV = {
-    "GIT_AUTHOR_NAME": "prorl",
-    "GIT_AUTHOR_EMAIL": "prorl@localhost",
-    "GIT_COMMITTER_NAME": "prorl",
-    "GIT_COMMITTER_EMAIL": "prorl@localhost",
-    "GIT_AUTHOR_DATE": "2024-01-01T00:00:00+0000",
-    "GIT_COMMITTER_DATE": "2024-01-01T00:00:00+0000",
-    "GIT_CONFIG_NOSYSTEM": "1",
-    "GIT_CONFIG_GLOBAL": "/dev/null",
-}
 HEREDOC = "EOF_114329324912"  # the delimiter SWE-bench's own eval scripts use
 
 
-class Recipe(BaseModel):
+class Recipe(SdistPin):
     instance_id: str
-    project: str
-    version: str
-    sdist_sha256: str
-    license: str
-    upstream: str
     bug_diff: str
     hidden_test_files: list[str]
     pythonpath: list[str] = Field(default_factory=lambda: ["."])
@@ -75,68 +62,28 @@ def load_recipes(path: Path | None = None) -> list[Recipe]:
     return [Recipe.model_validate(r) for r in json.loads(path.read_text())]
 
 
-def _git(repo: Path, *args: str, input: str | None = None) -> str:
-    env = {**os.environ, **_GIT_ENV}
-    out = subprocess.run(
-        ["git", *args], cwd=repo, env=env, input=input, capture_output=True, text=True, check=False
-    )
-    if out.returncode != 0:
-        raise RuntimeError(f"git {' '.join(args)} failed in {repo}: {out.stderr.strip()}")
-    return out.stdout
-
-
-def _pip_command() -> list[str]:
-    """This venv's own pip (a dependency of the package), never whichever `python3` is on PATH
-    (uv has no command that downloads an sdist)."""
-    probe = subprocess.run([sys.executable, "-m", "pip", "--version"], capture_output=True, check=False)
-    if probe.returncode != 0:
-        raise RuntimeError(
-            f"{sys.executable} has no pip, which nemo-gym-prorl depends on to download SWE sdists; "
-            "reinstall the package (`make setup` in a checkout) or place the sdists in the cache"
-        )
-    return [sys.executable, "-m", "pip"]
-
-
-def fetch_sdist(recipe: Recipe, sdists_dir: Path) -> Path:
-    """The recipe's sdist from the cache, downloading it from PyPI with pip if needed."""
-    sdists_dir.mkdir(parents=True, exist_ok=True)
-    for candidate in sdists_dir.glob("*.tar.gz"):
-        if sha256_of(candidate) == recipe.sdist_sha256:
-            return candidate
-    with tempfile.TemporaryDirectory(prefix="prorl-sdist-") as tmp:
-        cmd = [*_pip_command(), "download", "--no-deps", "--no-binary", ":all:", "--disable-pip-version-check",
-               "-q", "-d", tmp, f"{recipe.project}=={recipe.version}"]  # fmt: skip
-        res = subprocess.run(cmd, capture_output=True, text=True, check=False)
-        files = list(Path(tmp).glob("*.tar.gz"))
-        if res.returncode != 0 or not files:
-            raise RuntimeError(
-                f"pip could not download {recipe.project}=={recipe.version}: {res.stderr[-1500:]}"
-            )
-        got = sha256_of(files[0])
-        if got != recipe.sdist_sha256:
-            raise RuntimeError(f"{files[0].name}: sha256 {got} != pinned {recipe.sdist_sha256}")
-        target = sdists_dir / files[0].name
-        shutil.move(files[0], target)
-        return target
-
-
-def _unpack(sdist: Path, dest: Path) -> None:
-    with tempfile.TemporaryDirectory(prefix="prorl-unpack-") as tmp, tarfile.open(sdist) as tar:
-        tar.extractall(tmp, filter="data")
-        tops = list(Path(tmp).iterdir())
-        root = tops[0] if len(tops) == 1 and tops[0].is_dir() else Path(tmp)
-        shutil.copytree(root, dest, symlinks=True)
-
-
 def eval_script(recipe: Recipe, base_commit: str, test_patch: str) -> str:
-    files = " ".join(shlex.quote(f) for f in recipe.hidden_test_files)
-    pythonpath = ":".join(f"{REPO_MOUNT}/{p}".rstrip("/.") or REPO_MOUNT for p in recipe.pythonpath)
+    return render_eval_script(recipe.hidden_test_files, recipe.pythonpath, test_patch)
+
+
+def pythonpath_inside(pythonpath: list[str]) -> str:
+    """PYTHONPATH inside the sandbox for paths relative to the repository."""
+    return ":".join(f"{REPO_MOUNT}/{p}".rstrip("/.") or REPO_MOUNT for p in pythonpath)
+
+
+def render_eval_script(
+    hidden_test_files: list[str], pythonpath: list[str], test_patch: str, pytest_args: str = ""
+) -> str:
+    """The SWE-bench eval script: restore the hidden tests from `test_patch`, run them with pytest
+    between the harness's output markers, remove them again."""
+    files = " ".join(shlex.quote(f) for f in hidden_test_files)
+    extra = f"{pytest_args} " if pytest_args else ""
     lines = [
         "#!/bin/bash",
         "set -uxo pipefail",
         f"cd {REPO_MOUNT}",
         "export PYTHONDONTWRITEBYTECODE=1",
-        f"export PYTHONPATH={pythonpath}",
+        f"export PYTHONPATH={pythonpath_inside(pythonpath)}",
         "git status --short >/dev/null",
         # the hidden tests are not in base_commit; drop any same-named file the patch created
         f"rm -f {files}",
@@ -144,31 +91,11 @@ def eval_script(recipe: Recipe, base_commit: str, test_patch: str) -> str:
         test_patch.rstrip("\n"),
         HEREDOC,
         ": '>>>>> Start Test Output'",
-        f"python -m pytest -rA -p no:cacheprovider -o addopts='' {files}",
+        f"python -m pytest -rA -p no:cacheprovider -o addopts='' {extra}{files}",
         ": '>>>>> End Test Output'",
         f"rm -f {files}",
     ]
     return "\n".join(lines) + "\n"
-
-
-def _root_commit_only(repo: Path, message: str) -> str:
-    """Replace the repository's history by one root commit of its current tree; returns its id.
-
-    The repository is what the policy gets at /testbed: a parent commit (or any object left in
-    .git) holding the upstream code would hand it the gold patch and the hidden tests through
-    `git log -p`. The fixed author and dates keep the id the same on every machine."""
-    shutil.rmtree(repo / ".git")
-    _git(repo, "init", "-q", "-b", "main")
-    (repo / ".git" / "info").mkdir(parents=True, exist_ok=True)
-    (repo / ".git" / "info" / "exclude").write_text("__pycache__/\n*.pyc\n.pytest_cache/\n")
-    _git(repo, "add", "-A")
-    _git(repo, "commit", "-q", "-m", message)
-    return _git(repo, "rev-parse", "HEAD").strip()
-
-
-def has_history_beyond_base(repo: Path) -> bool:
-    """True for a repository built before the root-commit-only layout (it holds the answers)."""
-    return _git(repo, "rev-list", "--all", "--count").strip() != "1"
 
 
 def build_repo(recipe: Recipe, config: SweConfig) -> dict[str, Any]:
@@ -178,33 +105,24 @@ def build_repo(recipe: Recipe, config: SweConfig) -> dict[str, Any]:
     if repo.exists():
         shutil.rmtree(repo)
     repo.parent.mkdir(parents=True, exist_ok=True)
-    _unpack(sdist, repo)
-    _git(repo, "init", "-q", "-b", "main")
-    (repo / ".git" / "info").mkdir(parents=True, exist_ok=True)
-    (repo / ".git" / "info" / "exclude").write_text("__pycache__/\n*.pyc\n.pytest_cache/\n")
-    _git(repo, "add", "-A")
-    _git(repo, "commit", "-q", "-m", f"{recipe.project} {recipe.version} (sdist)")
-    upstream = _git(repo, "rev-parse", "HEAD").strip()
-    for test_file in recipe.hidden_test_files:
-        _git(repo, "rm", "-q", test_file)
-    _git(repo, "apply", "--index", "-", input=(RECIPES_DIR / recipe.bug_diff).read_text())
-    _git(repo, "commit", "-q", "-m", f"{recipe.instance_id}: base")
-    base = _git(repo, "rev-parse", "HEAD").strip()
-    test_patch = _git(repo, "diff", "--no-color", base, upstream, "--", *recipe.hidden_test_files)
-    excludes = [f":(exclude){f}" for f in recipe.hidden_test_files]
-    gold = _git(repo, "diff", "--no-color", base, upstream, "--", ".", *excludes)
-    reverse_bug = _git(repo, "apply", "--check", "-R", "-", input=(RECIPES_DIR / recipe.bug_diff).read_text())
-    del reverse_bug  # --check: the committed bug diff must reverse cleanly on base (raises otherwise)
-    base = _root_commit_only(repo, f"{recipe.instance_id}: base")
+    unpack_sdist(sdist, repo)
+    bug_diff = (RECIPES_DIR / recipe.bug_diff).read_text()
+
+    def apply_bug_diff(repo: Path) -> None:
+        _git(repo, "apply", "--index", "-", input=bug_diff)
+        # the committed bug diff must reverse cleanly on base (raises otherwise)
+        _git(repo, "apply", "--check", "-R", "-", input=bug_diff)
+
+    built = make_instance_repo(repo, recipe.hidden_test_files, apply_bug_diff, recipe.instance_id)
     return {
         "instance_id": recipe.instance_id,
         "repo": recipe.upstream,
         "version": recipe.version,
-        "base_commit": base,
+        "base_commit": built.base_commit,
         "problem_statement": recipe.problem_statement,
-        "patch": gold,
-        "test_patch": test_patch,
-        "eval_script": eval_script(recipe, base, test_patch),
+        "patch": built.patch,
+        "test_patch": built.test_patch,
+        "eval_script": eval_script(recipe, built.base_commit, built.test_patch),
         "log_parser": "parse_log_pytest",
         "eval_type": "pass_and_fail",
         "image": "",
@@ -216,10 +134,12 @@ def build_repo(recipe: Recipe, config: SweConfig) -> dict[str, Any]:
 
 
 async def _status_map(config: SweConfig, instance: dict[str, Any], patch: str) -> dict[str, str]:
-    from swebench.harness.constants import END_TEST_OUTPUT, START_TEST_OUTPUT
-    from swebench.harness.log_parsers import PARSER_REGISTRY
-
-    from nemo_gym_prorl.tasks.swe.evaluate import apply_patch, open_instance_sandbox, run_eval_script
+    from nemo_gym_prorl.tasks.swe.evaluate import (
+        apply_patch,
+        open_instance_sandbox,
+        run_eval_script,
+        test_statuses,
+    )
 
     sandbox = await open_instance_sandbox(config, instance)
     try:
@@ -231,10 +151,10 @@ async def _status_map(config: SweConfig, instance: dict[str, Any], patch: str) -
                                                   config.max_log_bytes)  # fmt: skip
     finally:
         sandbox.close()
-    if timed_out or START_TEST_OUTPUT not in log:
+    statuses = None if timed_out else test_statuses(log, instance["log_parser"])
+    if statuses is None:
         raise RuntimeError(f"tests did not run for {instance['instance_id']}: {log[-2000:]}")
-    sliced = log.split(START_TEST_OUTPUT, 1)[1].split(END_TEST_OUTPUT, 1)[0]
-    return PARSER_REGISTRY[instance["log_parser"]](sliced, None)
+    return statuses
 
 
 async def validate(recipe: Recipe, instance: dict[str, Any], config: SweConfig) -> dict[str, Any]:

@@ -72,6 +72,11 @@ class SweConfig(BaseModel):
     def instances_path(self) -> Path:
         return self.cache_dir / "instances.jsonl"
 
+    @property
+    def generated_dir(self) -> Path:
+        """Generated instances (`prorl swe build --generate`), their baselines and repositories."""
+        return self.cache_dir / "generated"
+
     def resolve_image(self, row: Mapping[str, Any]) -> str | None:
         """The image for this instance, or None to use the offline repository on the host system."""
         if self.image_template:
@@ -84,11 +89,38 @@ class SweConfig(BaseModel):
                 version=str(row.get("version", "")),
             )
         image = row.get("image")
+        if isinstance(image, str) and "://" in image:
+            # a dataset's own image (`docker://...`): its SIF in sif_dir, else the reference itself
+            # for Apptainer (whose backend then names the missing image); bubblewrap cannot use one
+            local = self.local_sif(image)
+            if local is not None:
+                return str(local)
+            return image if self.backend == "apptainer" else None
         if isinstance(image, str) and image and Path(image).exists():
             return image
         return None
 
+    def local_sif(self, reference: str) -> Path | None:
+        """The SIF of an image reference in `sif_dir`, under NeMo Gym's name
+        (`swebench/sweb.eval.x86_64.x:latest` -> `swebench_sweb.eval.x86_64.x.sif`) or the one
+        `apptainer pull` gives it (`sweb.eval.x86_64.x_latest.sif`)."""
+        if self.sif_dir is None:
+            return None
+        name = reference.split("://", 1)[1]
+        repository, tag = name.rsplit(":", 1) if ":" in name.rsplit("/", 1)[-1] else (name, "latest")
+        for candidate in (
+            repository.replace("/", "_") + ".sif",
+            f"{repository.rsplit('/', 1)[-1]}_{tag}.sif",
+        ):
+            if (self.sif_dir / candidate).is_file():
+                return self.sif_dir / candidate
+        return None
+
     def offline_repo(self, row: Mapping[str, Any]) -> Path:
+        recipe = row.get("recipe")
+        if isinstance(recipe, Mapping) and recipe.get("generator"):
+            # built on first use from the project's sdist and the recorded mutation
+            return self.generated_dir / "repos" / str(row.get("instance_id", ""))
         return self.repos_dir / str(row.get("instance_id", ""))
 
     def sandbox_spec(self, row: Mapping[str, Any]) -> SandboxSpec:

@@ -22,6 +22,7 @@ from typing import Any
 from nemo_gym_prorl.sandbox import Sandbox, SandboxError, open_sandbox
 from nemo_gym_prorl.tasks.base import EvalOutcome
 from nemo_gym_prorl.tasks.swe.config import REPO_MOUNT, SweConfig
+from nemo_gym_prorl.tasks.swe.materialize import ensure_repo
 
 # The harness's own sequence (swebench.harness.constants GIT_APPLY_CMDS), minus --reject, which
 # leaves a half-applied tree behind; `patch --fuzz` tolerates shifted context.
@@ -36,6 +37,8 @@ async def open_instance_sandbox(config: SweConfig, row: Mapping[str, Any]) -> Sa
     """A fresh sandbox with the instance's repository at /testbed."""
     spec = config.sandbox_spec(row)
     source = config.repo_source(row)
+    if source is not None:
+        await asyncio.to_thread(ensure_repo, config, row)  # a generated instance's, on first use
     if source is not None and not (source / ".git").is_dir():
         raise SandboxError(
             f"repository for {row.get('instance_id')} not found at {source}: run `prorl swe build` "
@@ -91,6 +94,18 @@ async def run_eval_script(
         ["/bin/bash", "-c", f"bash {inside} 2>&1"], timeout=timeout, max_output_bytes=max_bytes
     )
     return res.stdout + res.stderr, res.timed_out, time.perf_counter() - started
+
+
+def test_statuses(log: str, log_parser: str = "parse_log_pytest") -> dict[str, str] | None:
+    """Each test's status in an eval log, read by swebench's own parser from the part between the
+    harness's output markers; None when the tests did not run (no start marker)."""
+    from swebench.harness.constants import END_TEST_OUTPUT, START_TEST_OUTPUT
+    from swebench.harness.log_parsers import PARSER_REGISTRY
+
+    if START_TEST_OUTPUT not in log:
+        return None
+    sliced = log.split(START_TEST_OUTPUT, 1)[1].split(END_TEST_OUTPUT, 1)[0]
+    return PARSER_REGISTRY[log_parser](sliced, None)
 
 
 def grade(row: Mapping[str, Any], log: str, patch: str) -> dict[str, Any]:

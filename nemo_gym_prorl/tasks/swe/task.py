@@ -7,6 +7,7 @@ git diff at the end of RUN, graded in a fresh sandbox (see `evaluate.py`)."""
 from __future__ import annotations
 
 import asyncio
+import shlex
 import shutil
 from collections.abc import Mapping
 from typing import Any
@@ -16,6 +17,8 @@ from nemo_gym_prorl.tasks.base import BASH, EDITOR, EvalOutcome, TaskDomain
 from nemo_gym_prorl.tasks.swe.build import load_instances
 from nemo_gym_prorl.tasks.swe.config import REPO_MOUNT, SweConfig
 from nemo_gym_prorl.tasks.swe.evaluate import evaluate_patch, extract_patch
+from nemo_gym_prorl.tasks.swe.materialize import ensure_repo
+from nemo_gym_prorl.tasks.swe.store import load_generated
 
 SWE_SYSTEM = (
     "You are a software engineer fixing an issue in the repository at /testbed. Use the `bash` tool "
@@ -44,6 +47,7 @@ class SweTask(TaskDomain):
         row = self.resolve_instance(row)
         source = self.config.repo_source(row)
         if source is not None:
+            await asyncio.to_thread(ensure_repo, self.config, row)  # a generated instance's, on first use
             if not (source / ".git").is_dir():
                 raise SandboxError(
                     f"repository for {row.get('instance_id')} missing at {source}: run `prorl swe build`"
@@ -51,12 +55,17 @@ class SweTask(TaskDomain):
             await asyncio.to_thread(
                 shutil.copytree, source, sandbox.workspace, symlinks=True, dirs_exist_ok=True
             )
-        res = await sandbox.exec(["/bin/sh", "-c", f"cd {REPO_MOUNT} && git rev-parse HEAD"], timeout=60)
-        head = res.stdout.strip()
         base = str(row.get("base_commit") or "")
-        if not res.ok or (base and head != base):
+        # SWE-bench's images commit their environment set-up on top of base_commit ("SWE-bench"),
+        # so the repository is at base_commit or a descendant of it.
+        check = f" && git merge-base --is-ancestor {shlex.quote(base)} HEAD" if base else ""
+        res = await sandbox.exec(
+            ["/bin/sh", "-c", f"cd {REPO_MOUNT} && git rev-parse HEAD{check}"], timeout=60
+        )
+        head = res.stdout.strip()
+        if not res.ok:
             raise SandboxError(
-                f"/testbed is not at base_commit {base[:12]} (HEAD {head[:12]!r}: {res.stderr[-300:]})"
+                f"/testbed is not at base_commit {base[:12]} or a descendant (HEAD {head[:12]!r}: {res.stderr[-300:]})"
             )
         return {"cwd": REPO_MOUNT, "base_commit": head}
 
@@ -71,14 +80,13 @@ class SweTask(TaskDomain):
         if all(k in row for k in ("eval_script", "FAIL_TO_PASS", "PASS_TO_PASS", "base_commit")):
             return dict(row)
         iid = row.get("instance_id")
-        if self._instances is None:
-            self._instances = {i["instance_id"]: i for i in load_instances(self.config)}
-        if iid not in self._instances:
-            self._instances = {i["instance_id"]: i for i in load_instances(self.config)}
+        if self._instances is None or iid not in self._instances:
+            built = [*load_instances(self.config), *load_generated(self.config)]
+            self._instances = {i["instance_id"]: i for i in built}
         if iid not in self._instances:
             raise LookupError(
                 f"instance {iid!r} is neither a full SWE-bench row nor built in {self.config.instances_path} "
-                "(run `prorl swe build`)"
+                "or generated (run `prorl swe build`, or `prorl swe build --generate`)"
             )
         return {**self._instances[iid], **{k: v for k, v in row.items() if v is not None}}
 

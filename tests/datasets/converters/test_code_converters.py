@@ -17,8 +17,9 @@ from typing import Any
 import pytest
 
 from nemo_gym_prorl.assets import project_root
-from nemo_gym_prorl.datasets.catalog import RecordError, environment
+from nemo_gym_prorl.datasets.catalog import RecordError
 from nemo_gym_prorl.datasets.converters.code import lcb_private_tests, mbpp_entry_point
+from nemo_gym_prorl.datasets.environments import environment
 from nemo_gym_prorl.datasets.rows import read_jsonl
 from nemo_gym_prorl.tasks.code import CodeConfig, CodeTask
 

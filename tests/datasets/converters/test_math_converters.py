@@ -12,8 +12,9 @@ from typing import Any
 import pytest
 
 from nemo_gym_prorl.assets import project_root
-from nemo_gym_prorl.datasets.catalog import RecordError, environment
+from nemo_gym_prorl.datasets.catalog import RecordError
 from nemo_gym_prorl.datasets.converters.math import boxed_answer
+from nemo_gym_prorl.datasets.environments import environment
 from nemo_gym_prorl.datasets.prepare import convert_records
 from nemo_gym_prorl.datasets.rows import read_jsonl
 from nemo_gym_prorl.datasets.sources import MATH_SYSTEM

@@ -12,8 +12,9 @@ from typing import Any
 import pytest
 
 from nemo_gym_prorl.assets import project_root
-from nemo_gym_prorl.datasets.catalog import RecordError, environment
+from nemo_gym_prorl.datasets.catalog import RecordError
 from nemo_gym_prorl.datasets.converters.stem import GPQA_SHUFFLE_SEED, gpqa_order
+from nemo_gym_prorl.datasets.environments import environment
 from nemo_gym_prorl.datasets.rows import read_jsonl
 from nemo_gym_prorl.tasks.stem import StemTask, extract_choice
 
