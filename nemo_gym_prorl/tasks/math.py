@@ -167,6 +167,15 @@ class _Worker:
         self.sandbox = None
         self.proc = None
 
+    async def aclose(self) -> None:
+        """Close, then reap the process, so its transport closes while the event loop runs (a
+        transport left to the garbage collector after the loop closed raises at exit)."""
+        proc = self.proc
+        self.close()
+        if proc is not None:
+            with contextlib.suppress(ProcessLookupError, TimeoutError):
+                await asyncio.wait_for(proc.wait(), 10)
+
 
 class MathChecker:
     """Equivalence of two answers with a hard wall-clock limit per check."""
@@ -204,9 +213,8 @@ class MathChecker:
         finally:
             queue.put_nowait(worker)
 
-    def close(self) -> None:
-        for w in self._workers:
-            w.close()
+    async def aclose(self) -> None:
+        await asyncio.gather(*(w.aclose() for w in self._workers))
 
 
 class MathTask(TaskDomain):
@@ -249,4 +257,4 @@ class MathTask(TaskDomain):
         )
 
     async def aclose(self) -> None:
-        self.checker.close()
+        await self.checker.aclose()
