@@ -18,7 +18,6 @@ from pydantic import BaseModel
 
 from nemo_gym_prorl.datasets.catalog import DatasetEnvironment, RecordError
 from nemo_gym_prorl.datasets.domain_tools import responses_tools
-from nemo_gym_prorl.datasets.environments import environment
 from nemo_gym_prorl.datasets.loading import is_local_file, load_records
 from nemo_gym_prorl.datasets.rows import DEFAULT_AGENT, split_rows, write_jsonl
 
@@ -99,6 +98,8 @@ def prepare_environment(
     name: str, source: str | None = None, data_dir: Path = DATA_DIR, agent: str = DEFAULT_AGENT,
     limit: int | None = None, validation_fraction: float = 0.1, seed: int = 0,
 ) -> Prepared:  # fmt: skip
+    from nemo_gym_prorl.datasets.environments import environment  # every converter: only when preparing
+
     env = environment(name)
     source = source or env.hub_id
     train, validation, skipped = environment_rows(env, source, agent, limit, validation_fraction, seed)
