@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 
 """The paper trail of every measured figure: `record(...)` writes `benchmarks/results/<name>.json`
-with the figures, the commit they were measured at, the machine (cores, CPU model, memory, load
+with the figures, the commit the run started at (and the one it ended at, if they differ), the machine (cores, CPU model, memory, load
 average before and after: on a shared machine the figures are contended, and the file says so),
 Python and key package versions, and `simulated`, the list of every simulated part of the run
 (empty when every part is real). The benchmarks and `prorl train` both record through it;
@@ -109,6 +109,17 @@ def commit() -> dict[str, Any]:
     return {"sha": git("rev-parse", "HEAD"), "dirty": bool(status) if status is not None else None}
 
 
+# A run (a benchmark, `prorl train`) imports this module when it starts; its figures belong to the
+# code it started with, even when commits land while it runs.
+_COMMIT_AT_IMPORT = commit()
+
+
+def run_commit() -> dict[str, Any]:
+    """The commit the run started at; `at_end` too where HEAD or the tree changed during the run."""
+    now = commit()
+    return _COMMIT_AT_IMPORT if now == _COMMIT_AT_IMPORT else {**_COMMIT_AT_IMPORT, "at_end": now}
+
+
 def record(
     name: str,
     figures: Mapping[str, Any],
@@ -132,7 +143,7 @@ def record(
         "command": command
         or f"prorl bench {name.removesuffix('_real')}" + (" --real" if name.endswith("_real") else ""),
         "measured_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        "commit": commit(),
+        "commit": run_commit(),
         "machine": machine(),
         "versions": versions(),
         "simulated": list(simulated),

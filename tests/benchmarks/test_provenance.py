@@ -31,6 +31,16 @@ def test_record_writes_figures_with_commit_machine_versions_and_simulated_parts(
     assert "`prorl bench demo`" in table and "the model" in table and data["commit"]["sha"][:8] in table
 
 
+def test_a_run_records_the_commit_it_started_at_even_when_head_moves(monkeypatch) -> None:
+    import nemo_gym_prorl.provenance as core
+
+    started = core.commit()
+    assert core.run_commit() == started  # nothing moved since import
+    moved = {"sha": "f" * 40, "dirty": False}
+    monkeypatch.setattr(core, "commit", lambda: moved)
+    assert core.run_commit() == {**started, "at_end": moved}
+
+
 def test_readme_sync_rewrites_only_between_the_markers(bench, tmp_path) -> None:
     provenance = bench("provenance")
     provenance.record("eval", {}, simulated=[], ours="a", against="b", measured="c", results_dir=tmp_path)
