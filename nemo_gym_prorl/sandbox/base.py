@@ -388,6 +388,15 @@ class Sandbox(ABC):
             with contextlib.suppress(OSError):
                 self._dir.rmdir()
 
+    async def aclose(self) -> None:
+        """close(), then reap its asyncio processes while the event loop still runs: a subprocess
+        transport left to the garbage collector after the loop has closed raises at exit."""
+        started = [p for p in self._processes if isinstance(p, asyncio.subprocess.Process)]
+        self.close()
+        for proc in started:
+            with contextlib.suppress(ProcessLookupError, TimeoutError):
+                await asyncio.wait_for(proc.wait(), 10)
+
     def __enter__(self) -> Self:
         return self
 
@@ -398,7 +407,7 @@ class Sandbox(ABC):
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        self.close()
+        await self.aclose()
 
     def __del__(self) -> None:
         # Last line of defence for a forgotten close(); never raise from a finaliser.

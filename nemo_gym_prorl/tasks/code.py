@@ -348,9 +348,9 @@ class CodeTask(TaskDomain):
         )
 
     async def aclose(self) -> None:
-        if self._pool is not None:
-            self._pool.close()
-            self._pool = None
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            await pool.aclose()
 
 
 def _summary(out: RunOutcome) -> dict[str, Any]:

@@ -90,7 +90,7 @@ class ForkRunner:
     async def start(self) -> None:
         if self.alive:
             return
-        self.close()
+        await self.aclose()
         self.sandbox = open_sandbox(self.spec)
         # The sandbox runtime by default, never the project's venv: the program under test is the
         # policy's, and graders and task data (reference solutions) live in the project's venv.
@@ -129,19 +129,19 @@ class ForkRunner:
                         stderr = (await asyncio.wait_for(self._proc.stderr.read(4096), 0.2)).decode(
                             errors="replace"
                         )
-                self.close()  # next request starts a fresh sandbox
+                await self.aclose()  # next request starts a fresh sandbox
                 return RunOutcome(infra_error=f"runner failed: {type(exc).__name__}: {exc} {stderr}".strip())
             self.tests_run += 1
             if "runner_error" in reply:
-                self.close()
+                await self.aclose()
                 return RunOutcome(infra_error=reply["runner_error"])
             return RunOutcome.model_validate(reply)
 
-    def close(self) -> None:
-        if self.sandbox is not None:
-            self.sandbox.close()
-        self.sandbox = None
-        self._proc = None
+    async def aclose(self) -> None:
+        """Close the sandbox and reap the runner (the next request starts a fresh one)."""
+        sandbox, self.sandbox, self._proc = self.sandbox, None, None
+        if sandbox is not None:
+            await sandbox.aclose()
 
 
 class RunnerPool:
@@ -180,7 +180,7 @@ class RunnerPool:
         try:
             outcome = await runner.run(req)
             if self.recycle_after and runner.tests_run >= self.recycle_after:
-                runner.close()
+                await runner.aclose()
                 runner.tests_run = 0
             return outcome
         finally:
@@ -189,10 +189,9 @@ class RunnerPool:
     async def run_many(self, reqs: Sequence[RunRequest]) -> list[RunOutcome]:
         return list(await asyncio.gather(*(self.run(r) for r in reqs)))
 
-    def close(self) -> None:
+    async def aclose(self) -> None:
         self._closed = True
-        for runner in self._all:
-            runner.close()
+        await asyncio.gather(*(runner.aclose() for runner in self._all))
 
 
 async def run_in_fresh_sandbox(
@@ -203,4 +202,4 @@ async def run_in_fresh_sandbox(
     try:
         return [await runner.run(r) for r in reqs]
     finally:
-        runner.close()
+        await runner.aclose()

@@ -195,6 +195,15 @@ async def test_close_kills_what_the_sandbox_started_and_is_idempotent(tmp_path: 
         await sb.exec("true")
 
 
+async def test_aclose_kills_and_reaps_while_the_loop_runs(tmp_path: Path) -> None:
+    """The asynchronous close returns with every process it started reaped, so no process
+    transport is left for the garbage collector to finalise after the event loop has closed."""
+    sb = open_sandbox(SandboxSpec(root_dir=tmp_path))
+    proc = await sb.spawn(["sleep", "1000"], stdin=True)
+    await sb.aclose()
+    assert sb.closed and proc.returncode is not None
+
+
 async def test_close_never_touches_processes_it_did_not_start(tmp_path: Path) -> None:
     bystander = subprocess.Popen(["sleep", "1000"], start_new_session=True)
     try:

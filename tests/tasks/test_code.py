@@ -70,7 +70,7 @@ async def test_tests_are_isolated_and_limited():
         out = await runner.run(RunRequest(code="print(input()[::-1])", stdin="abc\n"))
         assert out.ok and out.stdout == "cba\n"
     finally:
-        runner.close()
+        await runner.aclose()
 
 
 async def test_wiping_between_tests_leaves_read_only_binds_under_tmp_alone(tmp_path):
@@ -93,7 +93,7 @@ async def test_wiping_between_tests_leaves_read_only_binds_under_tmp_alone(tmp_p
         assert out.stdout.strip() == "False ['checkout'] ['module.py']", out
         assert (bound / "pkg" / "module.py").read_text() == "x = 1\n"
     finally:
-        runner.close()
+        await runner.aclose()
 
 
 def test_wipe_skips_kept_mount_points_and_removes_the_rest(tmp_path):
