@@ -80,6 +80,8 @@ class ApptainerSandbox(Sandbox):
         binds = [(path, str(path)) for path in self.spec.ro_binds] + self.python_setup.binds
         for source, target in binds:
             cmd += ["--bind", f"{source}:{target}:ro"]
+        for hidden in self.spec.hidden_dirs:  # an empty directory over each
+            cmd += ["--bind", f"{self.empty_dir()}:{hidden}:ro"]
         cmd += [str(self.spec.image), self.instance]
         return cmd
 

@@ -152,6 +152,14 @@ class Sandbox(ABC):
             self.close()
             raise
 
+    def empty_dir(self) -> Path:
+        """An empty, read-only host directory of this sandbox's own (removed on close)."""
+        empty = self._dir / "empty"
+        if not empty.exists():
+            empty.mkdir()
+            empty.chmod(0o555)
+        return empty
+
     @property
     def python(self) -> str:
         """The Python interpreter to run inside this sandbox (see `SandboxSpec.python_runtime`)."""
@@ -385,6 +393,8 @@ class Sandbox(ABC):
             shutil.rmtree(self._dir, ignore_errors=True)
         else:
             shutil.rmtree(self.tmp_dir, ignore_errors=True)
+            with contextlib.suppress(OSError):
+                (self._dir / "empty").rmdir()
             with contextlib.suppress(OSError):
                 self._dir.rmdir()
 

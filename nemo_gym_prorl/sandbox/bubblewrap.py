@@ -90,6 +90,8 @@ class BubblewrapSandbox(Sandbox):
         for source, target in binds:
             args += ["--ro-bind", str(source), str(target)]
         args += ["--bind", str(self.workspace), self.spec.workspace_mount]
+        for hidden in self.spec.hidden_dirs:  # last, so that they cover whatever bind holds them
+            args += ["--tmpfs", hidden]
         return args
 
     def _isolate(self, argv: list[str], *, cwd: str, env: dict[str, str]) -> list[str]:

@@ -84,11 +84,24 @@ class SandboxSpec(BaseModel):
         "/opt/prorl-runtime. project: this project's venv, graders included: only for trusted grading "
         "code that never runs policy code. none: whatever the image provides.",
     )
+    hidden_dirs: list[str] = Field(
+        default_factory=list,
+        description="Directories shown empty inside (an image's hidden tests while the agent works), "
+        "absolute paths; the files stay where they are, outside the sandbox's view.",
+    )
     fakeroot: bool = Field(False, description="Apptainer only: run as root inside via --fakeroot.")
     root_dir: Path | None = Field(
         None,
         description="Where fresh sandbox directories are created (default: $PRORL_SANDBOX_ROOT or the temp dir).",
     )
+
+    @field_validator("hidden_dirs")
+    @classmethod
+    def _absolute_and_plain(cls, value: list[str]) -> list[str]:
+        for path in value:
+            if not path.startswith("/") or ".." in path.split("/") or path.rstrip("/") == "":
+                raise ValueError(f"hidden_dirs takes absolute paths below / without '..': {path!r}")
+        return value
 
     @field_validator("python_runtime", mode="before")
     @classmethod

@@ -98,6 +98,20 @@ def test_network_fakeroot_and_read_only_binds(
     assert not any(str(Path(sys.prefix).resolve()) in arg for arg in start)
 
 
+def test_hidden_dirs_are_covered_by_an_empty_read_only_directory(
+    fake_apptainer: RecordedRun, image: Path, tmp_path: Path
+) -> None:
+    spec = SandboxSpec(backend="apptainer", image=str(image), root_dir=tmp_path, python_runtime="none",
+                       hidden_dirs=["/r2e_tests", "/testbed/r2e_tests"])  # fmt: skip
+    sb = open_sandbox(spec)
+    start = fake_apptainer.calls[0]
+    empty = sb.empty_dir()
+    assert f"{empty}:/r2e_tests:ro" in start and f"{empty}:/testbed/r2e_tests:ro" in start
+    assert empty.is_dir() and not any(empty.iterdir())
+    sb.close()
+    assert not empty.exists()
+
+
 def test_singularity_is_used_when_apptainer_is_absent(
     monkeypatch: pytest.MonkeyPatch, image: Path, tmp_path: Path
 ) -> None:

@@ -204,6 +204,24 @@ async def test_aclose_kills_and_reaps_while_the_loop_runs(tmp_path: Path) -> Non
     assert sb.closed and proc.returncode is not None
 
 
+async def test_hidden_dirs_are_shown_empty_and_their_files_stay_on_the_host(tmp_path: Path) -> None:
+    workspace = tmp_path / "repo"
+    (workspace / "r2e_tests").mkdir(parents=True)
+    (workspace / "r2e_tests" / "test_1.py").write_text("assert answer == 42\n")
+    spec = SandboxSpec(root_dir=tmp_path, workspace=workspace, workspace_mount="/testbed",
+                       hidden_dirs=["/testbed/r2e_tests", "/usr/share"])  # fmt: skip
+    async with open_sandbox(spec) as sb:
+        res = await sb.exec(["/bin/sh", "-c", "ls -A /testbed/r2e_tests; ls -A /usr/share | wc -l"])
+    assert res.ok and res.stdout.split() == ["0"], res  # both empty inside, /usr/share included
+    assert (workspace / "r2e_tests" / "test_1.py").read_text() == "assert answer == 42\n"
+
+
+def test_hidden_dirs_must_be_absolute_paths_without_parent_steps() -> None:
+    for bad in ("r2e_tests", "/testbed/../etc", "/"):
+        with pytest.raises(ValueError, match="hidden_dirs"):
+            SandboxSpec(hidden_dirs=[bad])
+
+
 async def test_close_never_touches_processes_it_did_not_start(tmp_path: Path) -> None:
     bystander = subprocess.Popen(["sleep", "1000"], start_new_session=True)
     try:

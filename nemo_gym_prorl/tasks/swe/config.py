@@ -123,8 +123,11 @@ class SweConfig(BaseModel):
             return self.generated_dir / "repos" / str(row.get("instance_id", ""))
         return self.repos_dir / str(row.get("instance_id", ""))
 
-    def sandbox_spec(self, row: Mapping[str, Any]) -> SandboxSpec:
+    def sandbox_spec(self, row: Mapping[str, Any], *, agent: bool = False) -> SandboxSpec:
+        """The instance's sandbox. The agent's (`agent=True`) shows the row's `hidden_dirs` empty:
+        an image that ships its hidden tests (R2E-Gym's /r2e_tests) keeps them for EVAL only."""
         image = self.resolve_image(row)
+        hidden = [str(d) for d in row.get("hidden_dirs") or []] if agent else []
         limits = SandboxLimits(wall_time_s=None, memory_mb=self.memory_mb, max_processes=self.max_processes)
         # HOME outside the repository, so tools' dotfiles never end up in the patch.
         env = {"HOME": "/tmp", "PYTHONDONTWRITEBYTECODE": "1", "GIT_CONFIG_COUNT": "1",
@@ -132,9 +135,10 @@ class SweConfig(BaseModel):
         if self.backend == "apptainer":
             # The image's own /testbed stays visible; our workspace is scratch space elsewhere.
             return SandboxSpec(backend="apptainer", image=image, workspace_mount="/prorl_workspace", env=env,
-                               limits=limits, python_runtime="none", fakeroot=self.fakeroot)  # fmt: skip
-        return SandboxSpec(backend=self.backend, image=image, workspace_mount=REPO_MOUNT, env=env,
-                           limits=limits, python_runtime="sandbox" if image is None else "none")  # fmt: skip
+                               limits=limits, python_runtime="none", fakeroot=self.fakeroot,
+                               hidden_dirs=hidden)  # fmt: skip
+        return SandboxSpec(backend=self.backend, image=image, workspace_mount=REPO_MOUNT, env=env, limits=limits,
+                           python_runtime="sandbox" if image is None else "none", hidden_dirs=hidden)  # fmt: skip
 
     def repo_source(self, row: Mapping[str, Any]) -> Path | None:
         """Host directory to copy into the workspace (None: the repository is in the image)."""

@@ -15,7 +15,7 @@ import shlex
 import shutil
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -210,13 +210,17 @@ async def evaluate_patch(config: SweConfig, row: Mapping[str, Any], patch: str |
     )
 
 
-async def extract_patch(sandbox: Sandbox, base_commit: str, timeout: float = 120.0) -> tuple[str, str | None]:
+async def extract_patch(
+    sandbox: Sandbox, base_commit: str, timeout: float = 120.0, exclude: Iterable[str] = ()
+) -> tuple[str, str | None]:
     """The RUN's result: every change under /testbed against `base_commit` (new files included,
-    binary files as git binary diffs). Returns (patch, error)."""
+    binary files as git binary diffs), but for `exclude` (paths relative to /testbed that the
+    image itself adds, such as R2E-Gym's run_tests.sh). Returns (patch, error)."""
+    excluded = " ".join(shlex.quote(f":(exclude){path}") for path in exclude)
     cmd = (
         f"cd {REPO_MOUNT} && git add -A >/dev/null 2>&1; "
         f"git diff --cached --no-color --no-ext-diff --binary {shlex.quote(base_commit)} -- . "
-        "':(exclude)**/__pycache__/**' ':(exclude)*.pyc'"
+        f"':(exclude)**/__pycache__/**' ':(exclude)*.pyc' {excluded}"
     )
     res = await sandbox.exec(["/bin/sh", "-c", cmd], timeout=timeout, max_output_bytes=16 * 1024 * 1024)
     if not res.ok:

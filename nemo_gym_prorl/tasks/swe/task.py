@@ -39,7 +39,7 @@ class SweTask(TaskDomain):
         self._instances: dict[str, dict[str, Any]] | None = None
 
     def sandbox_spec(self, row: Mapping[str, Any], base: SandboxSpec | None = None) -> SandboxSpec:
-        return self.config.sandbox_spec(row)
+        return self.config.sandbox_spec(row, agent=True)
 
     async def setup_workspace(self, sandbox: Sandbox, row: Mapping[str, Any]) -> dict[str, Any]:
         """Put the instance's repository at /testbed (copied from the offline build or a rootfs;
@@ -71,7 +71,9 @@ class SweTask(TaskDomain):
 
     async def collect_artifacts(self, sandbox: Sandbox, row: Mapping[str, Any]) -> dict[str, Any]:
         row = self.resolve_instance(row)
-        patch, error = await extract_patch(sandbox, str(row.get("base_commit") or "HEAD"))
+        patch, error = await extract_patch(
+            sandbox, str(row.get("base_commit") or "HEAD"), exclude=row.get("patch_exclude") or ()
+        )
         return {"git_patch": patch, "patch_error": error}
 
     def resolve_instance(self, row: Mapping[str, Any]) -> dict[str, Any]:

@@ -22,7 +22,15 @@ from nemo_gym_prorl.datasets.rows import read_jsonl
 from nemo_gym_prorl.tasks.swe.config import SweConfig
 from nemo_gym_prorl.tasks.swe.evaluate import REQUIRED_FIELDS, grade
 
-SWE_ENVS = ("swe_bench_verified", "swe_bench_lite", "swe_bench", "swe_gym", "swe_rebench", "swe_smith")
+SWE_ENVS = (
+    "swe_bench_verified",
+    "swe_bench_lite",
+    "swe_bench",
+    "swe_gym",
+    "swe_rebench",
+    "swe_smith",
+    "r2e_gym",
+)
 START, END = ">>>>> Start Test Output", ">>>>> End Test Output"
 
 
