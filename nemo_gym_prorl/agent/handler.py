@@ -169,6 +169,12 @@ class AgentRolloutHandler:
     async def release(self, state: Any) -> None:
         await self.transport.release(state)
 
+    async def aclose(self) -> None:
+        """What the transport holds beyond single rollouts, where it holds anything."""
+        close = getattr(self.transport, "aclose", None)
+        if close is not None:
+            await close()
+
 
 # -- tools in this process --------------------------------------------------------------------------
 
@@ -232,6 +238,10 @@ class InProcessTransport:
 
     async def release(self, state: InProcessState) -> None:
         await state.workspace.close()
+
+    async def aclose(self) -> None:
+        """The domain's pooled processes (grader workers, warm test runners)."""
+        await self.domain.aclose()
 
 
 def domain_rollout_handler(

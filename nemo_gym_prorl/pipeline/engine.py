@@ -118,6 +118,7 @@ class Pipeline(StageRunner):
         self._workers.clear()
         self._running = False
         await self.executor.close()
+        await self.handlers.aclose()
 
     @property
     def running(self) -> bool:

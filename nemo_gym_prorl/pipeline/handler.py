@@ -10,10 +10,13 @@ exactly once for every state `init` returned, whatever happens afterwards.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Mapping
 from typing import Any, Protocol, runtime_checkable
 
 from nemo_gym_prorl.pipeline.job import Evaluation, FailureClass, FailureKind, Job, Trajectory
+
+logger = logging.getLogger(__name__)
 
 
 @runtime_checkable
@@ -144,3 +147,15 @@ class HandlerRegistry:
 
     def handlers(self) -> dict[str, RolloutHandler]:
         return dict(self._handlers)
+
+    async def aclose(self) -> None:
+        """Release what handlers hold beyond single rollouts (a task's grader processes, warm test
+        runners): each handler's `aclose()`, where it has one. Never raises."""
+        for name, handler in self._handlers.items():
+            close = getattr(handler, "aclose", None)
+            if close is None:
+                continue
+            try:
+                await close()
+            except Exception:
+                logger.warning("closing the %r handler failed", name, exc_info=True)

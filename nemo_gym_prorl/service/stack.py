@@ -170,4 +170,11 @@ async def build_node(llm_data: dict[str, Any], handlers: HandlersFactory, share:
         await backends.aclose()
         raise
     shared = SharedBackends(backends, share, llm_config.balancer.max_in_flight)
-    return NodeRuntime(handlers=registry, backends=shared, close=backends.aclose)
+
+    async def close() -> None:
+        try:
+            await registry.aclose()
+        finally:
+            await backends.aclose()
+
+    return NodeRuntime(handlers=registry, backends=shared, close=close)

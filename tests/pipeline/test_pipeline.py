@@ -220,6 +220,20 @@ async def test_stop_releases_everything(make_pipeline: Any) -> None:
     assert {pipeline.get(i).state for i in ids} == {JobState.CANCELLED}
 
 
+async def test_stop_closes_each_handler_once_and_a_failing_close_stops_nothing(make_pipeline: Any) -> None:
+    class Pooled(ScriptedHandler):
+        closed = 0
+
+        async def aclose(self) -> None:
+            Pooled.closed += 1
+            raise RuntimeError("a grader worker would not die")
+
+    pipeline, _ = await make_pipeline(Pooled())
+    await pipeline.stop()
+    await pipeline.stop()
+    assert Pooled.closed == 1 and not pipeline.running
+
+
 async def test_handler_that_swallows_cancellation_still_ends_cancelled(make_pipeline: Any) -> None:
     class Stubborn(ScriptedHandler):
         async def run(self, job: Any, state: Any) -> Any:
