@@ -4,7 +4,8 @@
 """`prorl data ...` and `prorl swe ...`: task data from installed packages, SWE instances from PyPI sdists.
 
 prorl data prepare [--domain all|math|stem|code|swe] [--out DIR] [--validation-fraction F]
-    train/validation JSONL in NeMo RL's Gym format (one row per task, task fields top level)
+    train/validation JSONL in NeMo RL's Gym format (one row per task, task fields top level);
+    SWE: the built instances and every generated one in the cache (`prorl swe build --generate`)
 prorl data prepare --environment NAME [--source PATH_OR_HUB_ID] [--limit N] [--out DIR]
     a dataset environment's rows from its published records (`data/<name>/{train,validation}.jsonl`)
 prorl data environments [--check | --list]
@@ -39,8 +40,14 @@ DOMAINS = ("math", "stem", "code", "swe")
 
 
 def domain_rows(
-    domain: str, agent: str = DEFAULT_AGENT, compact: bool = False, math_per_task: int = 4
+    domain: str,
+    agent: str = DEFAULT_AGENT,
+    compact: bool = False,
+    math_per_task: int = 4,
+    swe_generated: bool = False,
 ) -> list[dict[str, Any]]:
+    """The domain's rows from installed packages; SWE's from the offline instances, and with
+    `swe_generated` those `prorl swe build --generate` cached too."""
     from nemo_gym_prorl.datasets import sources as data
 
     tools = responses_tools(domain)
@@ -52,8 +59,15 @@ def domain_rows(
         return data.code_rows(agent=agent, tools=tools)
     from nemo_gym_prorl.datasets.swe import swe_rows
     from nemo_gym_prorl.tasks.swe import ensure_built
+    from nemo_gym_prorl.tasks.swe.store import load_generated
 
-    return swe_rows(asyncio.run(ensure_built()), agent=agent, tools=tools, compact=compact)
+    instances = asyncio.run(ensure_built())
+    if swe_generated:
+        generated = load_generated()
+        print(f"swe: {len(instances)} built and {len(generated)} generated instances "
+              "(`prorl swe build --generate` makes hundreds)")  # fmt: skip
+        instances += generated
+    return swe_rows(instances, agent=agent, tools=tools, compact=compact)
 
 
 def _prepare(args: argparse.Namespace) -> int:
@@ -62,7 +76,7 @@ def _prepare(args: argparse.Namespace) -> int:
     domains = DOMAINS if args.domain == "all" else (args.domain,)
     out = Path(args.out or "data/prorl")
     for domain in domains:
-        rows = domain_rows(domain, args.agent, math_per_task=args.math_per_task)
+        rows = domain_rows(domain, args.agent, math_per_task=args.math_per_task, swe_generated=True)
         train, val = split_rows(rows, args.validation_fraction, seed=args.seed)
         n_train = write_jsonl(out / domain / "train.jsonl", train)
         n_val = write_jsonl(out / domain / "validation.jsonl", val)
