@@ -102,14 +102,17 @@ class SweConfig(BaseModel):
 
     def local_sif(self, reference: str) -> Path | None:
         """The SIF of an image reference in `sif_dir`, under NeMo Gym's name
-        (`swebench/sweb.eval.x86_64.x:latest` -> `swebench_sweb.eval.x86_64.x.sif`) or the one
-        `apptainer pull` gives it (`sweb.eval.x86_64.x_latest.sif`)."""
+        (`swebench/sweb.eval.x86_64.x:latest` -> `swebench_sweb.eval.x86_64.x.sif`; another tag
+        is kept: `namanjain12/sympy_final:<sha>` -> `namanjain12_sympy_final_<sha>.sif`, since
+        such images differ only by tag) or the one `apptainer pull` gives it
+        (`sweb.eval.x86_64.x_latest.sif`)."""
         if self.sif_dir is None:
             return None
         name = reference.split("://", 1)[1]
         repository, tag = name.rsplit(":", 1) if ":" in name.rsplit("/", 1)[-1] else (name, "latest")
+        flat = repository.replace("/", "_")
         for candidate in (
-            repository.replace("/", "_") + ".sif",
+            f"{flat}.sif" if tag == "latest" else f"{flat}_{tag}.sif",
             f"{repository.rsplit('/', 1)[-1]}_{tag}.sif",
         ):
             if (self.sif_dir / candidate).is_file():

@@ -144,3 +144,16 @@ def test_a_row_is_resolved_when_its_listed_tests_pass_in_the_images_run() -> Non
         *(f"PASSED {t}" for t in row["PASS_TO_PASS"]),
     ]
     assert grade(row, log(failing), row["patch"])["resolved"] is False
+
+
+def test_each_instances_image_resolves_to_its_own_sif(tmp_path: Path) -> None:
+    """R2E-Gym's images of one repository differ only by tag: a SIF name must keep it."""
+    rec = record("sympy")
+    row = convert(rec)
+    other = tmp_path / "namanjain12_sympy_final_0000.sif"
+    other.write_bytes(b"SIF")  # another instance's image
+    config = SweConfig(backend="apptainer", sif_dir=tmp_path, cache_dir=tmp_path / "cache")
+    assert config.resolve_image(row) == row["image"]  # not the other instance's SIF
+    mine = tmp_path / f"namanjain12_sympy_final_{rec['commit_hash']}.sif"
+    mine.write_bytes(b"SIF")
+    assert config.resolve_image(row) == str(mine)
