@@ -66,8 +66,9 @@ def machine() -> dict[str, Any]:
         "os": platform.platform(),
         "load_avg_start": [round(x, 2) for x in _LOAD_AT_IMPORT],
         "load_avg_end": [round(x, 2) for x in os.getloadavg()],
-        # A 1-minute load above the core count means other work competed for the CPUs.
-        "contended": max(_LOAD_AT_IMPORT[0], os.getloadavg()[0]) > cores,
+        # A 1-minute load above the core count when the run started means other work competed
+        # for the CPUs; the load at the end is mostly the run's own (a vLLM server, a trainer).
+        "contended": _LOAD_AT_IMPORT[0] > cores,
     }
 
 
