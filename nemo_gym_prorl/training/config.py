@@ -90,7 +90,8 @@ class TrainConfig(BaseModel):
         "always come from the split.",
     )
     service_overrides: list[str] = Field(
-        default_factory=lambda: ["tasks=math"], description="`prorl serve` overrides for the service"
+        default_factory=lambda: ["tasks=math"],
+        description="`prorl serve` overrides for the service (a non-math environment: every domain)",
     )
     sampling: dict[str, Any] = Field(
         default_factory=lambda: {"temperature": 1.0, "top_p": 1.0, "max_tokens": 128},
@@ -114,6 +115,9 @@ class TrainConfig(BaseModel):
 
     @model_validator(mode="after")
     def _environment_is_served(self) -> TrainConfig:
+        """The environment's domain is served beside math (the demonstrations are math): for a
+        non-math environment `tasks=math` becomes `tasks=default` (every domain), the other
+        service overrides kept."""
         if self.environment is None:
             return self
         from nemo_gym_prorl.datasets.environments import environment
@@ -122,11 +126,10 @@ class TrainConfig(BaseModel):
             domain = environment(self.environment).domain
         except KeyError as exc:
             raise ValueError(exc.args[0]) from None
-        if domain != "math" and "tasks=math" in self.service_overrides:
-            raise ValueError(
-                f"environment {self.environment} is a {domain} environment but the service serves math "
-                f"only: set service_overrides to serve `tasks={domain}`"
-            )
+        if domain != "math":
+            self.service_overrides = [
+                "tasks=default" if o == "tasks=math" else o for o in self.service_overrides
+            ]
         return self
 
     @model_validator(mode="after")

@@ -70,6 +70,14 @@ def test_an_environment_gives_grpo_prompts_and_heldout_tasks_from_its_prepared_r
         split.train_rows(4, start=8)
 
 
-def test_an_unknown_or_unserved_environment_is_refused() -> None:
+def test_an_unknown_environment_is_refused_naming_the_known_ones() -> None:
     with pytest.raises(TrainConfigError, match="unknown dataset environment 'nope'"):
         load_train_config("default", ["environment=nope"])
+
+
+def test_a_non_math_environment_is_served_beside_the_math_of_the_demonstrations() -> None:
+    math = load_train_config("default", ["environment=gsm8k"]).service_overrides
+    assert math[0] == "tasks=math"
+    for name in ("mmlu_pro", "humaneval", "swe_gym"):
+        served = load_train_config("default", [f"environment={name}"]).service_overrides
+        assert served == ["tasks=default", *math[1:]]  # every domain; the other overrides kept
