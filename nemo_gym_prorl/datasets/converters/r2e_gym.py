@@ -28,7 +28,6 @@ The schema is R2E-Gym's `DatasetRow` (github.com/R2E-Gym/R2E-Gym @69bc953,
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -42,24 +41,12 @@ from nemo_gym_prorl.datasets.converters.swe import (
     START,
     apptainer_reference,
     instance_row,
+    json_field,
 )
 
 HIDDEN_TESTS = "/r2e_tests"
 # R2E-Gym's SKIP_FILES_NEW (agenthub/__init__.py): added to /testbed by the image, not by the fix
 IMAGE_FILES = ("run_tests.sh", "r2e_tests")
-
-
-def json_field(record: Mapping[str, Any], key: str) -> dict[str, Any]:
-    """A field R2E-Gym publishes as a JSON string (or a mapping, where a loader decoded it)."""
-    value = record.get(key)
-    if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except json.JSONDecodeError as exc:
-            raise RecordError(f"{key} is not JSON: {exc}") from exc
-    if not isinstance(value, Mapping):
-        raise RecordError(f"no {key}")
-    return dict(value)
 
 
 def _is_test_file(path: str) -> bool:
@@ -80,9 +67,13 @@ def _range(r: Mapping[str, Any]) -> str:
 LINE_PREFIX = {"context": " ", "added": "+", "deleted": "-", "note": "\\ "}
 
 
+def _path(diff: Mapping[str, Any]) -> str:
+    return diff["header"]["file"]["path"]
+
+
 def _file_patch(diff: Mapping[str, Any]) -> str:
     """`FileDiff.get_patch`: header, index line, ---/+++ and the hunks, as R2E-Gym writes them."""
-    path = diff["header"]["file"]["path"]
+    path = _path(diff)
     patch = f"diff --git a/{path} b/{path}\n"
     if diff["header"].get("misc_line"):
         patch += diff["header"]["misc_line"] + "\n"
@@ -108,14 +99,13 @@ def gold_patch(parsed_commit: Mapping[str, Any]) -> str:
         return "".join(
             _file_patch(diff)
             for diff in parsed_commit.get("file_diffs") or []
-            if diff["header"]["file"]["path"].endswith(".py")
-            and not _is_test_file(diff["header"]["file"]["path"])
+            if _path(diff).endswith(".py") and not _is_test_file(_path(diff))
         )
     except (KeyError, TypeError) as exc:
         raise RecordError(f"parsed_commit_content is not a ParsedCommit: missing {exc}") from exc
 
 
-def test_runs(execution: Mapping[str, Any]) -> tuple[list[str], list[str]]:
+def tests_from_runs(execution: Mapping[str, Any]) -> tuple[list[str], list[str]]:
     """(FAIL_TO_PASS, PASS_TO_PASS) from the hidden tests' runs before and after the commit."""
     from swebench.harness.log_parsers import parse_log_pytest
 
@@ -150,7 +140,7 @@ def eval_script() -> str:
 def r2e_gym(record: Mapping[str, Any], tools: Tools, agent: str) -> dict[str, Any]:
     repo, commit = text_field(record, "repo_name"), text_field(record, "commit_hash")
     parsed = json_field(record, "parsed_commit_content")
-    fail_to_pass, pass_to_pass = test_runs(json_field(record, "execution_result_content"))
+    fail_to_pass, pass_to_pass = tests_from_runs(json_field(record, "execution_result_content"))
     patch = gold_patch(parsed)
     if not patch:
         raise RecordError("the commit changes no non-test Python file (no gold patch)")

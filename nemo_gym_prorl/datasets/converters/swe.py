@@ -166,13 +166,25 @@ def swe_gym(record: Mapping[str, Any], tools: Tools, agent: str) -> dict[str, An
                         eval_script=script, image=apptainer_reference(swegym_image(iid)))  # fmt: skip
 
 
+def json_field(record: Mapping[str, Any], key: str) -> dict[str, Any]:
+    """A mapping field that datasets publish as a JSON string (or a loader flattened into one),
+    or that a loader already decoded."""
+    value = record.get(key)
+    if isinstance(value, str):
+        try:
+            value = json.loads(value) if value.strip() else None
+        except json.JSONDecodeError as exc:
+            raise RecordError(f"{key} is not JSON: {exc}") from exc
+    if not isinstance(value, Mapping):
+        raise RecordError(f"no {key}")
+    return dict(value)
+
+
 def install_config(record: Mapping[str, Any]) -> dict[str, Any]:
-    config = record.get("install_config")
-    if isinstance(config, str):  # a JSON string where a loader flattened the struct
-        config = json.loads(config) if config.strip() else None
-    if not isinstance(config, Mapping) or not config.get("test_cmd"):
+    config = json_field(record, "install_config")
+    if not config.get("test_cmd"):
         raise RecordError("no install_config.test_cmd")
-    return dict(config)
+    return config
 
 
 def swe_rebench(record: Mapping[str, Any], tools: Tools, agent: str) -> dict[str, Any]:
