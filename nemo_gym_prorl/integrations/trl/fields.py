@@ -11,9 +11,10 @@ exactly the part of each later prompt that extends the previous prompt plus its 
 `logprobs` are the log-probs the service recorded for the model's tokens and 0.0 elsewhere.
 No text is re-tokenized: the ids are the ones the policy saw and sampled.
 
-A rollout that must not be trained on (failed, cancelled, its infrastructure failed, or its
-token history is not exact) becomes a one-token placeholder with `env_mask` 0 and no reward, so
-its group keeps `num_generations` members while it adds nothing to the loss or the baseline.
+A rollout that must not be trained on (failed, cancelled, its infrastructure failed, a turn
+sampled under constrained decoding, or its token history is not exact) becomes a one-token
+placeholder with `env_mask` 0 and no reward, so its group keeps `num_generations` members while
+it adds nothing to the loss or the baseline.
 """
 
 from __future__ import annotations
@@ -41,6 +42,9 @@ class ModelTurn(BaseModel):
     prompt_token_ids: list[int]
     generation_token_ids: list[int]
     generation_log_probs: list[float]
+    decoding: dict[str, Any] | None = Field(
+        None, description="the decoding constraint the turn was sampled under (None: unconstrained)"
+    )
 
 
 class ServiceTrajectory(BaseModel):
@@ -51,6 +55,10 @@ class ServiceTrajectory(BaseModel):
     steps: list[dict[str, Any]] = Field(default_factory=list, description="one per tool call")
     num_turns: int = 0
     generated_tokens: int = 0
+    decoding: dict[str, Any] | None = Field(
+        None,
+        description="the service's summary of its turns' decoding constraints (None: none was constrained)",
+    )
 
 
 class ServiceResult(BaseModel):
@@ -129,6 +137,22 @@ def concatenate(turns: Sequence[ModelTurn]) -> tuple[list[int], list[int], list[
     return prompt, completion, logprobs, env_mask
 
 
+def constrained_decoding(trajectory: ServiceTrajectory) -> str | None:
+    """Which of a trajectory's turns were sampled under a decoding constraint (guided, grammar,
+    structural tag), from each model turn's recorded `decoding` or, where the turns do not carry
+    it, the trajectory's summary of them; None when every turn was the policy's free sample."""
+    turns = model_turns(trajectory)
+    constrained = [index for index, turn in enumerate(turns) if turn.decoding]
+    if constrained:
+        kinds = sorted({str((turns[i].decoding or {}).get("kind", "a constraint")) for i in constrained})
+        return f"model turn(s) {', '.join(map(str, constrained))} of {len(turns)} sampled under {', '.join(kinds)}"
+    summary = trajectory.decoding
+    if not summary or summary.get("constrained") is False or summary.get("constrained_turns") == 0:
+        return None
+    count = summary.get("constrained_turns", "some")
+    return f"{count} of {len(turns)} model turn(s) sampled under {summary.get('kind', 'a constraint')}"
+
+
 def mask_reason(result: ServiceResult) -> str | None:
     """Why this rollout must not be trained on, or None when it may be."""
     if result.state != "done":
@@ -141,6 +165,11 @@ def mask_reason(result: ServiceResult) -> str | None:
         return "finished without a reward"
     if result.trajectory is None or not model_turns(result.trajectory):
         return "no model turn was recorded"
+    constrained = constrained_decoding(result.trajectory)
+    if constrained is not None:
+        # Its log-probs are from the masked, renormalised distribution and its tokens were forced:
+        # training on it as the policy's own sample would bias the ratios and teach the format.
+        return f"constrained decoding: {constrained}, not the policy's free sample"
     return None
 
 

@@ -8,10 +8,13 @@
 TRL's `GRPOTrainer` (no vLLM of its own) trains the LoRA on groups the rollout service runs
 (`ServiceRollout`) and publishes the adapter after every optimizer step (`PublishAdapterCallback`),
 so each step's rollouts come from the policy the trainer holds. Every step prints a `step`
-event: the rollouts' reward, informative groups, tool use, staleness and policy versions
-(`RolloutStats`), the trainer-vs-rollout log-prob mismatch (`MeasuredGRPOTrainer`), and where the
-time went. With `simulated_step_s` the optimizer step is replaced by a sleep (a GPU step's
-stand-in, for the overlap benchmark): the rollouts are real, the training is SIMULATED.
+event once the trainer has logged it: the step's loss, the rollouts' reward, informative groups,
+tool use, staleness, policy versions and why any was masked (`RolloutStats`), the
+trainer-vs-rollout log-prob mismatch (`MeasuredGRPOTrainer`), and where the time went. The
+trainer computes its log-probs at the temperature the rollouts were sampled at (the job's
+`sampling_params`, which `GrpoJob` holds to what the trainer can compute). With
+`simulated_step_s` the optimizer step is replaced by a sleep (a GPU step's stand-in, for the
+overlap benchmark): the rollouts are real, the training is SIMULATED.
 """
 
 from __future__ import annotations
@@ -53,6 +56,7 @@ def rollout_fields(stats: RolloutStats, rollout: ServiceRollout) -> dict[str, An
         "staleness": stats.max_staleness,
         "stale": stats.stale,
         "stop_reasons": stats.stop_reasons,
+        "mask_reasons": stats.mask_reasons,
         "rollout_s": round(rollout.last_seconds, 2),
         "rollout_tokens_per_s": round(stats.generated_tokens / max(rollout.last_seconds, 1e-9), 1),
     }
@@ -85,31 +89,17 @@ def simulate(job: GrpoJob, prompts: list[str], rollout: ServiceRollout) -> None:
     )
 
 
-def train(job: GrpoJob, prompts: list[str], rollout: ServiceRollout, client: ServiceClient) -> None:
-    import torch
-    from datasets import Dataset
-    from peft import PeftModel
-    from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
+def grpo_config(job: GrpoJob) -> Any:
+    """TRL's `GRPOConfig` for the job: its optimizer and loss, the temperature its rollouts are
+    sampled at (TRL divides the logits by it when it computes log-probs), and its device."""
     from trl import GRPOConfig
 
-    from nemo_gym_prorl.integrations.trl.callback import PublishAdapterCallback
-    from nemo_gym_prorl.integrations.trl.mismatch import MeasuredGRPOTrainer
-    from nemo_gym_prorl.integrations.trl.reward import service_reward
-
-    torch.manual_seed(job.optimizer.seed)
-    tokenizer = AutoTokenizer.from_pretrained(job.model_dir)
-    model: Any = AutoModelForCausalLM.from_pretrained(job.model_dir, dtype=torch.float32)
-    peft_config = None
-    if job.init_adapter:
-        model = PeftModel.from_pretrained(model, job.init_adapter, is_trainable=True)
-    else:
-        peft_config = job.lora.peft_config()
     rollouts_per_step = job.prompts_per_step * job.num_generations
     if rollouts_per_step % job.optimizer.batch_size:
         raise ValueError(
             f"{rollouts_per_step} rollouts per step do not split into batches of {job.optimizer.batch_size}"
         )
-    args = GRPOConfig(
+    return GRPOConfig(
         output_dir=job.output_dir,
         use_vllm=False,
         num_generations=job.num_generations,
@@ -124,20 +114,62 @@ def train(job: GrpoJob, prompts: list[str], rollout: ServiceRollout, client: Ser
         beta=job.beta,
         epsilon=job.epsilon,
         epsilon_high=job.epsilon_high,
+        temperature=float(job.sampling_params["temperature"]),
+        top_p=float(job.sampling_params["top_p"]),
         bf16=False,
         gradient_checkpointing=False,
-        use_cpu=True,
+        use_cpu=job.device == "cpu",
         report_to="none",
         save_strategy="no",
-        logging_steps=1,
+        logging_steps=1,  # every step's loss is logged, and its step event waits for it
         shuffle_dataset=False,
         seed=job.optimizer.seed,
         disable_tqdm=True,
     )
+
+
+def service_rollout(job: GrpoJob, prompts: list[str], client: ServiceClient) -> ServiceRollout:
+    """The `rollout_func`: every rollout sampled with the job's sampling settings."""
+    return ServiceRollout(
+        client,
+        task=job.task,
+        sampling_params=job.sampling_params,
+        timeout_s=job.rollout_timeout_s,
+        ahead=prompts if job.collect_ahead else None,
+        journal=job.journal,
+    )
+
+
+def train(job: GrpoJob, prompts: list[str], rollout: ServiceRollout, client: ServiceClient) -> Any:
+    """Trains the job's steps; returns the trainer."""
+    import torch
+    from datasets import Dataset
+    from peft import PeftModel
+    from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
+
+    from nemo_gym_prorl.integrations.trl.callback import PublishAdapterCallback
+    from nemo_gym_prorl.integrations.trl.mismatch import MeasuredGRPOTrainer
+    from nemo_gym_prorl.integrations.trl.reward import service_reward
+
+    torch.manual_seed(job.optimizer.seed)
+    args = grpo_config(job)
+    tokenizer = AutoTokenizer.from_pretrained(job.model_dir)
+    model: Any = AutoModelForCausalLM.from_pretrained(job.model_dir, dtype=torch.float32)
+    peft_config = None
+    if job.init_adapter:
+        model = PeftModel.from_pretrained(model, job.init_adapter, is_trainable=True)
+    else:
+        peft_config = job.lora.peft_config()
     publisher = PublishAdapterCallback(job.output_dir, client=client, version_offset=job.version_offset)
 
     class StepEvents(TrainerCallback):
-        """One `step` event per optimizer step, after the publish."""
+        """One `step` event per optimizer step, after the publish, carrying that step's loss.
+
+        The Trainer calls `on_step_end` before it logs the step's loss, so the step's record is
+        kept until `on_log` brings the loss; a step that is never logged is still reported (with
+        no loss) when training ends, so no published version goes unannounced."""
+
+        pending: dict[str, Any] | None = None
 
         def on_step_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
             self.started = time.monotonic()
@@ -150,14 +182,14 @@ def train(job: GrpoJob, prompts: list[str], rollout: ServiceRollout, client: Ser
                 write_samples(job.samples_path, int(state.global_step), rollout)
             train_s = step_s - rollout.last_seconds - publisher.last_seconds
             published = publisher.published[-1] if publisher.published else None
-            emit(
-                "step",
+            self.flush()
+            self.pending = dict(
                 step=int(state.global_step),
                 version=job.version_offset + int(state.global_step),
                 adapter_path=str(published[1]) if published else None,
                 **rollout_fields(stats, rollout),
                 mismatch=mismatch.model_dump(),
-                loss=_last(state.log_history, "loss"),
+                loss=None,
                 train_s=round(train_s, 2),
                 publish_s=round(publisher.last_seconds, 2),
                 step_s=round(step_s, 2),
@@ -167,6 +199,19 @@ def train(job: GrpoJob, prompts: list[str], rollout: ServiceRollout, client: Ser
                     1,
                 ),
             )
+
+        def on_log(self, args: Any, state: Any, control: Any, logs: Any = None, **kwargs: Any) -> None:
+            if self.pending and logs and "loss" in logs and self.pending["step"] == int(state.global_step):
+                self.pending["loss"] = float(logs["loss"])
+                self.flush()
+
+        def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            self.flush()
+
+        def flush(self) -> None:
+            if self.pending is not None:
+                emit("step", **self.pending)
+                self.pending = None
 
     trainer = MeasuredGRPOTrainer(
         model=model,
@@ -188,6 +233,7 @@ def train(job: GrpoJob, prompts: list[str], rollout: ServiceRollout, client: Ser
         ahead_misses=rollout.ahead_misses,
         carried_over=rollout.carried_over,
     )
+    return trainer
 
 
 def write_samples(path: str, step: int, rollout: ServiceRollout) -> None:
@@ -203,11 +249,6 @@ def write_samples(path: str, step: int, rollout: ServiceRollout) -> None:
             handle.write(json.dumps(record) + "\n")
 
 
-def _last(history: list[dict[str, Any]], key: str) -> float | None:
-    values = [entry[key] for entry in history if key in entry]
-    return values[-1] if values else None
-
-
 def main() -> None:
     job: GrpoJob = load_job(GrpoJob)
     if job.threads:
@@ -216,14 +257,7 @@ def main() -> None:
         torch.set_num_threads(job.threads)
     prompts = step_prompts(job, prompt_column(read_rows(job.prompts)))
     client = ServiceClient(job.service_url, token=job.token, timeout_s=120)
-    rollout = ServiceRollout(
-        client,
-        task=job.task,
-        sampling_params=job.sampling_params,
-        timeout_s=job.rollout_timeout_s,
-        ahead=prompts if job.collect_ahead else None,
-        journal=job.journal,
-    )
+    rollout = service_rollout(job, prompts, client)
     try:
         if job.simulated_step_s is not None:
             simulate(job, prompts, rollout)

@@ -20,12 +20,72 @@ import threading
 import time
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 EVENT_PREFIX = "PRORL_EVENT "
 
 # The loss types TRL 1.16's GRPOTrainer implements (`GRPOConfig.loss_type`).
 LossType = Literal["grpo", "dr_grpo", "dapo", "bnpo", "cispo", "sapo", "luspo", "vespo"]
+
+# auto: where TRL and accelerate put the model (CUDA where there is one, else the CPU);
+# cpu: the CPU even beside an accelerator (`TrainingArguments.use_cpu`).
+Device = Literal["auto", "cpu"]
+DEVICE_HELP = "auto: CUDA where available, else the CPU (as TRL and accelerate choose); cpu: the CPU only"
+
+# Sampling settings that reshape the distribution a token is drawn from, with the value that
+# leaves it as it is. TRL's GRPO loss computes each token's log-prob from the whole vocabulary's
+# softmax(logits / temperature) and nothing else, so a rollout sampled with any of these set
+# otherwise came from a distribution the trainer never computes: its importance ratios, clipping
+# and KL would compare the wrong probabilities.
+_NEUTRAL_SAMPLING: dict[str, tuple[Any, ...]] = {
+    "top_p": (1, 1.0),
+    "top_k": (None, 0, -1),
+    "min_p": (None, 0, 0.0),
+    "repetition_penalty": (None, 1, 1.0),
+    "presence_penalty": (None, 0, 0.0),
+    "frequency_penalty": (None, 0, 0.0),
+    "logit_bias": (None, {}),
+    "bad_words": (None, []),
+    "allowed_token_ids": (None,),
+    "structured_outputs": (None,),
+    "guided_json": (None,),
+    "guided_regex": (None,),
+    "guided_choice": (None,),
+    "guided_grammar": (None,),
+    "response_format": (None,),
+}
+
+
+class SamplingMismatchError(ValueError):
+    """The rollouts would be sampled from another distribution than the one the trainer computes."""
+
+
+def trainer_sampling(params: dict[str, Any]) -> dict[str, Any]:
+    """The sampling settings for rollouts a GRPO trainer trains on: `params` with `temperature`
+    and `top_p` always explicit (TRL's defaults, 1.0, when not given), so the service's own
+    defaults never decide them, and the trainer computes its log-probs at that temperature.
+    Raises `SamplingMismatchError` for a setting the trainer's log-probs cannot reproduce."""
+    out = {**params, "temperature": params.get("temperature", 1.0), "top_p": params.get("top_p", 1.0)}
+    temperature = out["temperature"]
+    if isinstance(temperature, bool) or not isinstance(temperature, int | float) or not temperature > 0:
+        raise SamplingMismatchError(
+            f"sampling temperature {temperature!r}: the trainer divides the logits by the temperature the "
+            "rollouts were sampled at, so it must be a number above 0 (0 is greedy decoding, not a sample "
+            "of the policy)"
+        )
+    reshaped = {
+        key: value
+        for key, value in out.items()
+        if key in _NEUTRAL_SAMPLING and value not in _NEUTRAL_SAMPLING[key]
+    }
+    if reshaped:
+        settings = ", ".join(f"{key}={value!r}" for key, value in sorted(reshaped.items()))
+        raise SamplingMismatchError(
+            f"sampling {settings}: TRL's GRPO loss computes log-probs from softmax(logits / temperature) over "
+            "the whole vocabulary, so rollouts sampled this way come from a distribution the trainer does not "
+            "compute; train on temperature alone (top_p=1.0, no top_k, min_p, penalties or constraints)"
+        )
+    return out
 
 
 class LoraSettings(BaseModel):
@@ -78,6 +138,7 @@ class SftJob(BaseModel):
     optimizer: OptimizerSettings
     epochs: float = Field(2.0, gt=0.0)
     threads: int | None = Field(None, ge=1, description="torch CPU threads (None: torch's default)")
+    device: Device = Field("auto", description=DEVICE_HELP)
 
 
 class GrpoJob(BaseModel):
@@ -103,7 +164,12 @@ class GrpoJob(BaseModel):
     beta: float = Field(0.0, ge=0.0, description="KL coefficient (0: no reference model, as DAPO)")
     epsilon: float = Field(0.2, gt=0.0)
     epsilon_high: float | None = Field(0.28, gt=0.0, description="DAPO's clip-higher")
-    sampling_params: dict[str, Any] = Field(default_factory=dict)
+    sampling_params: dict[str, Any] = Field(
+        default_factory=dict,
+        validate_default=True,
+        description="every rollout's sampling; temperature and top_p are always sent (1.0 unless given) and "
+        "the trainer computes its log-probs at that temperature; settings it cannot compute are refused",
+    )
     version_offset: int = Field(0, ge=0, description="published version = offset + trainer step")
     collect_ahead: bool = Field(
         False,
@@ -118,12 +184,19 @@ class GrpoJob(BaseModel):
         None, description="append every step's TRL samples (ids, log-probs, env_mask, versions) here as JSONL"
     )
     threads: int | None = Field(None, ge=1)
+    device: Device = Field("auto", description=DEVICE_HELP)
     simulated_step_s: float | None = Field(
         None,
         gt=0.0,
         description="SIMULATED: replace each optimizer step by a sleep this long (a GPU step's stand-in "
         "for the overlap benchmark); the policy is then never updated",
     )
+
+    @field_validator("sampling_params")
+    @classmethod
+    def _sampling_the_trainer_computes(cls, value: dict[str, Any]) -> dict[str, Any]:
+        # Checked when the job is built, so a mismatch is refused before any rollout runs.
+        return trainer_sampling(value)
 
 
 class Event(BaseModel):

@@ -43,24 +43,11 @@ def sequences(path: str) -> dict[str, list[list[int]]]:
     return {"input_ids": ids, "assistant_masks": masks}
 
 
-def main() -> None:
-    import torch
-    from datasets import Dataset
-    from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
-    from trl import SFTConfig, SFTTrainer
+def sft_config(job: SftJob) -> Any:
+    """TRL's `SFTConfig` for the job (its device: where TRL and accelerate put it, unless `cpu`)."""
+    from trl import SFTConfig
 
-    from nemo_gym_prorl.integrations.trl.callback import save_adapter
-
-    job: SftJob = load_job(SftJob)
-    if job.threads:
-        torch.set_num_threads(job.threads)
-    torch.manual_seed(job.optimizer.seed)
-    columns = sequences(job.demonstrations)
-    tokens = sum(len(seq) for seq in columns["input_ids"])
-    model_tokens = sum(sum(mask) for mask in columns["assistant_masks"])
-    tokenizer = AutoTokenizer.from_pretrained(job.model_dir)
-    model = AutoModelForCausalLM.from_pretrained(job.model_dir, dtype=torch.float32)
-    args = SFTConfig(
+    return SFTConfig(
         output_dir=job.output_dir,
         num_train_epochs=job.epochs,
         per_device_train_batch_size=job.optimizer.batch_size,
@@ -73,13 +60,33 @@ def main() -> None:
         packing=False,
         gradient_checkpointing=False,  # TRL turns it on by default; a 135M model fits without it
         bf16=False,
-        use_cpu=True,
+        use_cpu=job.device == "cpu",
         report_to="none",
         save_strategy="no",
         logging_steps=1,
         seed=job.optimizer.seed,
         disable_tqdm=True,
     )
+
+
+def main() -> None:
+    import torch
+    from datasets import Dataset
+    from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
+    from trl import SFTTrainer
+
+    from nemo_gym_prorl.integrations.trl.callback import save_adapter
+
+    job: SftJob = load_job(SftJob)
+    if job.threads:
+        torch.set_num_threads(job.threads)
+    torch.manual_seed(job.optimizer.seed)
+    columns = sequences(job.demonstrations)
+    tokens = sum(len(seq) for seq in columns["input_ids"])
+    model_tokens = sum(sum(mask) for mask in columns["assistant_masks"])
+    tokenizer = AutoTokenizer.from_pretrained(job.model_dir)
+    model = AutoModelForCausalLM.from_pretrained(job.model_dir, dtype=torch.float32)
+    args = sft_config(job)
     steps_per_epoch = math.ceil(
         len(columns["input_ids"]) / (job.optimizer.batch_size * job.optimizer.gradient_accumulation_steps)
     )

@@ -2,7 +2,9 @@
 # SPDX-License-Identifier: Apache-2.0
 
 """A finished rollout becomes TRL's fields token for token, and the reward TRL sees is the
-service's, with failed rollouts masked (None) rather than scored 0.
+service's, with failed rollouts masked (None) rather than scored 0. A rollout any of whose turns
+was sampled under constrained decoding is not the policy's free sample: it is masked too, and the
+step's stats say why.
 
 The rollouts are the service's own result models (`JobResult`, the assistant messages'
 `TurnRecord` fields) serialized as `/v1/rollouts/wait` sends them; the conversion runs in the
@@ -10,11 +12,15 @@ model venv, where the trainer runs."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 from trl_venv import run_in_model_venv
 
+from nemo_gym_prorl.integrations.trl.grpo import rollout_fields
+from nemo_gym_prorl.integrations.trl.stats import RolloutStats
+from nemo_gym_prorl.llm.dialects.structured import DecodingRecord, decoding_summary
 from nemo_gym_prorl.llm.records import TurnRecord
 from nemo_gym_prorl.pipeline.job import Evaluation, JobResult, JobState, Trajectory
 
@@ -24,8 +30,16 @@ OBSERVATION = [50, 1, 60, 61, 62, 2, 1, 30]  # newline, the tool message, the ne
 ANSWER = [70, 71, 2]
 
 
-def turn(index: int, prompt: list[int], generated: list[int], logprobs: list[float]) -> dict[str, Any]:
-    record = TurnRecord(
+# What a turn sampled under `llm.constrained` records: a vLLM structural tag forcing a tool call.
+FORCED_TOOL_CALL = DecodingRecord(
+    mode="tool", tool_format="hermes", tools=["ipython"], max_string_length=2048
+).model_dump()
+
+
+def record(
+    index: int, prompt: list[int], generated: list[int], logprobs: list[float], **extra: Any
+) -> TurnRecord:
+    return TurnRecord(
         turn=index,
         prompt_token_ids=prompt,
         generation_token_ids=generated,
@@ -34,9 +48,14 @@ def turn(index: int, prompt: list[int], generated: list[int], logprobs: list[flo
         text="",
         content="",
         dialect="hermes",
+        **extra,
     )
+
+
+def turn(index: int, prompt: list[int], generated: list[int], logprobs: list[float]) -> dict[str, Any]:
     # What the agent's `to_trajectory` writes for an assistant message.
-    return {**record.assistant_message().model_dump(exclude_none=True), "finish_reason": "stop"}
+    message = record(index, prompt, generated, logprobs).assistant_message()
+    return {**message.model_dump(exclude_none=True), "finish_reason": "stop"}
 
 
 def result(
@@ -47,6 +66,7 @@ def result(
     reward: float | None = 1.0,
     mask_sample: bool = False,
     stop_reason: str = "final_answer",
+    decoding: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     evaluation = (
         Evaluation(reward=reward, reward_components={"correct": reward}) if reward is not None else None
@@ -59,7 +79,7 @@ def result(
         submitted_at=0.0,
         reward=evaluation.reward if evaluation else None,
         reward_components=evaluation.reward_components if evaluation else {},
-        trajectory=Trajectory(messages=messages or [], stop_reason=stop_reason)
+        trajectory=Trajectory(messages=messages or [], stop_reason=stop_reason, decoding=decoding)
         if messages is not None
         else None,
         report={"mask_sample": mask_sample, "detail": "sandbox lost"} if mask_sample else {},
@@ -108,8 +128,25 @@ def converted() -> list[dict[str, list[Any]]]:
             result("retokenized", messages=broken, reward=0.0),
         ],
         [result("lost", state=JobState.FAILED, reward=None), result("no-turn", messages=[], reward=0.0)],
+        constrained_group(),
     ]
     return run_in_model_venv(CONVERT, groups)
+
+
+def constrained_group() -> list[dict[str, Any]]:
+    """A free sample, then two rollouts whose first turn was forced to call the tool: one as the
+    service records it today (each turn's `decoding` summarised on the trajectory), one whose
+    assistant message carries its turn's own `decoding` record."""
+    second_prompt = [*SYSTEM_AND_USER, *CALL, *OBSERVATION]
+    forced = record(0, SYSTEM_AND_USER, CALL, [-0.1, -0.2, -0.3, -0.4], decoding=FORCED_TOOL_CALL)
+    free = record(1, second_prompt, ANSWER, [-0.5, -0.6, -0.7])
+    per_turn = two_turns()
+    per_turn[2]["decoding"] = FORCED_TOOL_CALL
+    return [
+        result("free", messages=two_turns(), reward=1.0),
+        result("summarised", messages=two_turns(), reward=1.0, decoding=decoding_summary([forced, free])),
+        result("per-turn", messages=per_turn, reward=0.0),
+    ]
 
 
 def test_the_first_prompt_is_the_prompt_and_everything_after_it_the_completion(converted: list) -> None:
@@ -164,6 +201,28 @@ def test_trl_sees_the_services_reward_and_none_for_masked_rollouts(converted: li
     # the infrastructure's failure against the policy.
     assert converted[0]["rewards_trl_sees"] == [1.0, None, None, None]
     assert converted[1]["rewards_trl_sees"] == [None, None]
+
+
+def test_a_rollout_with_a_turn_sampled_under_constrained_decoding_is_masked_with_the_reason(
+    converted: list,
+) -> None:
+    fields = converted[2]
+    assert fields["mask_sample"] == [False, True, True]
+    assert fields["mask_reason"][0] is None  # no turn constrained: the policy's own sample trains
+    summarised, per_turn = fields["mask_reason"][1:]
+    assert summarised.startswith("constrained decoding: 1 of 2 model turn(s) sampled under structural_tag")
+    assert per_turn.startswith("constrained decoding: model turn(s) 0 of 2 sampled under structural_tag")
+    assert all(reason.endswith("not the policy's free sample") for reason in (summarised, per_turn))
+    # Neither trains a token nor counts in the group's baseline, whatever reward it earned.
+    assert fields["env_mask"][1:] == [[0], [0]] and fields["rewards_trl_sees"] == [1.0, None, None]
+
+
+def test_a_steps_stats_say_how_many_rollouts_were_masked_for_constrained_decoding() -> None:
+    stats = RolloutStats.of(constrained_group())
+    assert stats.scored == 1 and stats.masked == 2
+    rollout: Any = SimpleNamespace(last_seconds=1.0)
+    step = rollout_fields(stats, rollout)
+    assert step["masked"] == 2 and step["mask_reasons"] == {"constrained decoding": 2}
 
 
 def test_the_reward_function_refuses_to_run_without_the_service_fields() -> None:

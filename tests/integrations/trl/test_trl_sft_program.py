@@ -1,0 +1,74 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
+"""The SFT program (`python -m nemo_gym_prorl.integrations.trl.sft JOB.json`) as `prorl train`
+runs it: one `step` event per optimizer step with that step's own loss (the last step's
+included), then the adapter; it trains where TRL and accelerate put it (here, with no GPU, the
+CPU) unless the job says `cpu`. Runs in the model venv with a tiny randomly initialized Llama and
+a word-level tokenizer built on the spot (no download)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from trl_venv import run_in_model_venv
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
+
+SCRIPT = """
+import json, os, subprocess, sys
+import torch
+from tokenizers import Tokenizer, models
+from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+from nemo_gym_prorl.integrations.trl import sft
+from nemo_gym_prorl.integrations.trl.jobs import EVENT_PREFIX, SftJob
+
+out = json.load(sys.stdin)["out"]
+words = Tokenizer(models.WordLevel({f"w{i}": i for i in range(64)}, unk_token="w0"))
+PreTrainedTokenizerFast(tokenizer_object=words, unk_token="w0", eos_token="w2", pad_token="w3").save_pretrained(
+    out + "/model")
+torch.manual_seed(0)
+LlamaForCausalLM(LlamaConfig(vocab_size=64, hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+                             num_attention_heads=2, num_key_value_heads=1, bos_token_id=1, eos_token_id=2,
+                             pad_token_id=3)).save_pretrained(out + "/model")
+with open(out + "/demos.jsonl", "w") as handle:
+    for k in range(4):  # a tool call, the tool's answer (environment), the final answer
+        handle.write(json.dumps({"prompt_ids": [5, 6, 7 + k], "completion_ids": [10 + k, 11, 2, 20, 21, 12 + k, 2],
+                                 "env_mask": [1, 1, 1, 0, 0, 1, 1]}) + "\\n")
+job = SftJob(model_dir=out + "/model", demonstrations=out + "/demos.jsonl", output_dir=out + "/policies",
+             optimizer={"learning_rate": 1e-2, "batch_size": 2}, lora={"r": 4, "alpha": 8}, epochs=2)
+with open(out + "/job.json", "w") as handle:
+    handle.write(job.model_dump_json())
+proc = subprocess.run([sys.executable, "-m", "nemo_gym_prorl.integrations.trl.sft", out + "/job.json"],
+                      capture_output=True, text=True, env=os.environ, check=False)
+assert proc.returncode == 0, proc.stderr[-3000:]
+events = [json.loads(line[len(EVENT_PREFIX):]) for line in proc.stdout.splitlines() if line.startswith(EVENT_PREFIX)]
+default, cpu = sft.sft_config(job), sft.sft_config(job.model_copy(update={"device": "cpu"}))
+print(json.dumps({"events": events, "use_cpu": default.use_cpu, "device": str(default.device),
+                  "cpu_job_use_cpu": cpu.use_cpu, "cuda_available": torch.cuda.is_available()}))
+"""
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    out: Path = tmp_path_factory.mktemp("sft-program")
+    return run_in_model_venv(SCRIPT, {"out": str(out)}, timeout_s=540)
+
+
+def test_every_optimizer_step_is_reported_with_its_own_loss_then_the_adapter(run: dict[str, Any]) -> None:
+    steps = [e for e in run["events"] if e["event"] == "step"]
+    assert [s["step"] for s in steps] == [1, 2, 3, 4]  # 4 demonstrations, batches of 2, 2 epochs
+    assert all(s["of"] == 4 and isinstance(s["loss"], float) for s in steps)
+    done = run["events"][-1]
+    assert done["event"] == "done" and done["adapter_path"].endswith("policy-v000001")
+    assert done["model_tokens"] == 4 * 5
+
+
+def test_the_sft_trainer_runs_where_trl_puts_it_and_on_the_cpu_when_the_job_says_so(
+    run: dict[str, Any],
+) -> None:
+    assert run["use_cpu"] is False and run["cpu_job_use_cpu"] is True
+    assert run["device"].startswith("cuda" if run["cuda_available"] else "cpu")
