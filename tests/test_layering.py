@@ -55,6 +55,7 @@ LAYERS: dict[str, int] = {
     "assets": -1,
     "files": -1,
     "provenance": -1,
+    "intervals": -1,
     "sandbox": 0,
     "llm": 0,
     "tools": 1,

@@ -95,6 +95,18 @@ REASONING_GYM_MATH: dict[str, dict[str, Any]] = {
     "fraction_simplification": {},
     "gsm_symbolic": {},
 }
+# Families `prorl train` leaves without demonstrations (its RL families), with the settings its
+# measurements chose; not part of the math rows above.
+REASONING_GYM_RL: dict[str, dict[str, Any]] = {
+    "chain_sum": {},
+    "products": {"min_digits": 1, "max_digits": 3},
+    "decimal_chain_sum": {},
+    "count_bits": {},
+    "base_conversion": {},
+    "leg_counting": {},
+    "prime_factorization": {},
+    "complex_arithmetic": {},
+}
 
 
 def reasoning_gym_math(size_per_task: int = 4, seed: int = 1234) -> Iterator[dict[str, Any]]:

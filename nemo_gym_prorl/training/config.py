@@ -15,7 +15,13 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from nemo_gym_prorl.assets import configs_dir
-from nemo_gym_prorl.integrations.trl.jobs import LoraSettings, LossType, OptimizerSettings
+from nemo_gym_prorl.integrations.trl.jobs import (
+    LoraSettings,
+    LossType,
+    OptimizerSettings,
+    SamplingMismatchError,
+    trainer_sampling,
+)
 from nemo_gym_prorl.llm.embedded import LoraServing
 from nemo_gym_prorl.training.environment_split import EnvironmentSplit
 from nemo_gym_prorl.training.heldout import SeedSplit
@@ -130,6 +136,16 @@ class TrainConfig(BaseModel):
             self.service_overrides = [
                 "tasks=default" if o == "tasks=math" else o for o in self.service_overrides
             ]
+        return self
+
+    @model_validator(mode="after")
+    def _sampling_is_trainable(self) -> TrainConfig:
+        """Refused at load, not after the base evaluation and SFT: GRPO's trainer must compute
+        its log-probs from the distribution the rollouts were sampled from."""
+        try:
+            self.sampling = trainer_sampling(self.sampling)
+        except SamplingMismatchError as exc:
+            raise ValueError(str(exc)) from None
         return self
 
     @model_validator(mode="after")

@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from nemo_gym_prorl.training.heldout import Family
+from nemo_gym_prorl.training.heldout import DemonstratedFamily
 
 ORIGIN = "program-written demonstration"
 # The program that writes them (`demonstrations.py`), recorded in every recipe. Spelled from the
@@ -23,7 +23,7 @@ PROGRAM = f"{__package__}.demonstrations"
 class Recipe(BaseModel):
     """How a demonstration was made: reproducible from these fields and the split."""
 
-    family: Family
+    family: DemonstratedFamily
     seed: int
     split: Literal["train", "heldout"]
     program: str = PROGRAM

@@ -58,8 +58,21 @@ class EnvironmentSplit(BaseModel):
             raise ValueError(f"{self.environment}: a held-out task is also a training task")
         return rows[: self.heldout_size]
 
+    def family(self, row: dict[str, Any]) -> str:
+        """Every row is the environment's: one family, never demonstrated."""
+        return self.environment
+
+    @property
+    def demonstrated(self) -> frozenset[str]:
+        return frozenset()
+
     def heldout_rows(self) -> list[dict[str, Any]]:
         return [dict(row) for row in self._heldout]
+
+    def grpo_rows(self, n: int, demonstrations_tried: int) -> list[dict[str, Any]]:
+        """GRPO's prompts: the environment's train rows from its start (the demonstrations are
+        reasoning-gym tasks, never these)."""
+        return self.train_rows(n)
 
     def train_rows(self, n: int, start: int = 0) -> list[dict[str, Any]]:
         rows = self._train[start : start + n]

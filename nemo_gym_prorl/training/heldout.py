@@ -16,6 +16,12 @@ few hundred distinct sums), so different seeds repeat questions. A training task
 is also a held-out question is therefore skipped, and the held-out set measures tasks the
 policy has never been trained on. Demonstrations, the RL prompts and the held-out evaluation
 all draw their rows here.
+
+Two kinds of family. The demonstrated ones (`families`) are the ones a program demonstrates
+(`programs.PROGRAMS`): SFT imitates them. The RL families (`rl_families`) have no demonstration
+at all: no program writes one, SFT never sees one, and only GRPO's own samples, rewarded by the
+grader, can teach them. Each kind has its own held-out tasks, so the report can credit a gain to
+the phase that made it: SFT's on the demonstrated families, RL's beyond them.
 """
 
 from __future__ import annotations
@@ -28,12 +34,29 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from nemo_gym_prorl.datasets.rows import DEFAULT_AGENT
-from nemo_gym_prorl.datasets.sources import REASONING_GYM_MATH, math_row, reasoning_gym_problem
+from nemo_gym_prorl.datasets.sources import (
+    REASONING_GYM_MATH,
+    REASONING_GYM_RL,
+    math_row,
+    reasoning_gym_problem,
+)
 
-# The families a program can demonstrate (see `demonstrations.PROGRAMS`) and a 135M model can
-# learn to solve with the tool: the task's inputs are copied into one line of Python.
-Family = Literal["basic_arithmetic", "gcd", "lcm", "fraction_simplification", "simple_equations"]
-DEFAULT_FAMILIES: tuple[Family, ...] = ("basic_arithmetic", "gcd", "lcm", "fraction_simplification")
+# The families a program can demonstrate (see `programs.PROGRAMS`) and a 135M model can learn to
+# solve with the tool: the task's inputs are copied into one line of Python.
+DemonstratedFamily = Literal["basic_arithmetic", "gcd", "lcm", "fraction_simplification", "simple_equations"]
+# Families no program demonstrates, for RL to learn from its own rewarded samples.
+RLFamily = Literal[
+    "chain_sum", "products", "decimal_chain_sum", "count_bits", "base_conversion", "leg_counting",
+    "prime_factorization", "complex_arithmetic",
+]  # fmt: skip
+Family = DemonstratedFamily | RLFamily
+DEFAULT_FAMILIES: tuple[DemonstratedFamily, ...] = (
+    "basic_arithmetic",
+    "gcd",
+    "lcm",
+    "fraction_simplification",
+)
+DEFAULT_RL_FAMILIES: tuple[RLFamily, ...] = ("chain_sum", "products")
 
 Split = Literal["train", "heldout"]
 
@@ -43,18 +66,29 @@ class SeedSplit(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    families: tuple[Family, ...] = Field(DEFAULT_FAMILIES, min_length=1)
+    families: tuple[DemonstratedFamily, ...] = Field(
+        DEFAULT_FAMILIES, min_length=1, description="The demonstrated families (SFT, then RL)."
+    )
+    rl_families: tuple[RLFamily, ...] = Field(
+        DEFAULT_RL_FAMILIES, description="Families without demonstrations: RL alone can teach them."
+    )
     train_seed_start: int = Field(0, ge=0, description="First training seed of every family.")
     heldout_seed_start: int = Field(
         1_000_000, ge=1, description="First held-out seed; training seeds stay below it."
     )
-    heldout_size: int = Field(64, ge=64, description="Held-out tasks (at least 64: an evaluation's sample).")
+    heldout_size: int = Field(
+        64,
+        ge=64,
+        description="Held-out tasks of the demonstrated families (at least 64: an evaluation's sample).",
+    )
+    rl_heldout_size: int = Field(64, ge=64, description="Held-out tasks of the RL families.")
     agent: str = Field(DEFAULT_AGENT, description="The rows' `agent_ref` name.")
 
     @model_validator(mode="after")
     def _disjoint(self) -> SeedSplit:
-        if len(set(self.families)) != len(self.families):
-            raise ValueError(f"families repeat: {list(self.families)}")
+        every = [*self.families, *self.rl_families]
+        if len(set(every)) != len(every):
+            raise ValueError(f"families repeat: {every}")
         if self.train_seed_start >= self.heldout_seed_start:
             raise ValueError(
                 f"train_seed_start ({self.train_seed_start}) must be below heldout_seed_start "
@@ -66,15 +100,28 @@ class SeedSplit(BaseModel):
     def heldout_seeds_per_family(self) -> int:
         return math.ceil(self.heldout_size / len(self.families))
 
-    def recipe(self, split: Split, index: int) -> tuple[Family, int]:
-        """The `(family, seed)` of task `index` of a split (before training skips repeats)."""
+    def family(self, row: dict[str, Any]) -> str:
+        """The family a row of this split belongs to."""
+        return str(row["reasoning_gym"]["family"])
+
+    @property
+    def demonstrated(self) -> frozenset[str]:
+        return frozenset(self.families)
+
+    def recipe(
+        self, split: Split, index: int, families: tuple[Family, ...] | None = None
+    ) -> tuple[Family, int]:
+        """The `(family, seed)` of task `index` of a split over `families` (default: the
+        demonstrated ones), before training skips repeats."""
+        families = families or self.families
         if index < 0:
             raise ValueError(f"task index must be >= 0, got {index}")
-        family = self.families[index % len(self.families)]
-        offset = index // len(self.families)
+        family = families[index % len(families)]
+        offset = index // len(families)
         if split == "heldout":
-            if index >= self.heldout_size:
-                raise IndexError(f"the held-out set has {self.heldout_size} tasks, no task {index}")
+            size = self.rl_heldout_size if families == self.rl_families else self.heldout_size
+            if index >= size:
+                raise IndexError(f"the held-out set of {list(families)} has {size} tasks, no task {index}")
             return family, self.heldout_seed_start + offset
         seed = self.train_seed_start + offset
         if seed >= self.heldout_seed_start:
@@ -85,34 +132,52 @@ class SeedSplit(BaseModel):
 
     @cached_property
     def _heldout(self) -> list[dict[str, Any]]:
-        return [self.row("heldout", *self.recipe("heldout", i)) for i in range(self.heldout_size)]
+        rows = [self.row("heldout", *self.recipe("heldout", i)) for i in range(self.heldout_size)]
+        if self.rl_families:
+            rows += [
+                self.row("heldout", *self.recipe("heldout", i, self.rl_families))
+                for i in range(self.rl_heldout_size)
+            ]
+        return rows
 
     @cached_property
     def _heldout_questions(self) -> frozenset[tuple[str, str]]:
         return frozenset((row["reasoning_gym"]["family"], _question(row)) for row in self._heldout)
 
     def heldout_rows(self) -> list[dict[str, Any]]:
-        """The held-out set: `heldout_size` rows, the same on every call."""
+        """The held-out set, the same on every call: `heldout_size` rows of the demonstrated
+        families, then `rl_heldout_size` rows of the RL families."""
         return [dict(row) for row in self._heldout]
 
-    def train_rows(self, n: int, start: int = 0) -> list[dict[str, Any]]:
-        """Training rows `start` .. `start + n - 1` (in the order `iter_train_rows` yields them)."""
+    def train_rows(
+        self, n: int, start: int = 0, families: tuple[Family, ...] | None = None
+    ) -> list[dict[str, Any]]:
+        """Training rows `start` .. `start + n - 1` of `families` (default: the demonstrated
+        ones), in the order `iter_train_rows` yields them."""
         if n < 0 or start < 0:
             raise ValueError(f"n and start must be >= 0, got n={n}, start={start}")
         rows: list[dict[str, Any]] = []
-        for position, row in enumerate(self.iter_train_rows()):
+        for position, row in enumerate(self.iter_train_rows(families)):
             if position >= start + n:
                 break
             if position >= start:
                 rows.append(row)
         return rows
 
-    def iter_train_rows(self) -> Iterator[dict[str, Any]]:
-        """Training rows in recipe order, without the ones whose question is held out."""
+    def grpo_rows(self, n: int, demonstrations_tried: int) -> list[dict[str, Any]]:
+        """GRPO's prompts: tasks of the RL families, so what RL learns is what no demonstration
+        showed (the demonstrated families are held out of RL and checked for forgetting); with no
+        RL families, the demonstrated families' tasks after the ones the demonstrations tried."""
+        if self.rl_families:
+            return self.train_rows(n, families=self.rl_families)
+        return self.train_rows(n, start=demonstrations_tried)
+
+    def iter_train_rows(self, families: tuple[Family, ...] | None = None) -> Iterator[dict[str, Any]]:
+        """Training rows of `families` in recipe order, without the ones whose question is held out."""
         index = 0
         while True:
             try:
-                family, seed = self.recipe("train", index)
+                family, seed = self.recipe("train", index, families)
             except IndexError:
                 return
             index += 1
@@ -125,9 +190,10 @@ class SeedSplit(BaseModel):
         (the generator's record of the task's inputs) and the split it belongs to."""
         import reasoning_gym  # slow import (seconds): only when rows are made
 
-        if family not in REASONING_GYM_MATH:
+        settings = {**REASONING_GYM_MATH, **REASONING_GYM_RL}
+        if family not in settings:
             raise ValueError(f"unknown reasoning-gym family {family!r}")
-        entry = reasoning_gym.create_dataset(family, size=1, seed=seed, **REASONING_GYM_MATH[family])[0]
+        entry = reasoning_gym.create_dataset(family, size=1, seed=seed, **settings[family])[0]
         problem = reasoning_gym_problem(family, entry, f"rg-{family}-s{seed}")
         return math_row(
             problem,

@@ -61,11 +61,16 @@ async def run_training(config: TrainConfig, *, say: Say = _print, run_dir: Path 
     layout = EmbeddedLayout.default()
     run_dir = (run_dir or output_root() / "train" / config.name).resolve()
     policies = run_dir / "policies"
-    report = TrainReport.start(config)
     phases: dict[str, float] = {}
     started = time.monotonic()
     tasks = config.task_rows()
     heldout = tasks.heldout_rows()
+    heldout_families = [tasks.family(row) for row in heldout]
+    report = TrainReport.start(
+        config,
+        demonstrated=[f for f in dict.fromkeys(heldout_families) if f in tasks.demonstrated],
+        rl_families=[f for f in dict.fromkeys(heldout_families) if f not in tasks.demonstrated],
+    )
 
     async with AsyncExitStack() as stack:
         with timed(phases, "start"):
@@ -80,12 +85,14 @@ async def run_training(config: TrainConfig, *, say: Say = _print, run_dir: Path 
                 result = await evaluate(
                     client,
                     heldout,
+                    heldout_families,
                     phase=phase,
                     sampling=config.sampling,
                     timeout_s=config.evaluation.timeout_s,
                 )
             report.evaluations[phase] = result
-            say(progress.evaluation_line(result))
+            for line in progress.evaluation_lines(result, tasks.demonstrated):
+                say(line)
             return result
 
         await evaluation("base")
@@ -115,9 +122,7 @@ async def run_training(config: TrainConfig, *, say: Say = _print, run_dir: Path 
         await evaluation("sft")
 
         with timed(phases, "grpo"):
-            # Seed-split tasks continue after the demonstrations' tasks; an environment's from its start.
-            start = summary.tried if config.environment is None else 0
-            grpo_rows = tasks.train_rows(config.grpo.steps * config.grpo.prompts_per_step, start=start)
+            grpo_rows = tasks.grpo_rows(config.grpo.steps * config.grpo.prompts_per_step, summary.tried)
             (run_dir / "grpo_samples.jsonl").unlink(missing_ok=True)
             (run_dir / "grpo_journal.json").unlink(missing_ok=True)
             job = grpo_job(

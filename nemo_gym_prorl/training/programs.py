@@ -15,7 +15,7 @@ from typing import Any
 
 from nemo_gym_prorl.llm.records import ToolCall
 from nemo_gym_prorl.tools.dispatch import ToolObservation
-from nemo_gym_prorl.training.heldout import Family
+from nemo_gym_prorl.training.heldout import DemonstratedFamily
 
 
 class DemonstrationError(RuntimeError):
@@ -41,7 +41,7 @@ def _equation(metadata: Mapping[str, Any]) -> str:
 
 
 # Each reads only the task's inputs from reasoning-gym's metadata, never its answer.
-PROGRAMS: dict[Family, Callable[[Mapping[str, Any]], str]] = {
+PROGRAMS: dict[DemonstratedFamily, Callable[[Mapping[str, Any]], str]] = {
     "basic_arithmetic": lambda m: f"print({str(m['expression']).strip()})",
     "gcd": lambda m: f"import math\nprint(math.gcd({_numbers(m)}))",
     "lcm": lambda m: f"import math\nprint(math.lcm({_numbers(m)}))",

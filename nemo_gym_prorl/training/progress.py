@@ -5,22 +5,29 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from nemo_gym_prorl.training.demonstration_records import DemonstrationSummary
 from nemo_gym_prorl.training.evaluation import PolicyEvaluation
 
 
-def evaluation_line(result: PolicyEvaluation) -> str:
+def evaluation_lines(result: PolicyEvaluation, demonstrated: Collection[str]) -> list[str]:
+    """The phase's reward over every held-out task, then one line per family."""
     s = result.stats
     version = "base model" if result.policy_version is None else f"policy v{result.policy_version}"
-    return (
-        f"held-out {result.phase} ({version}): reward {s.reward.mean:.3f} "
-        f"[95% CI {s.reward.low:.3f}, {s.reward.high:.3f}] over {s.scored} tasks ({s.masked} masked); "
-        f"{s.tool_calls_per_rollout:.2f} tool calls, {s.turns_per_rollout:.2f} turns per rollout; "
-        f"{result.seconds:.0f}s"
-    )
+    lines = [
+        f"held-out {result.phase} ({version}): reward {s.reward.text()} (95% CI) over {s.scored} tasks "
+        f"({s.masked} masked); {s.tool_calls_per_rollout:.2f} tool calls, {s.turns_per_rollout:.2f} turns "
+        f"per rollout; {result.seconds:.0f}s"
+    ]
+    for family, f in result.by_family.items():
+        kind = "demonstrated" if family in demonstrated else "no demonstrations"
+        lines.append(
+            f"  {family} ({kind}): {f.reward.text()} over {f.scored}; {f.tool_calls_per_rollout:.2f} tool calls, "
+            f"{f.turns_per_rollout:.2f} turns"
+        )
+    return lines
 
 
 def demonstrations_line(summary: DemonstrationSummary) -> str:

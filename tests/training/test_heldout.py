@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from nemo_gym_prorl.training.heldout import DEFAULT_FAMILIES, SeedSplit
+from nemo_gym_prorl.training.heldout import DEFAULT_FAMILIES, DEFAULT_RL_FAMILIES, SeedSplit
 
 SPLIT = SeedSplit()
 
@@ -18,15 +18,30 @@ def question(row: dict) -> str:
     return row["responses_create_params"]["input"][-1]["content"]
 
 
-def test_the_heldout_set_is_64_fixed_math_tasks_over_every_family() -> None:
+def test_the_heldout_set_is_64_demonstrated_then_64_rl_family_math_tasks() -> None:
     rows = SPLIT.heldout_rows()
-    assert len(rows) == 64
+    assert len(rows) == 128
     assert rows == SeedSplit().heldout_rows()  # the same set, whoever asks
-    assert {r["reasoning_gym"]["family"] for r in rows} == set(DEFAULT_FAMILIES)
+    assert {SPLIT.family(r) for r in rows[:64]} == set(DEFAULT_FAMILIES) == SPLIT.demonstrated
+    assert {SPLIT.family(r) for r in rows[64:]} == set(DEFAULT_RL_FAMILIES)
     assert {r["data_source"] for r in rows} == {"prorl_math"}
     assert {r["split"] for r in rows} == {"heldout"}
     assert all(r["expected_answer"] for r in rows)
-    assert len({r["task_id"] for r in rows}) == 64
+    assert len({r["task_id"] for r in rows}) == 128
+
+
+def test_grpo_trains_on_the_rl_families_only_and_never_on_a_heldout_question() -> None:
+    rows = SPLIT.grpo_rows(40, demonstrations_tried=41)
+    assert {SPLIT.family(r) for r in rows} == set(DEFAULT_RL_FAMILIES)
+    heldout = {(SPLIT.family(r), question(r)) for r in SPLIT.heldout_rows()}
+    assert not heldout & {(SPLIT.family(r), question(r)) for r in rows}
+    assert all(r["reasoning_gym"]["seed"] < SPLIT.heldout_seed_start for r in rows)
+
+
+def test_without_rl_families_grpo_continues_after_the_demonstrations_tasks() -> None:
+    split = SeedSplit(rl_families=())
+    assert split.grpo_rows(4, demonstrations_tried=8) == split.train_rows(4, start=8)
+    assert len(split.heldout_rows()) == 64
 
 
 def test_heldout_seeds_never_intersect_train_seeds() -> None:
@@ -69,6 +84,8 @@ def test_a_row_carries_the_task_inputs_a_program_reads() -> None:
         ({"train_seed_start": 5, "heldout_seed_start": 5}, "must be below heldout_seed_start"),
         ({"families": ("gcd", "gcd")}, "families repeat"),
         ({"families": ("gsm_symbolic",)}, "families"),
+        ({"families": ("gcd",), "rl_families": ("gcd",)}, "families"),
+        ({"rl_families": ("chain_sum", "chain_sum")}, "families repeat"),
     ],
 )
 def test_a_split_that_could_leak_or_is_too_small_is_refused(fields: dict, message: str) -> None:

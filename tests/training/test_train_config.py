@@ -41,6 +41,9 @@ def test_dotted_overrides_apply_and_are_validated() -> None:
         (["lora.r=32"], "max_lora_rank"),
         (["not_a_key=1"], "not_a_key"),
         (["split.heldout_size=10"], "split.heldout_size"),
+        (["split.rl_families=[gcd]"], "split.rl_families"),
+        (["sampling.top_p=0.9"], "top_p=0.9"),  # the trainer's log-probs could not reproduce it
+        (["sampling.temperature=0"], "temperature"),
     ],
 )
 def test_a_bad_setting_is_an_error_naming_it(overrides: list[str], named: str) -> None:

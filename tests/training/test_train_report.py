@@ -32,10 +32,27 @@ def result(i: int, reward: float, tool_calls: int) -> dict[str, Any]:
     }
 
 
-def evaluation(phase: str, rewards: list[float], tool_calls: int) -> PolicyEvaluation:
-    results = [result(i, r, tool_calls) for i, r in enumerate(rewards)]
+DEMONSTRATED = ["gcd", "lcm"]
+RL_FAMILIES = ["chain_sum", "products"]
+
+
+def evaluation(phase: str, rewards: dict[str, list[float]], tool_calls: int = 1) -> PolicyEvaluation:
+    """An evaluation of 32 tasks per family, with these rewards in order."""
+    families = [family for family, values in rewards.items() for _ in values]
+    flat = [r for values in rewards.values() for r in values]
+    results = [result(i, r, tool_calls) for i, r in enumerate(flat)]
+    by_family = {
+        family: RolloutStats.of([res for res, f in zip(results, families, strict=True) if f == family])
+        for family in rewards
+    }
     return PolicyEvaluation(
-        phase=phase, policy_version=None, stats=RolloutStats.of(results), rewards=list(rewards), seconds=1.0
+        phase=phase,
+        policy_version=None,
+        stats=RolloutStats.of(results),
+        rewards=list(flat),
+        families=families,
+        by_family=by_family,
+        seconds=1.0,
     )
 
 
@@ -46,46 +63,90 @@ def step(n: int, mismatch: float, staleness: int = 0) -> dict[str, Any]:
     }  # fmt: skip
 
 
+def scores(correct: int, n: int = 32) -> list[float]:
+    return [1.0] * correct + [0.0] * (n - correct)
+
+
 def report(
-    base: list[float], grpo: list[float], *, grpo_calls: int = 1, mismatch: float = 0.01
+    *,
+    sft_rl: int,
+    grpo_rl: int,
+    sft_demo: int = 24,
+    grpo_demo: int = 24,
+    grpo_calls: int = 1,
+    mismatch: float = 0.01,
+    minutes: float = 40.0,
 ) -> TrainReport:
-    r = TrainReport.start(TrainConfig())
+    r = TrainReport.start(TrainConfig(), demonstrated=DEMONSTRATED, rl_families=RL_FAMILIES)
     r.evaluations = {
-        "base": evaluation("base", base, 0),
-        "sft": evaluation("sft", grpo, grpo_calls),
-        "grpo": evaluation("grpo", grpo, grpo_calls),
+        "base": evaluation("base", {f: scores(0) for f in DEMONSTRATED + RL_FAMILIES}, 0),
+        "sft": evaluation(
+            "sft", {**{f: scores(sft_demo) for f in DEMONSTRATED}, **{f: scores(sft_rl) for f in RL_FAMILIES}}
+        ),
+        "grpo": evaluation(
+            "grpo",
+            {**{f: scores(grpo_demo) for f in DEMONSTRATED}, **{f: scores(grpo_rl) for f in RL_FAMILIES}},
+            grpo_calls,
+        ),
     }
     r.grpo_steps = [step(1, mismatch), step(2, mismatch)]
-    r.finish({"grpo": 1.0}, 10.0)
+    r.finish({"grpo": 1.0}, minutes * 60)
     return r
 
 
-def test_a_clear_paired_gain_passes_every_check() -> None:
-    r = report([0.0] * 64, [1.0] * 40 + [0.0] * 24)
-    gain = r.gains["grpo_vs_base"]
-    assert gain.mean == pytest.approx(40 / 64, abs=1e-4) and gain.low > 0
+def test_rl_that_teaches_the_families_without_demonstrations_passes_every_check() -> None:
+    r = report(sft_rl=4, grpo_rl=16)
+    gain = r.gains["rl_over_sft:rl_families"]
+    assert gain.mean == pytest.approx(12 / 32, abs=1e-4) and gain.low > 0
     assert all(r.checks.values()), r.checks
 
 
-def test_no_gain_no_tool_use_or_a_large_mismatch_fail_their_checks() -> None:
-    r = report([0.0] * 64, [0.0] * 63 + [1.0], grpo_calls=0, mismatch=0.2)
-    assert not r.checks["grpo_gain_at_least_0.2"]
-    assert not r.checks["grpo_gain_interval_above_zero"]
-    assert not r.checks["grpo_tool_calls_at_least_1"]
+def test_each_gain_is_credited_to_the_phase_that_made_it() -> None:
+    r = report(sft_rl=4, grpo_rl=4, sft_demo=24, grpo_demo=24)
+    assert r.gains["sft_over_base:demonstrated"].mean == pytest.approx(24 / 32, abs=1e-4)
+    assert r.gains["rl_over_sft:rl_families"].mean == 0.0
+    assert r.gains["rl_over_base:rl_families"].mean == pytest.approx(4 / 32, abs=1e-4)
+    # A gain over the base model is the demonstrations' as much as RL's: it passes no RL check.
+    assert r.checks["demonstrations_over_base_on_demonstrated_families_interval_above_zero"]
+    assert not r.checks["rl_over_its_start_on_families_without_demonstrations_at_least_0.10"]
+    assert not r.checks["rl_over_its_start_on_families_without_demonstrations_interval_above_zero"]
+
+
+def test_a_demonstrated_family_that_rl_made_forget_fails_its_check() -> None:
+    r = report(sft_rl=4, grpo_rl=16, sft_demo=30, grpo_demo=10)
+    assert r.gains["rl_over_sft:gcd"].high < 0
+    assert not r.checks["no_demonstrated_family_falls_under_rl_beyond_its_interval"]
+
+
+def test_every_family_is_reported_on_its_own_in_every_phase() -> None:
+    r = report(sft_rl=4, grpo_rl=16)
+    assert set(r.families) == set(DEMONSTRATED + RL_FAMILIES)
+    assert set(r.families["products"]) == {"base", "sft", "grpo"}
+    assert r.families["products"]["grpo"].reward.mean == 0.5 and r.families["gcd"]["base"].tool_calls == 0
+    lines = r.family_lines()
+    assert any(line.startswith("products (no demonstrations)") and "RL +0.38" in line for line in lines)
+
+
+def test_no_tool_use_a_large_mismatch_or_an_overlong_run_fail_their_checks() -> None:
+    r = report(sft_rl=4, grpo_rl=16, grpo_calls=0, mismatch=0.2, minutes=75)
+    assert not r.checks["rl_policy_calls_a_tool_per_rollout"]
     assert not r.checks["mismatch_at_most_0.05_every_step"]
+    assert not r.checks["whole_run_within_60_min"]
 
 
 def test_gains_pair_tasks_and_skip_masked_ones() -> None:
-    before = evaluation("base", [0.0, 1.0, 0.0], 0)
-    after = evaluation("grpo", [1.0, 1.0, 0.0], 0).model_copy(update={"rewards": [1.0, None, 0.0]})
+    before = evaluation("base", {"gcd": [0.0, 1.0, 0.0]}, 0)
+    after = evaluation("grpo", {"gcd": [1.0, 1.0, 0.0]}, 0).model_copy(update={"rewards": [1.0, None, 0.0]})
     assert paired_gain(before, after).n == 2 and paired_gain(before, after).mean == 0.5
 
 
-def test_the_results_file_carries_commit_machine_and_every_evaluation(tmp_path: Path) -> None:
-    json_path, png = write_results(report([0.0] * 64, [1.0] * 64), "train_test", results_dir=tmp_path)
+def test_the_results_file_carries_commit_machine_every_family_and_the_credited_gains(tmp_path: Path) -> None:
+    json_path, png = write_results(report(sft_rl=4, grpo_rl=16), "train_test", results_dir=tmp_path)
     data = json.loads(json_path.read_text())
     assert data["benchmark"] == "train_test" and data["command"] == "prorl train"
     assert {"sha", "dirty"} <= set(data["commit"]) and data["machine"]["cores"] >= 1
     assert set(data["figures"]["evaluations"]) == {"base", "sft", "grpo"}
-    assert data["figures"]["gains"]["grpo_vs_base"]["low"] > 0
+    assert set(data["figures"]["families"]) == set(DEMONSTRATED + RL_FAMILIES)
+    assert data["figures"]["gains"]["rl_over_sft:rl_families"]["low"] > 0
+    assert "RL (GRPO over SFT, families without demonstrations) +0.38" in data["table"]["measured"]
     assert png.stat().st_size > 10_000

@@ -14,27 +14,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from nemo_gym_prorl.integrations.trl.fields import ServiceResult, mask_reason
-
-# Two-sided 95% normal quantile: evaluations use at least 64 tasks, where it and Student's t
-# (1.998 at 63 degrees of freedom) differ by 2%.
-Z95 = 1.959964
-
-
-class Interval(BaseModel):
-    """A mean with its 95% confidence interval (normal approximation)."""
-
-    mean: float
-    low: float
-    high: float
-    n: int
-
-    @classmethod
-    def of(cls, values: Sequence[float]) -> Interval:
-        if not values:
-            return cls(mean=math.nan, low=math.nan, high=math.nan, n=0)
-        mean = statistics.fmean(values)
-        half = Z95 * statistics.stdev(values) / math.sqrt(len(values)) if len(values) > 1 else math.inf
-        return cls(mean=round(mean, 4), low=round(mean - half, 4), high=round(mean + half, 4), n=len(values))
+from nemo_gym_prorl.intervals import Interval
 
 
 class RolloutStats(BaseModel):

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 
 """The TRL integration runs in the model venv: its modules compile under that venv's Python 3.11
-and import nothing from the rest of the package (whose dependencies live in the 3.13 venv)."""
+and import nothing from the rest of the package (whose dependencies live in the 3.13 venv) but
+the bottom-layer modules written for both venvs (`SHARED`: pure Python and pydantic)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ import subprocess
 
 from trl_venv import REPO, TRL_PACKAGE, model_python
 
-MODULES = sorted(TRL_PACKAGE.glob("*.py"))
+SHARED = ("nemo_gym_prorl.intervals",)
+MODULES = sorted(TRL_PACKAGE.glob("*.py")) + [REPO / (name.replace(".", "/") + ".py") for name in SHARED]
 
 
 def test_every_module_byte_compiles_with_the_model_venvs_python() -> None:
@@ -33,7 +35,7 @@ def test_every_module_byte_compiles_with_the_model_venvs_python() -> None:
     assert {m.name for m in MODULES} >= {"fields.py", "reward.py", "rollout.py", "callback.py", "client.py"}
 
 
-def test_the_modules_import_only_each_other_from_this_package() -> None:
+def test_the_modules_import_only_each_other_and_the_shared_modules_from_this_package() -> None:
     outside = []
     for path in MODULES:
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
@@ -49,5 +51,6 @@ def test_the_modules_import_only_each_other_from_this_package() -> None:
                 for name in names
                 if name.startswith("nemo_gym_prorl")
                 and not name.startswith("nemo_gym_prorl.integrations.trl")
+                and name not in SHARED
             ]
     assert outside == []
