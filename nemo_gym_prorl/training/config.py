@@ -16,8 +16,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from nemo_gym_prorl.assets import configs_dir
 from nemo_gym_prorl.integrations.trl.jobs import (
+    GrpoAlgorithm,
     LoraSettings,
-    LossType,
     OptimizerSettings,
     SamplingMismatchError,
     trainer_sampling,
@@ -70,19 +70,10 @@ class SftSettings(BaseModel):
     optimizer: OptimizerSettings = Field(default_factory=lambda: OptimizerSettings(learning_rate=2e-4))
 
 
-class GrpoSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class GrpoSettings(GrpoAlgorithm):
+    """The algorithm's settings (`GrpoAlgorithm`, which the trainer's job inherits too) and what
+    the orchestrator alone does with a GRPO trainer."""
 
-    steps: int = Field(8, ge=1)
-    prompts_per_step: int = Field(4, ge=1)
-    num_generations: int = Field(4, ge=2)
-    loss_type: LossType = "dapo"
-    beta: float = Field(0.0, ge=0)
-    epsilon: float = 0.2
-    epsilon_high: float | None = 0.28
-    optimizer: OptimizerSettings = Field(default_factory=lambda: OptimizerSettings(learning_rate=5e-5))
-    collect_ahead: bool = False
-    rollout_timeout_s: float = Field(1800.0, gt=0)
     restarts: int = Field(
         1, ge=0, description="restart a GRPO trainer that dies, from its last published policy"
     )

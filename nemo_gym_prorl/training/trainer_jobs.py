@@ -40,25 +40,15 @@ def grpo_job(
 ) -> GrpoJob:
     """GRPO through the service with the config's settings; `overrides`: GrpoJob fields that a
     caller sets itself (the adapter to start from, the version offset, a journal, ...)."""
-    grpo = config.grpo
     settings: dict[str, Any] = {
+        **config.grpo.algorithm(),
         "model_dir": str(layout.model_dir),
         "service_url": service.url,
         "token": service.token,
         "prompts": str(prompts),
         "output_dir": str(output_dir),
         "lora": config.lora,
-        "optimizer": grpo.optimizer,
-        "steps": grpo.steps,
-        "prompts_per_step": grpo.prompts_per_step,
-        "num_generations": grpo.num_generations,
-        "loss_type": grpo.loss_type,
-        "beta": grpo.beta,
-        "epsilon": grpo.epsilon,
-        "epsilon_high": grpo.epsilon_high,
         "sampling_params": config.sampling,
-        "collect_ahead": grpo.collect_ahead,
-        "rollout_timeout_s": grpo.rollout_timeout_s,
         "threads": config.trainer_threads,
     }
     return GrpoJob.model_validate({**settings, **overrides})

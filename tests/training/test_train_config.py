@@ -7,10 +7,15 @@ a clear error naming the key."""
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
-from nemo_gym_prorl.training.config import TrainConfigError, load_train_config
+from nemo_gym_prorl.integrations.trl.jobs import GrpoAlgorithm, GrpoJob
+from nemo_gym_prorl.llm.embedded import EmbeddedLayout
+from nemo_gym_prorl.training.config import GrpoSettings, TrainConfigError, load_train_config
+from nemo_gym_prorl.training.trainer_jobs import grpo_job
 
 
 @pytest.mark.parametrize("name", ["default", "smoke"])
@@ -49,6 +54,27 @@ def test_dotted_overrides_apply_and_are_validated() -> None:
 def test_a_bad_setting_is_an_error_naming_it(overrides: list[str], named: str) -> None:
     with pytest.raises(TrainConfigError, match=named):
         load_train_config("default", overrides)
+
+
+def test_each_grpo_setting_is_declared_once_and_a_configs_grpo_section_reaches_the_job_unchanged(
+    tmp_path: Path,
+) -> None:
+    # The config's section and the trainer's job inherit the algorithm's settings; neither
+    # declares one again, and the config adds only what the orchestrator does itself.
+    algorithm = set(GrpoAlgorithm.model_fields)
+    for model in (GrpoSettings, GrpoJob):
+        assert issubclass(model, GrpoAlgorithm)
+        assert not algorithm & set(vars(model).get("__annotations__", {}))
+    assert set(GrpoSettings.model_fields) - algorithm == {"restarts"}
+
+    config = load_train_config("default", ["grpo.epsilon=0.1", "grpo.rollout_timeout_s=60", "grpo.beta=0.04"])
+    service: Any = SimpleNamespace(url="http://127.0.0.1:1", token=None)
+    job = grpo_job(
+        config, EmbeddedLayout(tmp_path), service, prompts=tmp_path / "g.jsonl", output_dir=tmp_path
+    )
+    assert job.algorithm() == config.grpo.algorithm()
+    # ... and so does the job file the trainer program reads.
+    assert GrpoJob.model_validate_json(job.model_dump_json()).algorithm() == config.grpo.algorithm()
 
 
 def test_an_unknown_config_file_is_an_error(tmp_path: Path) -> None:

@@ -141,10 +141,35 @@ class SftJob(BaseModel):
     device: Device = Field("auto", description=DEVICE_HELP)
 
 
-class GrpoJob(BaseModel):
-    """GRPO through the rollout service, publishing the adapter as a policy after every step."""
+class GrpoAlgorithm(BaseModel):
+    """GRPO's own settings, declared here alone: `prorl train`'s `grpo` section (`GrpoSettings`)
+    and the trainer's job (`GrpoJob`) both inherit them, so a setting and its default and bounds
+    are the same on both sides of the job file. The defaults are what `prorl train` runs with."""
 
     model_config = ConfigDict(extra="forbid")
+
+    steps: int = Field(8, ge=1)
+    prompts_per_step: int = Field(4, ge=1)
+    num_generations: int = Field(4, ge=2)
+    loss_type: LossType = "dapo"
+    beta: float = Field(0.0, ge=0.0, description="KL coefficient (0: no reference model, as DAPO)")
+    epsilon: float = Field(0.2, gt=0.0)
+    epsilon_high: float | None = Field(0.28, gt=0.0, description="DAPO's clip-higher")
+    optimizer: OptimizerSettings = Field(default_factory=lambda: OptimizerSettings(learning_rate=5e-5))
+    collect_ahead: bool = Field(
+        False,
+        description="submit the next step's rollouts before this step trains (bounded by max_staleness)",
+    )
+    rollout_timeout_s: float = Field(1800.0, gt=0.0)
+
+    def algorithm(self) -> dict[str, Any]:
+        """These settings alone (a subclass's own fields left out), as a job's fields."""
+        return {name: getattr(self, name) for name in GrpoAlgorithm.model_fields}
+
+
+class GrpoJob(GrpoAlgorithm):
+    """GRPO through the rollout service, publishing the adapter as a policy after every step
+    (the algorithm's settings are `GrpoAlgorithm`'s)."""
 
     model_dir: str
     init_adapter: str | None = Field(
@@ -156,14 +181,6 @@ class GrpoJob(BaseModel):
     output_dir: str
     task: str | None = Field(None, description="the service's task handler (None: the rows' data_source)")
     lora: LoraSettings = Field(default_factory=LoraSettings)
-    optimizer: OptimizerSettings
-    steps: int = Field(ge=1)
-    prompts_per_step: int = Field(4, ge=1)
-    num_generations: int = Field(4, ge=2)
-    loss_type: LossType = "dapo"
-    beta: float = Field(0.0, ge=0.0, description="KL coefficient (0: no reference model, as DAPO)")
-    epsilon: float = Field(0.2, gt=0.0)
-    epsilon_high: float | None = Field(0.28, gt=0.0, description="DAPO's clip-higher")
     sampling_params: dict[str, Any] = Field(
         default_factory=dict,
         validate_default=True,
@@ -171,11 +188,6 @@ class GrpoJob(BaseModel):
         "the trainer computes its log-probs at that temperature; settings it cannot compute are refused",
     )
     version_offset: int = Field(0, ge=0, description="published version = offset + trainer step")
-    collect_ahead: bool = Field(
-        False,
-        description="submit the next step's rollouts before this step trains (bounded by max_staleness)",
-    )
-    rollout_timeout_s: float = Field(1800.0, gt=0.0)
     journal: str | None = Field(
         None,
         description="the submitted, not yet trained-on jobs (a restarted trainer takes them up: nothing is lost)",
