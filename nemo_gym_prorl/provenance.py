@@ -30,6 +30,28 @@ PACKAGES = ("nemo-gym-prorl", "nemo-gym", "httpx", "fastapi", "pydantic", "uvico
 SCHEMA = 1
 
 
+def portable(value: Any) -> Any:
+    """`value` with every path of this machine written so it means something on another: the
+    checkout's own paths relative to it, `PRORL_HOME`'s as `$PRORL_HOME/...`, the home's as `~/...`."""
+    if isinstance(value, Mapping):
+        return {k: portable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [portable(v) for v in value]
+    if not isinstance(value, str) or not value.startswith("/"):
+        return value
+    prefixes = [
+        (str(_here()), ""),
+        (os.environ.get("PRORL_HOME", ""), "$PRORL_HOME/"),
+        (str(Path.home()), "~/"),
+    ]
+    for prefix, written in prefixes:
+        prefix = prefix.rstrip("/")
+        if prefix and (value == prefix or value.startswith(prefix + "/")):
+            rest = value[len(prefix) :].lstrip("/")
+            return (written + rest) or "."
+    return value
+
+
 def results_dir_default() -> Path:
     return benchmarks_dir() / "results"
 
@@ -153,6 +175,6 @@ def record(
         "figures": dict(figures),
     }
     path = out_dir / f"{name}.json"
-    path.write_text(json.dumps(payload, indent=2, sort_keys=False, default=str) + "\n")
+    path.write_text(json.dumps(portable(payload), indent=2, sort_keys=False, default=str) + "\n")
     print(f"[bench] results written to {path}", file=sys.stderr)
     return path

@@ -88,6 +88,30 @@ def demo_rows(quick: bool, environments: Sequence[str] = ()) -> list[dict[str, A
     return rows
 
 
+def as_trained(policy: Path, rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
+    """A `prorl train` policy is shown the way it was trained: its prompts offer the tools as its
+    training's did, and the math rows are its run's held-out tasks, one of each demonstrated
+    family and two of each RL family (which no demonstration taught). Other domains stay."""
+    from nemo_gym_prorl.training.heldout import SeedSplit
+    from nemo_gym_prorl.training.loop import read_policy_settings
+
+    settings = read_policy_settings(policy)
+    if not settings:
+        say(
+            f"{policy.parent} has no training settings (not a `prorl train` run): the demo's own rows and prompts"
+        )
+        return rows, []
+    split = SeedSplit.model_validate(settings["split"])
+    heldout = split.heldout_rows()
+    rl = heldout[split.heldout_size :][: 2 * len(split.rl_families)]
+    math = heldout[: len(split.families)] + rl
+    say(
+        f"math rows: {len(math)} held-out tasks of the policy's run ({', '.join(split.family(r) for r in math)})"
+    )
+    others = [row for row in rows if row["data_source"] != "prorl_math"]
+    return math + others, [f"{_AGENT}.llm.tool_prompt={settings['tool_prompt']}"]
+
+
 def environment_rows(name: str, per_domain: Mapping[str, int]) -> list[dict[str, Any]]:
     from nemo_gym_prorl.datasets.environments import environment  # the converters: only when asked
 
@@ -160,6 +184,7 @@ def collect_on_stack(
     constrained: bool,
     judged: list[tuple[GroupResult, bool]],
     policy: Path | None = None,
+    overrides: Sequence[str] = (),
 ) -> tuple[Any, float] | None:
     """Steps 1-3, then the stack stopped whatever happened, through `prorl gym down`'s code.
     Returns the batch's stats and the collection's duration; None if the stack did not come up."""
@@ -175,7 +200,7 @@ def collect_on_stack(
                 serve_model=True,
                 # A free port: another stack (a `prorl gym up`, a second checkout) may hold the default.
                 head_port=gym_launcher.free_port(),
-                extra_overrides=CONSTRAINED_OVERRIDES if constrained else (),
+                extra_overrides=[*(CONSTRAINED_OVERRIDES if constrained else ()), *overrides],
                 model_lora=LoraServing() if policy is not None else None,
                 echo=say,
             )
@@ -240,12 +265,15 @@ def run_demo(
     except KeyError as exc:
         say(str(exc.args[0]))
         return 2
+    overrides: list[str] = []
+    if policy is not None:
+        rows, overrides = as_trained(policy, rows)
     domains = [d for d in DOMAINS if any(row["data_source"] == f"prorl_{d}" for row in rows)]
     domain_of = {f"prorl_{d}": d for d in DOMAINS}
     judged: list[tuple[GroupResult, bool]] = []
     with StopOnSignals(BUSY_NOTE) as signals:
         try:
-            collected = collect_on_stack(signals, rows, group_size, constrained, judged, policy)
+            collected = collect_on_stack(signals, rows, group_size, constrained, judged, policy, overrides)
         except Interrupted as stop:
             return report_interrupted(stop, judged)
     if collected is None:

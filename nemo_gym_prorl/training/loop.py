@@ -20,6 +20,7 @@ started (backend, service, trainer) is stopped on the way out, whatever happened
 from __future__ import annotations
 
 import functools
+import json
 import time
 from collections.abc import Callable, Iterator
 from contextlib import AsyncExitStack, contextmanager
@@ -72,6 +73,7 @@ async def run_training(config: TrainConfig, *, say: Say = _print, run_dir: Path 
         rl_families=[f for f in dict.fromkeys(heldout_families) if f not in tasks.demonstrated],
     )
 
+    write_policy_settings(policies, config)
     async with AsyncExitStack() as stack:
         with timed(phases, "start"):
             service = await start_service(config, stack, layout=layout, say=say)
@@ -203,6 +205,27 @@ async def run_grpo(
         done = _fields(events[-1])
         done["published"] = [*published, *done.get("published", [])]
         return done
+
+
+POLICY_SETTINGS = "training.json"
+
+
+def write_policy_settings(policies: Path, config: TrainConfig) -> None:
+    """Beside the adapters, what their prompts looked like and how they were sampled: a policy is
+    served again (`prorl demo --policy`) the way it was trained."""
+    policies.mkdir(parents=True, exist_ok=True)
+    settings = {
+        "tool_prompt": config.tool_prompt,
+        "sampling": config.sampling,
+        "split": config.split.model_dump(mode="json"),
+    }
+    (policies / POLICY_SETTINGS).write_text(json.dumps(settings, indent=2) + "\n")
+
+
+def read_policy_settings(adapter: Path) -> dict[str, Any]:
+    """The settings `prorl train` wrote beside an adapter (empty for an adapter from elsewhere)."""
+    path = adapter.parent / POLICY_SETTINGS
+    return json.loads(path.read_text()) if path.is_file() else {}
 
 
 def _fields(event: Event) -> dict[str, Any]:

@@ -41,6 +41,23 @@ def test_a_run_records_the_commit_it_started_at_even_when_head_moves(monkeypatch
     assert core.run_commit() == {**started, "at_end": moved}
 
 
+def test_results_carry_paths_relative_to_the_checkout_or_prorl_home(tmp_path, monkeypatch) -> None:
+    import nemo_gym_prorl.provenance as core
+
+    home = tmp_path / "home"
+    monkeypatch.setenv("PRORL_HOME", str(home))
+    checkout = core.project_root()
+    path = core.record(
+        "paths", {"demonstrations": str(checkout / "outputs" / "d.jsonl"), "logs": [str(home / "logs" / "v.log")],
+                  "other": "/etc/hosts", "url": "http://127.0.0.1:8000/v1"},
+        simulated=[], ours="x", against="y", measured="z", results_dir=tmp_path,
+    )  # fmt: skip
+    figures = json.loads(path.read_text())["figures"]
+    assert figures == {"demonstrations": "outputs/d.jsonl", "logs": ["$PRORL_HOME/logs/v.log"],
+                       "other": "/etc/hosts", "url": "http://127.0.0.1:8000/v1"}  # fmt: skip
+    assert str(checkout) not in path.read_text()
+
+
 def test_readme_sync_rewrites_only_between_the_markers(bench, tmp_path) -> None:
     provenance = bench("provenance")
     provenance.record("eval", {}, simulated=[], ours="a", against="b", measured="c", results_dir=tmp_path)

