@@ -80,7 +80,10 @@ SAME_LAYER: dict[tuple[str, str], str] = {
     ("demo", "service"): "the demo drives the service end to end",
     ("demo", "integrations"): "the demo shows the Gym contract's view of its rollouts",
     ("demo", "datasets"): "the demo submits rows built from the datasets",
-    ("demo", "training"): "the demo serves a trained policy as `prorl train` trained it, on its held-out tasks",
+    (
+        "demo",
+        "training",
+    ): "the demo serves a trained policy as `prorl train` trained it, on its held-out tasks",
     ("training", "datasets"): "training draws its task rows (train and held-out) from the datasets",
     ("training", "service"): "training drives its rollouts and evaluations through the one service stack",
     ("training", "integrations"): "training runs TRL's trainer programs and reads their job and stats models",
