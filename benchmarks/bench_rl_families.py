@@ -66,11 +66,7 @@ async def benchmark(adapter: Path, say: Any = print) -> dict[str, Any]:
             "informative_groups_of_4": round(1 - p**4 - (1 - p) ** 4, 3),
         }
     return {
-        "adapter": str(
-            adapter.relative_to(output_root().parent)
-            if adapter.is_relative_to(output_root().parent)
-            else adapter
-        ),
+        "adapter": str(adapter),  # the results file writes it relative to the checkout
         "tasks_per_family": PER_FAMILY,
         "sampling": config.sampling,
         "tool_prompt": config.tool_prompt,
