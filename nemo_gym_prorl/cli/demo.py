@@ -31,7 +31,8 @@ def add_demo_parser(subparsers: argparse._SubParsersAction) -> None:
         type=Path,
         default=None,
         metavar="DIR",
-        help="serve this trained LoRA adapter (a policy-v* directory `prorl train` wrote); implies --unconstrained",
+        help="serve this trained policy: a checkpoint (the weights-v* directory `prorl train` writes last) or a "
+        "LoRA adapter of the embedded model; implies --unconstrained",
     )
     demo.add_argument(
         "--environment",

@@ -45,7 +45,7 @@ from nemo_gym_prorl.demo.verdict import judge
 from nemo_gym_prorl.integrations.gym import launcher as gym_launcher
 from nemo_gym_prorl.integrations.gym.contract import check_group, check_result, group_by_task
 from nemo_gym_prorl.integrations.gym.result import run_result
-from nemo_gym_prorl.llm.embedded import LoraServing
+from nemo_gym_prorl.llm.embedded import EmbeddedLayout, LoraServing
 from nemo_gym_prorl.pipeline.dapo import BatchEvent
 from nemo_gym_prorl.pipeline.groups import GroupResult
 from nemo_gym_prorl.service.client import AsyncRolloutClient
@@ -169,6 +169,19 @@ async def collect(
     return judged, stats
 
 
+def is_adapter(policy: Path) -> bool:
+    return (policy / "adapter_config.json").is_file()
+
+
+def adapter_base(adapter: Path) -> Path | None:
+    """The model directory a PEFT adapter was trained on, if it names a local one."""
+    try:
+        base = json.loads((adapter / "adapter_config.json").read_text()).get("base_model_name_or_path")
+    except (OSError, ValueError):
+        return None
+    return Path(base).resolve() if isinstance(base, str) and Path(base).is_dir() else None
+
+
 async def publish_policy(agent_url: str, adapter: Path) -> None:
     """Serve a trained LoRA adapter (a `prorl train` policy directory) as policy v1 on the stack's
     backend: every turn after this uses it."""
@@ -201,7 +214,8 @@ def collect_on_stack(
                 # A free port: another stack (a `prorl gym up`, a second checkout) may hold the default.
                 head_port=gym_launcher.free_port(),
                 extra_overrides=[*(CONSTRAINED_OVERRIDES if constrained else ()), *overrides],
-                model_lora=LoraServing() if policy is not None else None,
+                model_lora=LoraServing() if policy is not None and is_adapter(policy) else None,
+                model_checkpoint=str(policy) if policy is not None and not is_adapter(policy) else None,
                 echo=say,
             )
         except gym_launcher.LaunchError as exc:
@@ -211,7 +225,7 @@ def collect_on_stack(
             say("the agent did not register with the head server")
             return None
         say(f"stack up in {time.monotonic() - started:.0f}s; agent at {state.agent_url}")
-        if policy is not None:
+        if policy is not None and is_adapter(policy):
             signals.run(publish_policy(state.agent_url, policy))
         say(
             f"3/4 collecting {len(rows)} prompts x {group_size} samples with DAPO grouping "
@@ -249,13 +263,25 @@ def run_demo(
     policy: Path | None = None,
     environments: Sequence[str] = (),
 ) -> int:
-    """`policy`: a trained LoRA adapter directory to serve (the demo is then unconstrained: the
-    trained model acts on its own). `environments`: dataset environments to draw the rows from."""
+    """`policy`: a trained policy to serve, a LoRA adapter of the embedded model or a full
+    checkpoint (the demo is then unconstrained: the trained model acts on its own).
+    `environments`: dataset environments to draw the rows from."""
     if policy is not None:
         policy = policy.resolve()
-        if not (policy / "adapter_config.json").is_file():
+        if not is_adapter(policy) and not (policy / "config.json").is_file():
             say(
-                f"{policy} is not a LoRA adapter directory (no adapter_config.json); `prorl train` writes them"
+                f"{policy} is neither a LoRA adapter (adapter_config.json) nor a checkpoint (config.json); "
+                "`prorl train` writes both under its run's policies/"
+            )
+            return 2
+        if (
+            is_adapter(policy)
+            and (base := adapter_base(policy)) is not None
+            and base != EmbeddedLayout.default().model_dir
+        ):
+            say(
+                f"{policy} is a LoRA adapter over {base}, not over the embedded model: serve a checkpoint "
+                "instead (`prorl train` merges its last policy into policies/weights-v*)"
             )
             return 2
         constrained = False

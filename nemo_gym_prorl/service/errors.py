@@ -12,7 +12,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from nemo_gym_prorl.llm.policy import PolicyLoadError, PolicyNotSupportedError, PolicyVersionError
+from nemo_gym_prorl.llm.policy import PolicyLoadError, PolicyVersionError
 from nemo_gym_prorl.pipeline import (
     DuplicateJobError,
     InvalidInstanceError,
@@ -56,7 +56,6 @@ ERRORS: dict[type[Exception], tuple[int, str, dict[str, str] | None]] = {
     # A publish the backends cannot carry out (a bad adapter path, no backend up, full weights)
     # is refused whole and changes nothing: the caller's to fix, not a fault of this server.
     PolicyVersionError: (409, "stale_version", None),
-    PolicyNotSupportedError: (400, "policy_not_supported", None),
     PolicyLoadError: (422, "policy_not_loaded", None),
 }
 

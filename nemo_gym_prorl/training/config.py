@@ -77,6 +77,20 @@ class GrpoSettings(GrpoAlgorithm):
     restarts: int = Field(
         1, ge=0, description="restart a GRPO trainer that dies, from its last published policy"
     )
+    rehearsal: int = Field(
+        0,
+        ge=0,
+        description="of each step's prompts, how many are demonstrated families' tasks (the rest: "
+        "the RL families'), so RL keeps what SFT taught",
+    )
+
+    @model_validator(mode="after")
+    def _rehearsal_leaves_room(self) -> GrpoSettings:
+        if self.rehearsal >= self.prompts_per_step:
+            raise ValueError(
+                f"grpo.rehearsal ({self.rehearsal}) must be below grpo.prompts_per_step ({self.prompts_per_step})"
+            )
+        return self
 
 
 class EvaluationSettings(BaseModel):

@@ -69,10 +69,12 @@ class EnvironmentSplit(BaseModel):
     def heldout_rows(self) -> list[dict[str, Any]]:
         return [dict(row) for row in self._heldout]
 
-    def grpo_rows(self, n: int, demonstrations_tried: int) -> list[dict[str, Any]]:
+    def grpo_rows(
+        self, steps: int, prompts_per_step: int, demonstrations_tried: int, rehearsal: int = 0
+    ) -> list[dict[str, Any]]:
         """GRPO's prompts: the environment's train rows from its start (the demonstrations are
-        reasoning-gym tasks, never these)."""
-        return self.train_rows(n)
+        reasoning-gym tasks, never these, so there is nothing to rehearse apart)."""
+        return self.train_rows(steps * prompts_per_step)
 
     def train_rows(self, n: int, start: int = 0) -> list[dict[str, Any]]:
         rows = self._train[start : start + n]

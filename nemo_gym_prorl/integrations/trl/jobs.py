@@ -4,7 +4,7 @@
 """What a trainer process is asked to do, and how it reports back.
 
 `prorl train` (the project's venv) writes a job as JSON and runs `python -m
-nemo_gym_prorl.integrations.trl.sft JOB.json` or `... .grpo JOB.json` with the model venv's
+nemo_gym_prorl.integrations.trl.sft JOB.json` (or `.grpo`, `.merge`) with the model venv's
 interpreter. The trainer prints one `EVENT_PREFIX {json}` line per event (a step, a publish, the
 end) on stdout, which the orchestrator reads as its progress; everything else on stdout and
 stderr is the trainer's own log. Both sides import these models, so they use nothing newer
@@ -209,6 +209,17 @@ class GrpoJob(GrpoAlgorithm):
     def _sampling_the_trainer_computes(cls, value: dict[str, Any]) -> dict[str, Any]:
         # Checked when the job is built, so a mismatch is refused before any rollout runs.
         return trainer_sampling(value)
+
+
+class MergeJob(BaseModel):
+    """Merge a LoRA adapter into the model it was trained on: a full checkpoint to publish as
+    weights (`integrations/trl/merge.py`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    model_dir: str = Field(description="the model the adapter was trained on")
+    adapter: str = Field(description="a PEFT save_pretrained directory")
+    output_dir: str = Field(description="the checkpoint's directory (replaced if it exists)")
 
 
 class Event(BaseModel):

