@@ -26,7 +26,7 @@ from __future__ import annotations
 import functools
 import json
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import AsyncExitStack, contextmanager
 from pathlib import Path
 from typing import Any
@@ -36,6 +36,8 @@ from nemo_gym_prorl.datasets.rows import write_jsonl
 from nemo_gym_prorl.integrations.trl.jobs import Event, GrpoJob, MergeJob
 from nemo_gym_prorl.llm.access import LLMConfig
 from nemo_gym_prorl.llm.embedded import EmbeddedLayout
+from nemo_gym_prorl.llm.policy import PolicyVersion
+from nemo_gym_prorl.service.client import AsyncRolloutClient
 from nemo_gym_prorl.training import progress
 from nemo_gym_prorl.training.config import TrainConfig
 from nemo_gym_prorl.training.demonstrations import DemonstrationConfig, collect_demonstrations
@@ -144,9 +146,19 @@ async def run_training(config: TrainConfig, *, say: Say = _print, run_dir: Path 
                 f"prompts{rehearsed} x {config.grpo.num_generations} rollouts through the service, "
                 "unconstrained, a new LoRA over the v1 weights"
             )
-            report.grpo = await run_grpo(job, grpo_rows, run_dir, report, say, restarts=config.grpo.restarts)
+            report.grpo = await run_grpo(
+                job,
+                grpo_rows,
+                run_dir,
+                report,
+                say,
+                restarts=config.grpo.restarts,
+                served=served_policy(client),
+            )
         last = report.grpo["published"][-1] if report.grpo.get("published") else None
-        if last is not None and "grpo" in config.evaluation.phases:
+        if (
+            last is not None
+        ):  # the final policy as a checkpoint: evaluated, and served by `prorl demo --policy`
             grpo_weights = await publish_merged(
                 service,
                 sft_weights,
@@ -222,13 +234,28 @@ async def _demonstrate_and_imitate(
     return str(report.sft["adapter_path"]), summary.tried
 
 
+Served = Callable[[], Awaitable[PolicyVersion | None]]
+
+
 async def run_grpo(
-    job: GrpoJob, rows: list[dict[str, Any]], run_dir: Path, report: TrainReport, say: Say, *, restarts: int
+    job: GrpoJob,
+    rows: list[dict[str, Any]],
+    run_dir: Path,
+    report: TrainReport,
+    say: Say,
+    *,
+    restarts: int,
+    served: Served | None = None,
 ) -> dict[str, Any]:
     """The GRPO trainer to its end. If it dies, it is restarted (up to `restarts` times) from the
     last policy it published, for the steps it had left; the rollouts it had asked for are taken
-    up from its journal, so none is lost or run twice."""
-    total = job.steps
+    up from its journal, so none is lost or run twice.
+
+    The last policy published is the service's word (`served`: what it serves now), not the
+    trainer's events alone: a trainer killed after its publish but before its step event had
+    published a version the service already serves, so the restart counts on from that one
+    instead of asking for it again. Such a step is listed in `published` with `event_lost`."""
+    total, first_offset = job.steps, job.version_offset
     published: list[dict[str, Any]] = []
     while True:
         write_jsonl(job.prompts, rows[(total - job.steps) * job.prompts_per_step :])
@@ -237,29 +264,51 @@ async def run_grpo(
         try:
             events = await run_trainer("grpo", job, workdir=run_dir, on_event=on_event)
         except TrainerFailed as exc:
-            done_steps = [s for s in report.grpo_steps[before:] if "version" in s]
             if restarts <= 0:
                 raise
             restarts -= 1
-            if done_steps:
-                last = done_steps[-1]
-                published += [
-                    {"version": s["version"], "adapter_path": s.get("adapter_path")} for s in done_steps
-                ]
-                job = job.model_copy(
-                    update={
-                        "init_adapter": last.get("adapter_path") or job.init_adapter,
-                        "version_offset": last["version"],
-                        "steps": job.steps - len(done_steps),
+            announced = [
+                {"version": s["version"], "adapter_path": s.get("adapter_path")}
+                for s in report.grpo_steps[before:]
+                if "version" in s
+            ]
+            published += announced
+            version = announced[-1]["version"] if announced else job.version_offset
+            adapter = announced[-1]["adapter_path"] if announced else job.init_adapter
+            current = await served() if served is not None else None
+            if current is not None and current.version > version and current.source.adapter_path:
+                published.append(
+                    {
+                        "version": current.version,
+                        "adapter_path": current.source.adapter_path,
+                        "event_lost": True,
                     }
                 )
-            say(
-                f"the GRPO trainer died ({str(exc).splitlines()[0]}); restarting for its {job.steps} step(s) left"
+                version, adapter = current.version, current.source.adapter_path
+            job = job.model_copy(
+                update={
+                    "init_adapter": adapter,
+                    "version_offset": version,
+                    "steps": total - (version - first_offset),
+                }
             )
+            say(
+                f"the GRPO trainer died ({str(exc).splitlines()[0]}); restarting from v{version} for its "
+                f"{job.steps} step(s) left"
+            )
+            if job.steps <= 0:
+                return {"published": published, "restarted_after_last_step": True}
             continue
         done = _fields(events[-1])
         done["published"] = [*published, *done.get("published", [])]
         return done
+
+
+def served_policy(client: AsyncRolloutClient) -> Served:
+    async def current() -> PolicyVersion | None:
+        return (await client.policy()).served.current
+
+    return current
 
 
 POLICY_SETTINGS = "training.json"

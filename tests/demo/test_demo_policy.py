@@ -7,7 +7,6 @@ before anything starts."""
 from __future__ import annotations
 
 import json
-
 from pathlib import Path
 
 import pytest

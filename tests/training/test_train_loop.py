@@ -31,7 +31,8 @@ from nemo_gym_prorl.training.trainer_process import trainer_env
 pytestmark = [pytest.mark.slow, pytest.mark.vllm, pytest.mark.bwrap, pytest.mark.timeout(1800)]
 
 # In the model venv: the mean |recomputed - recorded| log-prob of the model tokens of the last
-# step's rollouts, with the base model and with the adapter those rollouts were served with.
+# step's rollouts, with the base model and with the adapter those rollouts were served with
+# (over the merged SFT weights it was trained on).
 RECOMPUTE = """
 import json, sys, torch
 from peft import PeftModel
@@ -49,7 +50,8 @@ def mean_diff(model):
     return sum(diffs) / len(diffs), len(diffs)
 base = AutoModelForCausalLM.from_pretrained(cfg["model"], dtype=torch.float32)
 out = {"base": mean_diff(base)}
-out["adapter"] = mean_diff(PeftModel.from_pretrained(base, cfg["adapter"]))
+sft = AutoModelForCausalLM.from_pretrained(cfg["weights"], dtype=torch.float32)
+out["adapter"] = mean_diff(PeftModel.from_pretrained(sft, cfg["adapter"]))
 print(json.dumps(out))
 """
 
@@ -82,6 +84,13 @@ def test_sft_trains_on_the_demonstrations_and_its_adapter_is_published_as_v1(
     assert len(losses) >= 2 and losses[-1] < losses[0]
 
 
+def test_the_sft_and_final_policies_are_merged_into_checkpoints(run: tuple[TrainReport, Path]) -> None:
+    report, _ = run
+    sft, grpo = Path(report.sft["weights_path"]), Path(report.grpo["weights_path"])
+    assert (sft.name, grpo.name) == ("weights-v000001", "weights-v000004")  # after v2, v3: the adapters
+    assert all((w / "config.json").is_file() and (w / "model.safetensors").is_file() for w in (sft, grpo))
+
+
 def test_after_each_publish_the_next_rollouts_report_the_new_version(run: tuple[TrainReport, Path]) -> None:
     report, _ = run
     assert [s["policy_versions"] for s in report.grpo_steps] == [[1], [2]]
@@ -98,6 +107,7 @@ def test_the_rollouts_log_probs_come_from_the_adapter(
         "samples": str(run_dir / "grpo_samples.jsonl"),
         "step": 2,
         "model": str(layout.model_dir),
+        "weights": report.sft["weights_path"],
         "adapter": report.grpo["published"][0]["adapter_path"],  # v2: what step 2's rollouts used
     }
     done = subprocess.run(

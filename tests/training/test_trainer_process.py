@@ -3,7 +3,8 @@
 
 """Trainer processes: a trainer that fails is a clear error with its log's tail and leaves
 nothing running; a GRPO trainer that dies mid-run is restarted from the last policy it
-published, for the steps it had left, on the prompts it had not trained on."""
+published (by its own events, or by what the service serves when it died before announcing a
+publish), for the steps it had left, on the prompts it had not trained on."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ import pytest
 
 from nemo_gym_prorl.integrations.trl.jobs import Event, GrpoJob, OptimizerSettings, SftJob
 from nemo_gym_prorl.llm.embedded import EmbeddedLayout
+from nemo_gym_prorl.llm.policy import PolicySource, PolicyVersion
 from nemo_gym_prorl.training import loop
 from nemo_gym_prorl.training.config import TrainConfig
 from nemo_gym_prorl.training.report import TrainReport
@@ -95,6 +97,47 @@ def test_a_grpo_trainer_that_dies_is_restarted_from_its_last_published_policy(
     assert second["job"].steps == 1
     assert [s["step"] for s in report.grpo_steps] == [1, 2, 3]  # one run of steps, as the user sees it
     assert [p["version"] for p in done["published"]] == [2, 3, 4]
+
+
+def test_a_trainer_killed_between_its_publish_and_its_step_event_restarts_from_the_version_the_service_serves(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[dict[str, Any]] = []
+
+    async def trainer(program: str, job: GrpoJob, *, workdir: Path, on_event: Any) -> list[Event]:
+        prompts = [json.loads(line)["seed"] for line in Path(job.prompts).read_text().splitlines()]
+        calls.append({"job": job, "prompts": prompts})
+        if len(calls) == 1:  # announces step 1 (v2), publishes v3 for step 2, dies before announcing it
+            on_event(step_event(1, 2))
+            raise TrainerFailed("the grpo trainer exited with -9")
+        on_event(step_event(1, job.version_offset + 1))
+        return [Event(event="done", published=[{"version": 4, "adapter_path": "/p/policy-v4"}])]
+
+    async def served() -> PolicyVersion:  # what the service serves: v3, published before the kill
+        return PolicyVersion(
+            version=3,
+            served_name="policy-v3",
+            source=PolicySource(adapter_path="/p/policy-v000003"),
+            published_at_unix_s=0.0,
+        )
+
+    monkeypatch.setattr(loop, "run_trainer", trainer)
+    report = TrainReport.start(TrainConfig())
+    rows = [{"seed": s} for s in range(6)]
+    done = asyncio.run(
+        loop.run_grpo(
+            grpo_job(tmp_path, 3), rows, tmp_path, report, lambda _: None, restarts=1, served=served
+        )
+    )
+
+    second = calls[1]
+    assert second["job"].init_adapter == "/p/policy-v000003" and second["job"].version_offset == 3
+    assert second["job"].steps == 1 and second["prompts"] == [4, 5]  # step 3: v3 is not asked for again
+    assert [(p["version"], p.get("event_lost", False)) for p in done["published"]] == [
+        (2, False),
+        (3, True),
+        (4, False),
+    ]
 
 
 def test_a_grpo_trainer_that_keeps_dying_is_an_error_once_its_restarts_are_spent(

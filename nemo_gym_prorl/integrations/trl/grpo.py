@@ -176,6 +176,7 @@ def train(job: GrpoJob, prompts: list[str], rollout: ServiceRollout, client: Ser
 
         def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
             step_s = time.monotonic() - self.started
+            rollout.settle()  # the publisher (the callback before this one) has published this step
             stats = RolloutStats.of(rollout.last_results)
             mismatch = trainer.take_mismatch()
             if job.samples_path:

@@ -77,7 +77,7 @@ def _eos_id(trainer: Any) -> int | None:
 
 
 class SubmissionJournal:
-    """Jobs submitted for groups and not yet handed to the trainer, kept in a JSON file (written
+    """Jobs submitted for groups whose step is not published yet, kept in a JSON file (written
     aside and renamed, so a crash never leaves it half-written)."""
 
     def __init__(self, path: Path) -> None:
@@ -120,9 +120,10 @@ class ServiceRollout:
     `max_staleness`. If the trainer asks for other prompts than expected, the prepared jobs are
     cancelled and the asked-for ones submitted (`ahead_misses`).
 
-    `journal`: a file listing the jobs submitted and not yet handed to the trainer. A trainer
-    that dies mid-step loses nothing: the service keeps running and retaining those rollouts,
-    and a trainer restarted with the same journal takes them up when it asks for the same
+    `journal`: a file listing the jobs submitted for steps not yet published (`settle`). A
+    trainer that dies mid-step, waiting for them, training on them or publishing, loses nothing:
+    the service keeps running and retaining those rollouts, and a trainer restarted with the
+    same journal from the policy that sampled them takes them up when it asks for the same
     groups instead of submitting them again (`carried_over`).
     """
 
@@ -149,6 +150,7 @@ class ServiceRollout:
         self.journal = SubmissionJournal(Path(journal)) if journal is not None else None
         self.carried_over = 0
         self._prepared: tuple[list[Any], int, list[str]] | None = None  # (group prompts, size, ids)
+        self._unsettled: list[str] = []  # the last results' jobs, until their step is published
         self.last_samples: list[TrlSample] = []
         self.last_results: list[dict[str, Any]] = []
         self.last_seconds = 0.0
@@ -192,8 +194,7 @@ class ServiceRollout:
             prepared = self.client.submit(self.jobs([[head] * size for head in upcoming], step=step + 1))
             self._journal_add(upcoming, size, prepared)
             self._prepared = (upcoming, size, prepared)
-        if self.journal is not None:
-            self.journal.remove(ids)  # handed to the trainer
+        self._unsettled = ids  # in the journal until the step trained on them is published (`settle`)
         by_id = {result["id"]: result for result in results}
         ordered = [
             by_id.get(job_id) or {"id": job_id, "state": "missing", "error": missing.get(job_id, "no result")}
@@ -216,6 +217,14 @@ class ServiceRollout:
             samples += group_samples(members, fallback_prompt_ids=fallback, placeholder_token_id=eos)
         self.last_samples = samples
         return to_fields(samples)
+
+    def settle(self) -> None:
+        """The step that trained on the last results is published: their jobs leave the journal.
+        Until then a trainer that dies (waiting, training or publishing) is restarted from the
+        policy that sampled them, and takes them up rather than running them again."""
+        if self.journal is not None and self._unsettled:
+            self.journal.remove(self._unsettled)
+        self._unsettled = []
 
     def close(self) -> None:
         """Cancel the jobs prepared for a step that will not come (training ended)."""

@@ -117,3 +117,22 @@ def test_a_trainer_that_dies_mid_step_loses_no_rollout_its_restart_takes_them_up
     assert len(service.jobs) == 4 and restarted.carried_over == 4  # taken up, not submitted again
     assert [r["id"] for r in results] == ["job-0", "job-1", "job-2", "job-3"]
     assert restarted.collect(groups(PROMPTS[2:4], 2), step=4) and restarted.carried_over == 4  # consumed once
+
+
+def test_rollouts_handed_to_a_trainer_that_dies_before_publishing_are_taken_up_and_gone_once_published(
+    tmp_path: Path,
+) -> None:
+    service = ScriptedRolloutService(script)
+    journal = tmp_path / "journal.json"
+    first = rollout_on(service, PROMPTS, ahead=False, journal=journal)
+    handed = first.collect(groups(PROMPTS[0:2], 2), step=3)  # trained on, then killed before its publish
+
+    restarted = rollout_on(
+        service, PROMPTS, ahead=False, journal=journal
+    )  # from the policy that sampled them
+    again = restarted.collect(groups(PROMPTS[0:2], 2), step=3)
+    assert [r["id"] for r in again] == [r["id"] for r in handed] and len(service.jobs) == 4
+    restarted.settle()  # this time the step was published
+    assert (
+        restarted.collect(groups(PROMPTS[0:2], 2), step=4) and len(service.jobs) == 8
+    )  # a new step: new rollouts

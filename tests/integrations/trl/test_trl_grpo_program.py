@@ -22,9 +22,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 SCRIPT = """
 import json, sys
 import torch
-from tokenizers import Tokenizer, models
-from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
+from tests.support.tiny_llama import save_tiny_llama
 from nemo_gym_prorl.integrations.trl import grpo
 from nemo_gym_prorl.integrations.trl.client import ServiceClient
 from nemo_gym_prorl.integrations.trl.jobs import GrpoJob
@@ -33,13 +32,7 @@ from tests.support.scripted_rollout_service import ScriptedRolloutService, model
 
 cfg = json.load(sys.stdin)
 out = cfg["out"]
-words = Tokenizer(models.WordLevel({f"w{i}": i for i in range(64)}, unk_token="w0"))
-PreTrainedTokenizerFast(tokenizer_object=words, unk_token="w0", eos_token="w2", pad_token="w3").save_pretrained(
-    out + "/model")
-torch.manual_seed(0)
-LlamaForCausalLM(LlamaConfig(vocab_size=64, hidden_size=16, intermediate_size=32, num_hidden_layers=1,
-                             num_attention_heads=2, num_key_value_heads=1, bos_token_id=1, eos_token_id=2,
-                             pad_token_id=3)).save_pretrained(out + "/model")
+save_tiny_llama(out + "/model")
 with open(out + "/prompts.jsonl", "w") as handle:
     handle.write(json.dumps({"seed": 0}) + "\\n" + json.dumps({"seed": 1}) + "\\n")
 

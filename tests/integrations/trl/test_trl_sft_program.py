@@ -20,20 +20,13 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 SCRIPT = """
 import json, os, subprocess, sys
 import torch
-from tokenizers import Tokenizer, models
-from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
+from tests.support.tiny_llama import save_tiny_llama
 from nemo_gym_prorl.integrations.trl import sft
 from nemo_gym_prorl.integrations.trl.jobs import EVENT_PREFIX, SftJob
 
 out = json.load(sys.stdin)["out"]
-words = Tokenizer(models.WordLevel({f"w{i}": i for i in range(64)}, unk_token="w0"))
-PreTrainedTokenizerFast(tokenizer_object=words, unk_token="w0", eos_token="w2", pad_token="w3").save_pretrained(
-    out + "/model")
-torch.manual_seed(0)
-LlamaForCausalLM(LlamaConfig(vocab_size=64, hidden_size=16, intermediate_size=32, num_hidden_layers=1,
-                             num_attention_heads=2, num_key_value_heads=1, bos_token_id=1, eos_token_id=2,
-                             pad_token_id=3)).save_pretrained(out + "/model")
+save_tiny_llama(out + "/model")
 with open(out + "/demos.jsonl", "w") as handle:
     for k in range(4):  # a tool call, the tool's answer (environment), the final answer
         handle.write(json.dumps({"prompt_ids": [5, 6, 7 + k], "completion_ids": [10 + k, 11, 2, 20, 21, 12 + k, 2],
