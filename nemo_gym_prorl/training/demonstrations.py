@@ -5,16 +5,17 @@
 
 The embedded SmolLM2-135M earns nothing on the math tasks on its own (no tool call, no reward),
 so sampling cannot find a first reward for RL to reinforce. A short program shows it what a
-competent agent does instead, one task at a time:
+competent agent does instead, one task at a time, through the service's own rollout path:
 
     1. it reads the task's inputs from the row (reasoning-gym's metadata: the expression of an
        arithmetic task, the numbers of a gcd task, ...; never the expected answer),
-    2. writes the `ipython` call that computes the result, in the model's own tool-call markup,
-    3. runs it through the service's real tools: the math task's workspace opened exactly as a
-       rollout's INIT opens it (`agent.handler.InProcessTransport`), the call answered by the
-       same `ToolBox`, so the observation is the sandbox's real output,
-    4. answers from that observation in the domain's format (`\\boxed{...}`),
-    5. is scored by the task's real evaluator; only demonstrations with reward 1 are kept.
+    2. a rollout of the math task runs as any rollout does (`AgentRolloutHandler` over the
+       task's `InProcessTransport`: INIT opens the workspace, the agent loop calls the model and
+       the same `ToolBox`, EVAL is the task's real evaluator), except that the model call is
+       answered by the program (`ProgramDialect`): first the `ipython` call that computes the
+       result, in the model's own tool-call markup, then the answer read from the sandbox's real
+       observation, in the domain's format (`\\boxed{...}`),
+    3. only demonstrations with reward 1 are kept.
 
 Why these families (`heldout.DEFAULT_FAMILIES`): basic arithmetic, gcd, lcm and fraction
 simplification are solved by one line of Python into which the question's own numbers are
@@ -25,14 +26,14 @@ three-digit numbers in its head, the tool can. Simple equations are available to
 equation is rewritten into a sympy call, a harder copy). GSM-style word problems are left out:
 a program cannot read them without already knowing the answer.
 
-Token ids are the ones a rollout of the service would record for the same conversation, made
-by the service's own code on the running backend: the prompts by the `vllm` dialect's
-`next_prompt` (the backend's `/tokenize` with the chat template vLLM applies, the template's
-closing tokens bridged, tool messages appended as a token suffix), an assistant turn as the
-backend's tokenization of its text followed by the end-of-turn token the model samples to stop.
-Nothing is re-tokenized at training time. The demonstrator is a data generator of the training
-command only: it is no dialect, backend or model, nothing in a rollout or an evaluation can
-select it, and it refuses held-out tasks.
+Token ids are the ones the rollout records, made by the service's own code on the running
+backend: the prompts by the `vllm` dialect's `next_prompt` (the backend's `/tokenize` with the
+chat template vLLM applies, the template's closing tokens bridged, tool messages appended as a
+token suffix), an assistant turn as the backend's tokenization of the program's text followed by
+the end-of-turn token the model samples to stop; the record's ids and mask are assembled by the
+trainer's own `concatenate`. Nothing is re-tokenized at training time. The program is a data
+generator of the training command only: `ProgramDialect` is built here for one demonstration,
+no rollout or evaluation of the service can select it, and held-out tasks are refused.
 
 How `prorl train` calls it (its `demonstrations:` section validated into `DemonstrationConfig`,
 `llm.backends` set to the backend it serves the rollouts from, `split` shared with the RL and
@@ -51,24 +52,25 @@ import asyncio
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from nemo_gym_prorl.agent.handler import InProcessState, InProcessTransport
-from nemo_gym_prorl.agent.prompts import initial_messages
+from nemo_gym_prorl.agent.handler import AgentRolloutHandler, InProcessTransport
+from nemo_gym_prorl.agent.loop import AgentLimits
 from nemo_gym_prorl.datasets.rows import write_jsonl
+from nemo_gym_prorl.integrations.trl.fields import ServiceTrajectory, concatenate, model_turns
 from nemo_gym_prorl.llm.access import LLMAccess, LLMConfig
 from nemo_gym_prorl.llm.dialects import TurnContext, VLLMCompletionsDialect
+from nemo_gym_prorl.llm.dialects.base import Dialect, Generation
 from nemo_gym_prorl.llm.dialects.replies import check_token_ids
-from nemo_gym_prorl.llm.pool import Route
-from nemo_gym_prorl.llm.records import ChatMessage, SamplingParams, ToolCall
-from nemo_gym_prorl.llm.toolcalls import parse_tool_calls, tool_call_to_openai
+from nemo_gym_prorl.llm.records import ToolCall
 from nemo_gym_prorl.pipeline.job import Job, Trajectory
 from nemo_gym_prorl.sandbox import SandboxSpec
 from nemo_gym_prorl.tasks.math import MathConfig, MathTask
-from nemo_gym_prorl.tools.dispatch import ToolBoxConfig, ToolObservation
+from nemo_gym_prorl.tools.dispatch import ToolBoxConfig
 from nemo_gym_prorl.training.demonstration_records import (
     ORIGIN,
     PROGRAM,
@@ -157,9 +159,72 @@ def _parse_tokens(data: Any) -> _Tokenized:
     return result
 
 
+class ProgramWriter:
+    """What the program writes in one demonstration, turn by turn: the `ipython` call that
+    computes the task's answer, then the answer read from the tool's observation."""
+
+    def __init__(self, code: str, tool_call_format: str) -> None:
+        self.call = tool_call_text(
+            ToolCall(id="", name="ipython", arguments={"code": code}), tool_call_format
+        )
+        self.tool_failed = False
+
+    def text(self, ctx: TurnContext) -> str:
+        if ctx.turn == 0:
+            return self.call
+        observed = [m.get("content") or "" for m in ctx.new_messages if m.get("role") == "tool"]
+        value = value_of(observed[-1]) if observed else None
+        if value is None:
+            self.tool_failed = True
+            return "The tool gave no value."
+        return answer_text(value)
+
+
+class ProgramDialect(Dialect):
+    """The program standing in for the model call of a rollout, and for nothing else: the prompt
+    is the `vllm` dialect's (`next_prompt`, the backend's own rendering), the "generation" is
+    the backend's tokenization of the program's text followed by the end-of-turn token the model
+    samples to stop. It lives here, not among `llm.dialects`: no rollout of the service can
+    select it, and it is built only for one demonstration. Its turns carry no log-probs (0.0):
+    demonstrations are data for SFT, never trained on as the policy's samples."""
+
+    name: ClassVar[str] = "program-written demonstration"
+
+    def __init__(self, prompts: VLLMCompletionsDialect, writer: ProgramWriter) -> None:
+        self.prompts = prompts
+        self.writer = writer
+        self.tool_call_format = prompts.tool_call_format
+
+    async def generate(self, ctx: TurnContext) -> Generation:
+        prompt, server_max_len = await self.prompts.next_prompt(ctx)
+        text = self.writer.text(ctx)
+        probe = await self.prompts.template_probe(ctx)
+        tokenized, _ = await ctx.pool.post_json(
+            "/tokenize",
+            {"model": ctx.model, "prompt": text, "add_special_tokens": False},
+            route=ctx.route,
+            parse=_parse_tokens,
+        )
+        ids = [*tokenized.tokens, *probe.close_ids[:1]]
+        limit = ctx.max_model_len or server_max_len
+        if limit is not None and len(prompt) + len(ids) > limit:
+            return Generation.exhausted(prompt, limit)
+        return Generation(
+            prompt_token_ids=prompt,
+            generation_token_ids=ids,
+            generation_log_probs=[0.0] * len(ids),
+            finish_reason="stop",
+            text=text,
+            max_model_len=server_max_len,
+        )
+
+
 class Demonstrator:
-    """Writes demonstrations for rows through one LLM access (its pool must be started) and the
-    math task's real tools and evaluator. `close()` releases the evaluator's workers."""
+    """Writes demonstrations for rows through the service's own rollout path: the math task's
+    in-process transport (INIT opens the workspace, the tools are the same `ToolBox`, EVAL is
+    the task's real evaluator) and the agent loop of `AgentRolloutHandler`, with the program
+    standing in only for the model call (`ProgramDialect`). The LLM access's pool must be
+    started. `close()` releases the evaluator's workers."""
 
     def __init__(self, config: DemonstrationConfig, llm: LLMAccess) -> None:
         if not isinstance(llm.dialect, VLLMCompletionsDialect):
@@ -179,7 +244,6 @@ class Demonstrator:
 
     async def demonstrate(self, row: Mapping[str, Any]) -> Demonstration:
         """One demonstration of `row`; raises `DemonstrationDropped(reason)` when it is not one to keep."""
-        code = program_code(row)
         recipe = Recipe(
             family=row["reasoning_gym"]["family"],
             seed=row["reasoning_gym"]["seed"],
@@ -190,6 +254,9 @@ class Demonstrator:
             raise ValueError(
                 f"row {row.get('task_id')!r} is a held-out task; only training tasks are demonstrated"
             )
+        writer = ProgramWriter(program_code(row), self.dialect.tool_call_format)
+        access = replace(self.llm, dialect=ProgramDialect(self.dialect, writer))
+        handler = AgentRolloutHandler(self.transport, access, limits=AgentLimits(max_turns=2))
         job = Job(
             id=f"demonstration-{recipe.family}-{recipe.seed}",
             task="math",
@@ -201,147 +268,74 @@ class Demonstrator:
             group_id=None,
             metadata={"origin": ORIGIN},
         )
-        model = await self.llm.model_name()
-        state: InProcessState = await self.transport.open(job)
-        route = Route(key=job.id)
+        handler.validate(job.instance)
+        state = await handler.init(job)
         try:
-            writer = _Conversation(self, job, state, model, route)
-            first = [m.to_wire() for m in initial_messages(row, writer.specs, style=self.llm.tool_prompt)]
-            call = ToolCall(id="", name="ipython", arguments={"code": code})
-            observations = await writer.turn(first, tool_call_text(call, self.dialect.tool_call_format))
-            value = value_of(observations[0])
-            if value is None:
-                raise DemonstrationDropped("tool_failed")
-            await writer.turn(writer.pending, answer_text(value))
-            final_answer = writer.final_content
-            evaluation = await self.transport.evaluate(
-                job, None, Trajectory(final_answer=final_answer, artifacts={})
-            )
+            trajectory = await handler.run(job, state)
+            evaluation = await handler.evaluate(job, state, trajectory)
         finally:
-            self.llm.pool.end_trajectory(route)
-            await self.transport.release(state)
+            await handler.release(state)
+        if trajectory.failure is not None:
+            raise DemonstrationError(f"the demonstration's rollout failed: {trajectory.failure}")
+        if writer.tool_failed:
+            raise DemonstrationDropped("tool_failed")
         if evaluation.reward != 1.0:
             raise DemonstrationDropped(str(evaluation.report.get("reason") or "unrewarded"))
-        return writer.demonstration(recipe, evaluation.reward, evaluation.reward_components)
-
-
-class _Conversation:
-    """One demonstration's turns: the ids a `TokenSession` would hold, built by the same dialect."""
-
-    def __init__(
-        self, owner: Demonstrator, job: Job, state: InProcessState, model: str, route: Route
-    ) -> None:
-        self.owner = owner
-        self.job = job
-        self.state = state
-        self.model = model
-        self.route = route
-        self.specs = state.tools.specs()
-        # The tool list goes to the chat template only in the `template` style, as in a rollout.
-        self.template_tools = self.specs if owner.llm.tool_prompt == "template" and self.specs else None
-        self.messages: list[dict[str, Any]] = []
-        self.pending: list[dict[str, Any]] = []
-        self.prompts: list[list[int]] = []
-        self.generations: list[list[int]] = []
-        self.tool_calls = 0
-        self.final_content: str | None = None
-        self.max_model_len: int | None = owner.llm.max_model_len
-
-    def _context(self, new_messages: list[dict[str, Any]]) -> TurnContext:
-        history = [*self.prompts[-1], *self.generations[-1]] if self.prompts else []
-        return TurnContext(
-            pool=self.owner.llm.pool,
-            route=self.route,
-            model=self.model,
-            sampling=SamplingParams(),
-            tools=self.template_tools,
-            messages=self.messages,
-            new_messages=new_messages,
-            history_ids=history,
-            last_generation_ids=self.generations[-1] if self.generations else [],
-            turn=len(self.prompts),
-            max_model_len=self.max_model_len,
+        return demonstration_of(
+            trajectory, recipe, evaluation.reward, evaluation.reward_components, job, access
         )
 
-    async def _assistant_ids(self, ctx: TurnContext, text: str) -> list[int]:
-        """What the model samples to write `text` and end its turn: the backend's tokenization of
-        the text, then the template's end-of-turn token (the first token it writes after an
-        assistant message; vLLM returns it among the generated ids when the model stops)."""
-        probe = await self.owner.dialect.template_probe(ctx)
-        tokenized, _ = await ctx.pool.post_json(
-            "/tokenize",
-            {"model": self.model, "prompt": text, "add_special_tokens": False},
-            route=self.route,
-            parse=_parse_tokens,
-        )
-        return [*tokenized.tokens, *probe.close_ids[:1]]
 
-    async def turn(self, new_messages: list[dict[str, Any]], text: str) -> list[ToolObservation]:
-        """Append `new_messages`, then the assistant's `text`; run its tool calls, as the agent
-        loop does. Returns the observations (their tool messages wait in `pending`)."""
-        ctx = self._context(new_messages)
-        prompt, server_max_len = await self.owner.dialect.next_prompt(ctx)
-        self.max_model_len = self.max_model_len or server_max_len
-        if prompt[: len(ctx.history_ids)] != ctx.history_ids:
-            raise DemonstrationError(f"turn {ctx.turn}: the prompt does not continue the trajectory's tokens")
-        generation = await self._assistant_ids(ctx, text)
-        if self.max_model_len is not None and len(prompt) + len(generation) > self.max_model_len:
-            raise DemonstrationDropped("context_length")
-        fmt = self.owner.dialect.tool_call_format
-        parsed = parse_tool_calls(text, fmt, turn=ctx.turn, tool_specs=self.specs)
-        if parsed.errors:
-            raise DemonstrationError(
-                f"the demonstrator wrote a tool call its own parser rejects: {parsed.errors}"
-            )
-        self.prompts.append(prompt)
-        self.generations.append(generation)
-        self.messages.extend(new_messages)
-        assistant: dict[str, Any] = {"role": "assistant", "content": text}
-        if parsed.calls:
-            assistant["tool_calls"] = [tool_call_to_openai(c) for c in parsed.calls]
-        self.messages.append(assistant)
-        self.final_content = parsed.content if not parsed.calls else None
-        observations: list[ToolObservation] = []
-        self.pending = []
-        for call in parsed.calls:
-            observation = await self.state.tools.call(call.name, call.arguments)
-            observations.append(observation)
-            self.tool_calls += 1
-            self.pending.append(
-                ChatMessage(
-                    role="tool", content=observation.text, tool_call_id=call.id, name=call.name
-                ).to_wire()
-            )
-        return observations
+def demonstration_of(
+    trajectory: Trajectory,
+    recipe: Recipe,
+    reward: float,
+    components: Mapping[str, float],
+    job: Job,
+    llm: LLMAccess,
+) -> Demonstration:
+    """The record of a rewarded demonstration: its token ids and mask assembled as the trainer
+    assembles any rollout's (`integrations.trl.fields.concatenate`), its messages in wire form."""
+    service = ServiceTrajectory.model_validate(trajectory.model_dump(mode="json"))
+    turns = model_turns(service)
+    if not turns or not service.messages[-1].get("role") == "assistant":
+        raise DemonstrationError("the demonstration's rollout did not end with the program's answer")
+    first = next(m for m in service.messages if m.get("role") == "assistant")
+    if not first.get("tool_calls"):
+        raise DemonstrationError("the service's parser read no tool call in the program's first turn")
+    prompt, completion, _, env_mask = concatenate(turns)
+    return Demonstration(
+        recipe=recipe,
+        task_id=str(job.instance.get("task_id")),
+        data_source=str(job.instance.get("data_source")),
+        messages=[{k: v for k, v in m.items() if k not in _TOKEN_FIELDS} for m in service.messages],
+        prompt_ids=prompt,
+        completion_ids=completion,
+        env_mask=env_mask,
+        reward=reward,
+        reward_components=dict(components),
+        model=llm.model or "",
+        tool_call_format=llm.dialect.tool_call_format,
+        turns=len(turns),
+        tool_calls=sum(len(m.get("tool_calls") or []) for m in service.messages),
+    )
 
-    def demonstration(self, recipe: Recipe, reward: float, components: Mapping[str, float]) -> Demonstration:
-        """The token record: the first prompt, then every later token with its mask (the
-        assistant's generations 1; the bridge and the new messages each later prompt adds 0)."""
-        first = self.prompts[0]
-        completion: list[int] = []
-        mask: list[int] = []
-        for index, generation in enumerate(self.generations):
-            if index:
-                added = self.prompts[index][len(first) + len(completion) :]
-                completion.extend(added)
-                mask.extend([0] * len(added))
-            completion.extend(generation)
-            mask.extend([1] * len(generation))
-        return Demonstration(
-            recipe=recipe,
-            task_id=str(self.job.instance.get("task_id")),
-            data_source=str(self.job.instance.get("data_source")),
-            messages=self.messages,
-            prompt_ids=first,
-            completion_ids=completion,
-            env_mask=mask,
-            reward=reward,
-            reward_components=dict(components),
-            model=self.model,
-            tool_call_format=self.owner.dialect.tool_call_format,
-            turns=len(self.generations),
-            tool_calls=self.tool_calls,
-        )
+
+# The token fields a rollout's messages carry (the record keeps them once, as ids and a mask).
+_TOKEN_FIELDS = frozenset(
+    {
+        "prompt_token_ids",
+        "generation_token_ids",
+        "generation_log_probs",
+        "input_ids",
+        "token_ids",
+        "logprobs",
+        "finish_reason",
+        "policy_version",
+        "decoding",
+        "backend",
+    }
+)
 
 
 # -- the step `prorl train` calls ----------------------------------------------------------------

@@ -14,7 +14,6 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from nemo_gym_prorl.llm.records import ToolCall
-from nemo_gym_prorl.tools.dispatch import ToolObservation
 from nemo_gym_prorl.training.heldout import DemonstratedFamily
 
 
@@ -76,11 +75,11 @@ def tool_call_text(call: ToolCall, tool_format: str) -> str:
     return f"<tool_call>\n{payload}\n</tool_call>"
 
 
-def value_of(observation: ToolObservation) -> str | None:
-    """The one value a program's `print` put in the observation, or None when the tool failed
-    or printed anything else (an error, a traceback, several lines)."""
-    text = observation.text.strip()
-    if observation.is_error or not text or "\n" in text or "Error" in text or text == "(no output)":
+def value_of(observation: str) -> str | None:
+    """The one value a program's `print` put in the tool's observation, or None when the tool
+    failed or printed anything else (an error, a traceback, several lines)."""
+    text = observation.strip()
+    if not text or "\n" in text or "Error" in text or text == "(no output)":
         return None
     return text
 

@@ -68,22 +68,32 @@ def step_event(step: int, version: int) -> Event:
     )  # fmt: skip
 
 
+def trainer_dying_once(calls: list[dict[str, Any]], first_run: Any) -> Any:
+    """A stand-in for `run_trainer`: its first run does `first_run(job, on_event)` and dies; the
+    restart trains one step and publishes v4."""
+
+    async def trainer(program: str, job: GrpoJob, *, workdir: Path, on_event: Any) -> list[Event]:
+        prompts = [json.loads(line)["seed"] for line in Path(job.prompts).read_text().splitlines()]
+        calls.append({"job": job, "prompts": prompts})
+        if len(calls) == 1:
+            first_run(job, on_event)
+            raise TrainerFailed("the grpo trainer exited with -9")
+        on_event(step_event(1, job.version_offset + 1))
+        return [Event(event="done", published=[{"version": 4, "adapter_path": "/p/policy-v4"}])]
+
+    return trainer
+
+
 def test_a_grpo_trainer_that_dies_is_restarted_from_its_last_published_policy(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     calls: list[dict[str, Any]] = []
 
-    async def trainer(program: str, job: GrpoJob, *, workdir: Path, on_event: Any) -> list[Event]:
-        prompts = [json.loads(line)["seed"] for line in Path(job.prompts).read_text().splitlines()]
-        calls.append({"job": job, "prompts": prompts})
-        if len(calls) == 1:  # trains steps 1 and 2 (publishing v2, v3), then dies in step 3
-            for step in (1, 2):
-                on_event(step_event(step, job.version_offset + step))
-            raise TrainerFailed("the grpo trainer exited with -9")
-        on_event(step_event(1, job.version_offset + 1))
-        return [Event(event="done", published=[{"version": 4, "adapter_path": "/p/policy-v4"}])]
+    def first_run(job: GrpoJob, on_event: Any) -> None:  # trains steps 1 and 2 (v2, v3), dies in step 3
+        for step in (1, 2):
+            on_event(step_event(step, job.version_offset + step))
 
-    monkeypatch.setattr(loop, "run_trainer", trainer)
+    monkeypatch.setattr(loop, "run_trainer", trainer_dying_once(calls, first_run))
     report = TrainReport.start(TrainConfig())
     rows = [{"seed": s} for s in range(6)]
     done = asyncio.run(
@@ -104,14 +114,8 @@ def test_a_trainer_killed_between_its_publish_and_its_step_event_restarts_from_t
 ) -> None:
     calls: list[dict[str, Any]] = []
 
-    async def trainer(program: str, job: GrpoJob, *, workdir: Path, on_event: Any) -> list[Event]:
-        prompts = [json.loads(line)["seed"] for line in Path(job.prompts).read_text().splitlines()]
-        calls.append({"job": job, "prompts": prompts})
-        if len(calls) == 1:  # announces step 1 (v2), publishes v3 for step 2, dies before announcing it
-            on_event(step_event(1, 2))
-            raise TrainerFailed("the grpo trainer exited with -9")
-        on_event(step_event(1, job.version_offset + 1))
-        return [Event(event="done", published=[{"version": 4, "adapter_path": "/p/policy-v4"}])]
+    def first_run(job: GrpoJob, on_event: Any) -> None:  # announces step 1 (v2); v3 is published unannounced
+        on_event(step_event(1, 2))
 
     async def served() -> PolicyVersion:  # what the service serves: v3, published before the kill
         return PolicyVersion(
@@ -121,7 +125,7 @@ def test_a_trainer_killed_between_its_publish_and_its_step_event_restarts_from_t
             published_at_unix_s=0.0,
         )
 
-    monkeypatch.setattr(loop, "run_trainer", trainer)
+    monkeypatch.setattr(loop, "run_trainer", trainer_dying_once(calls, first_run))
     report = TrainReport.start(TrainConfig())
     rows = [{"seed": s} for s in range(6)]
     done = asyncio.run(
