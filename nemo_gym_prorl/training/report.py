@@ -187,8 +187,9 @@ def write_results(report: TrainReport, name: str, results_dir: Path | None = Non
         name,
         report.model_dump(mode="json"),
         simulated=[],
-        ours="GRPO through the service (TRL + PEFT LoRA on CPU), from the SFT adapter of program-written demonstrations",
-        against="the policy each phase started from (SFT: the base model; GRPO: the SFT adapter), on the same "
+        ours="GRPO through the service (TRL + PEFT LoRA on CPU), from the SFT policy of program-written "
+        "demonstrations; every evaluated policy served as merged weights",
+        against="the policy each phase started from (SFT: the base model; GRPO: the SFT policy), on the same "
         "held-out tasks and sampling; RL's gain on families no demonstration shows",
         measured=report.summary(),
         command="prorl train",
