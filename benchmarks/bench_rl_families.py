@@ -27,6 +27,7 @@ from typing import Any
 
 import provenance
 from nemo_gym_prorl.assets import output_root
+from nemo_gym_prorl.demo import is_adapter
 from nemo_gym_prorl.llm.embedded import EmbeddedLayout
 from nemo_gym_prorl.training.config import load_train_config
 from nemo_gym_prorl.training.evaluation import evaluate
@@ -38,10 +39,6 @@ PER_FAMILY = 12
 REFERENCE = ("basic_arithmetic", "gcd")  # demonstrated
 SEED_START = 500_000  # training seeds far from the ones `prorl train` uses (it starts at 0)
 DEFAULT_POLICY = output_root() / "train" / "train" / "policies" / "weights-v000001"
-
-
-def is_adapter(policy: Path) -> bool:
-    return (policy / "adapter_config.json").is_file()
 
 
 async def benchmark(policy: Path, say: Any = print) -> dict[str, Any]:
