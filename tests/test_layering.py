@@ -56,6 +56,7 @@ LAYERS: dict[str, int] = {
     "files": -1,
     "provenance": -1,
     "intervals": -1,
+    "serving": -1,
     "sandbox": 0,
     "llm": 0,
     "tools": 1,

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 
 """Serve an app over HTTP (uvicorn) for as long as a block runs: `prorl serve` serves until a
-signal, `prorl train` while it trains. The server is up, with its real address known, before the
+signal, `prorl train` while it trains, a harness rollout's recording endpoint while harnesses run. The server is up, with its real address known, before the
 block starts; leaving the block stops it (the app's shutdown closes the stack it serves)."""
 
 from __future__ import annotations

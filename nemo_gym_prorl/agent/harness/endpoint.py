@@ -1,0 +1,187 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
+"""The recording model endpoint: each harness rollout gets its own OpenAI-compatible base URL.
+
+    endpoint = await RecordingEndpoint().start()           # one per process, on loopback
+    with endpoint.opened(RecordingSession(llm, sampling=...)) as door:
+        run_harness(base_url=door.base_url, api_key=door.token)   # any OpenAI client
+    record = door.session.record()                         # token-exact segments
+
+`<base_url>/chat/completions` (streaming or not) and `<base_url>/models` answer with the
+rollout's token only: every other path, another rollout's path, and this rollout's path once it
+has ended are 404; a wrong token is 401. Calls of one rollout are answered one at a time, in
+order (a harness is one conversation). The server runs in the event loop that owns the backend
+pool; harnesses run in threads or processes and reach it over loopback HTTP.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import secrets
+from collections.abc import AsyncIterator, Iterator
+from contextlib import AsyncExitStack
+from dataclasses import dataclass, field
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse, Response, StreamingResponse
+from pydantic import ValidationError
+
+from nemo_gym_prorl.llm.errors import InferenceError
+from nemo_gym_prorl.llm.recording import ChatRequest, RecordingRefusal, RecordingSession
+from nemo_gym_prorl.serving import Served, serving
+
+ROUTE_PREFIX = "/rollouts"
+
+
+@dataclass
+class Door:
+    """One rollout's way in: its base URL, its token, and the session recording it."""
+
+    key: str
+    token: str
+    base_url: str
+    session: RecordingSession
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+
+def _error(status: int, message: str, kind: str) -> JSONResponse:
+    return JSONResponse({"error": {"message": message, "type": kind, "code": status}}, status_code=status)
+
+
+def _stream(reply: dict[str, Any]) -> Iterator[str]:
+    """A completed reply as the chunks of a streamed one: the whole message in one delta."""
+    choice = reply["choices"][0]
+    message = choice["message"]
+    delta: dict[str, Any] = {"role": "assistant", "content": message.get("content")}
+    if message.get("tool_calls"):
+        delta["tool_calls"] = [{"index": i, **call} for i, call in enumerate(message["tool_calls"])]
+    head = {k: reply[k] for k in ("id", "created", "model")} | {"object": "chat.completion.chunk"}
+    chunks = [
+        head | {"choices": [{"index": 0, "delta": delta, "finish_reason": None}]},
+        head
+        | {
+            "choices": [{"index": 0, "delta": {}, "finish_reason": choice["finish_reason"]}],
+            "usage": reply["usage"],
+        },
+    ]
+    for chunk in chunks:
+        yield f"data: {json.dumps(chunk)}\n\n"
+    yield "data: [DONE]\n\n"
+
+
+class RecordingEndpoint:
+    """A loopback HTTP server answering every open rollout at `/rollouts/<key>/v1`."""
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
+        self.host = host
+        self.port = port
+        self.doors: dict[str, Door] = {}
+        self._stack: AsyncExitStack | None = None
+        self._served: Served | None = None
+        self.app = self._build_app()
+
+    @property
+    def url(self) -> str:
+        if self._served is None:
+            raise RuntimeError("the recording endpoint is not started")
+        return self._served.url
+
+    async def start(self) -> RecordingEndpoint:
+        if self._served is None:
+            stack = AsyncExitStack()
+            self._served = await stack.enter_async_context(
+                serving(self.app, host=self.host, port=self.port, handle_signals=False)
+            )
+            self._stack = stack
+        return self
+
+    async def aclose(self) -> None:
+        for door in list(self.doors.values()):
+            door.session.close()
+        self.doors.clear()
+        if self._stack is not None:
+            stack, self._stack, self._served = self._stack, None, None
+            await stack.aclose()
+
+    async def __aenter__(self) -> RecordingEndpoint:
+        return await self.start()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    @contextlib.contextmanager
+    def opened(self, session: RecordingSession) -> Iterator[Door]:
+        """The rollout's door, open for the block: its URL dies, and the session ends, after."""
+        key = secrets.token_urlsafe(12)
+        door = Door(
+            key=key,
+            token=secrets.token_urlsafe(24),
+            base_url=f"{self.url}{ROUTE_PREFIX}/{key}/v1",
+            session=session,
+        )
+        self.doors[key] = door
+        try:
+            yield door
+        finally:
+            self.doors.pop(key, None)
+            session.close()
+
+    def _door(self, request: Request, key: str) -> Door | JSONResponse:
+        door = self.doors.get(key)
+        if door is None:
+            return _error(404, "no open rollout at this address (it has ended, or never began)", "not_found")
+        scheme, _, token = request.headers.get("authorization", "").partition(" ")
+        if scheme.lower() != "bearer" or not secrets.compare_digest(token.encode(), door.token.encode()):
+            return _error(401, "this rollout's token is required (Authorization: Bearer ...)", "unauthorized")
+        return door
+
+    def _build_app(self) -> FastAPI:
+        app = FastAPI(
+            title="prorl harness recording endpoint", docs_url=None, redoc_url=None, openapi_url=None
+        )
+
+        @app.get(ROUTE_PREFIX + "/{key}/v1/models")
+        async def models(key: str, request: Request) -> Response:
+            door = self._door(request, key)
+            if isinstance(door, JSONResponse):
+                return door
+            name = door.session.llm.model or "policy"
+            return JSONResponse(
+                {"object": "list", "data": [{"id": name, "object": "model", "owned_by": "prorl"}]}
+            )
+
+        @app.post(ROUTE_PREFIX + "/{key}/v1/chat/completions")
+        async def chat_completions(key: str, request: Request) -> Response:
+            door = self._door(request, key)
+            if isinstance(door, JSONResponse):
+                return door
+            try:
+                body = await request.json()
+                call = ChatRequest.model_validate(body)
+            except (ValueError, ValidationError) as exc:
+                return _error(400, f"not a chat-completions request: {exc}", "invalid_request_error")
+            async with door.lock:
+                try:
+                    reply = await door.session.complete(call)
+                except RecordingRefusal as exc:
+                    return _error(400, str(exc), "invalid_request_error")
+                except InferenceError as exc:
+                    status = 502 if exc.infrastructure else 400
+                    return _error(status, exc.message, type(exc).__name__)
+            if call.stream:
+                return StreamingResponse(_stream(reply), media_type="text/event-stream")
+            return JSONResponse(reply)
+
+        return app
+
+
+@contextlib.asynccontextmanager
+async def recording_endpoint(host: str = "127.0.0.1") -> AsyncIterator[RecordingEndpoint]:
+    """A started endpoint for the block."""
+    endpoint = RecordingEndpoint(host)
+    async with endpoint:
+        yield endpoint
