@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from nemo_gym_prorl.agent.answer_formats import answer_pattern, submit_pattern
+from nemo_gym_prorl.agent.harness.runner import HarnessRunner
 from nemo_gym_prorl.agent.loop import FINISH_TOOL, AgentLimits, AgentTrajectory, ToolExecutor, run_agent
 from nemo_gym_prorl.agent.prompts import PromptError, initial_messages, row_messages
 from nemo_gym_prorl.llm.access import LLMAccess
@@ -34,6 +35,7 @@ from nemo_gym_prorl.llm.toolcalls import tool_call_to_openai
 from nemo_gym_prorl.pipeline.handler import InvalidInstanceError, RolloutFailure
 from nemo_gym_prorl.pipeline.job import Evaluation, Job, Trajectory
 from nemo_gym_prorl.sandbox import SandboxSpec
+from nemo_gym_prorl.sandbox.base import Sandbox
 from nemo_gym_prorl.tasks.base import EvalOutcome, TaskDomain
 from nemo_gym_prorl.tasks.workspace import Workspace, open_workspace
 from nemo_gym_prorl.tools import ALL_TOOLS
@@ -92,10 +94,13 @@ class AgentRolloutHandler:
         *,
         limits: AgentLimits | None = None,
         aliases: tuple[str, ...] = (),
+        harness: HarnessRunner | None = None,
     ) -> None:
         self.transport = transport
         self.llm = llm
         self.limits = limits or AgentLimits()
+        # None: the built-in agent loop; else a harness drives RUN through the recording endpoint.
+        self.harness = harness
         self.aliases = aliases  # the `data_source` values it serves (ProRL routes jobs by them)
         self.eval_needs_run_state = transport.eval_needs_run_state
 
@@ -127,6 +132,10 @@ class AgentRolloutHandler:
 
     # -- RUN --------------------------------------------------------------------------------------
     async def run(self, job: Job, state: Any) -> Trajectory:
+        if self.harness is not None:
+            agent = await self.harness.run(job, state.sandbox, self.llm, self.limits)
+            trajectory = to_trajectory(agent, [], {}, trainer_step=job.policy_version)
+            return await self._finished(job, state, agent, trajectory, await self.llm.model_name())
         tools: ToolExecutor = state.tools
         specs = tools.specs()
         style = self.llm.tool_prompt
@@ -156,6 +165,11 @@ class AgentRolloutHandler:
         finally:
             session.close()
         trajectory = to_trajectory(agent, specs, {}, trainer_step=job.policy_version)
+        return await self._finished(job, state, agent, trajectory, model)
+
+    async def _finished(
+        self, job: Job, state: Any, agent: AgentTrajectory, trajectory: Trajectory, model: str
+    ) -> Trajectory:
         try:
             await self.transport.finish_run(job, state, agent, trajectory, model)
         except RolloutFailure as failure:
@@ -170,10 +184,12 @@ class AgentRolloutHandler:
         await self.transport.release(state)
 
     async def aclose(self) -> None:
-        """What the transport holds beyond single rollouts, where it holds anything."""
+        """What the transport and the harness hold beyond single rollouts, where they hold any."""
         close = getattr(self.transport, "aclose", None)
         if close is not None:
             await close()
+        if self.harness is not None:
+            await self.harness.aclose()
 
 
 # -- tools in this process --------------------------------------------------------------------------
@@ -188,6 +204,10 @@ class InProcessState:
     def tools(self) -> ToolExecutor:
         return self.workspace.tools
 
+    @property
+    def sandbox(self) -> Sandbox:
+        return self.workspace.sandbox
+
 
 class InProcessTransport:
     """Tools in a sandbox this process opens (`tasks.workspace`); EVAL by the domain's own
@@ -196,11 +216,18 @@ class InProcessTransport:
     eval_needs_run_state = False
 
     def __init__(
-        self, domain: TaskDomain, *, sandbox: SandboxSpec | None = None, tools: ToolBoxConfig | None = None
+        self,
+        domain: TaskDomain,
+        *,
+        sandbox: SandboxSpec | None = None,
+        tools: ToolBoxConfig | None = None,
+        offer_tools: bool = True,
     ) -> None:
         self.domain = domain
         self.sandbox_base = sandbox or SandboxSpec()
         self.tool_config = tools or ToolBoxConfig()
+        # False for a harness, which runs its commands in the sandbox itself.
+        self.offer_tools = offer_tools
 
     def validate(self, instance: Mapping[str, Any]) -> None:
         offered = instance.get("tools_offered")
@@ -216,7 +243,7 @@ class InProcessTransport:
 
     async def open(self, job: Job) -> InProcessState:
         row = job.instance
-        names = [*self.domain.tool_names(row), FINISH_TOOL]
+        names = [*self.domain.tool_names(row), FINISH_TOOL] if self.offer_tools else []
         workspace = await open_workspace(self.domain, row, self.sandbox_base, self.tool_config, names)
         return InProcessState(workspace)
 
@@ -251,13 +278,16 @@ def domain_rollout_handler(
     sandbox: SandboxSpec | None = None,
     limits: AgentLimits | None = None,
     tools: ToolBoxConfig | None = None,
+    harness: HarnessRunner | None = None,
 ) -> AgentRolloutHandler:
-    """The in-process rollout handler of one task domain."""
+    """The in-process rollout handler of one task domain: the built-in agent loop over the
+    domain's tools, or `harness` with the domain's sandbox."""
     return AgentRolloutHandler(
-        InProcessTransport(domain, sandbox=sandbox, tools=tools),
+        InProcessTransport(domain, sandbox=sandbox, tools=tools, offer_tools=harness is None),
         llm,
         limits=limits,
         aliases=tuple(domain.data_sources),
+        harness=harness,
     )
 
 
@@ -316,6 +346,7 @@ def to_trajectory(
         reroutes=[r.model_dump() for r in agent.tokens.reroutes],
         infrastructure_failed=agent.infrastructure_failed,
         decoding=decoding_summary(agent.tokens.turns),
+        harness=agent.harness,
         policy_versions=list(
             dict.fromkeys(
                 (v if v is not None else trainer_step or BASE_VERSION) for v in agent.tokens.policy_versions

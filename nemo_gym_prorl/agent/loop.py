@@ -106,6 +106,9 @@ class AgentTrajectory(BaseModel):
     num_turns: int
     generated_tokens: int
     duration_s: float
+    harness: dict[str, Any] | None = Field(
+        None, description="a harness's rollout: its name and exit status, its calls and token segments"
+    )
 
     @property
     def infrastructure_failed(self) -> bool:

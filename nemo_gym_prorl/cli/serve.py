@@ -59,8 +59,8 @@ def handle_serve(args: argparse.Namespace) -> int:
 
 async def serve(config: ServeConfig) -> None:
     """Build everything, serve until SIGINT/SIGTERM, then close every sandbox the jobs opened."""
-    from nemo_gym_prorl.serving import serving
     from nemo_gym_prorl.service.stack import serve_datasets, stack_from_config
+    from nemo_gym_prorl.serving import serving
 
     stack = stack_from_config(config)  # handlers built: a bad task config fails here
     try:

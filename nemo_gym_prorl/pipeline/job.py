@@ -154,6 +154,9 @@ class Trajectory(BaseModel):
     decoding: dict[str, Any] | None = None
     response: dict[str, Any] | None = Field(None, description="The transport's response body (Gym: /run's).")
     observations: dict[str, Any] | None = Field(None, description="The transport's observability record.")
+    harness: dict[str, Any] | None = Field(
+        None, description="A harness's rollout: name, exit status, calls, token segments, merged share."
+    )
     policy_versions: list[int] = Field(
         default_factory=list, description="The policy versions its model calls used, in order (base: 0)."
     )

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from nemo_gym_prorl.llm.embedded import EmbeddedLayout, VLLMServer, embedded_spec
 from nemo_gym_prorl.service.client import AsyncRolloutClient
 from nemo_gym_prorl.service.config import load_config
-from nemo_gym_prorl.serving import serving
 from nemo_gym_prorl.service.stack import stack_from_config
+from nemo_gym_prorl.serving import serving
 from nemo_gym_prorl.training.config import TrainConfig
 
 

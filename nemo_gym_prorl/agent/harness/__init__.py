@@ -4,3 +4,21 @@
 """Agent harnesses people deploy (mini-swe-agent, tool-calling SDKs) as a rollout's agent: their
 model calls go through the recording endpoint, token-exact, and their commands into the
 rollout's sandbox."""
+
+from collections.abc import Mapping
+from typing import Any
+
+from nemo_gym_prorl.agent.harness.runner import HarnessRunner
+
+HARNESSES = ("mini_swe_agent",)
+
+
+def make_harness(options: Mapping[str, Any]) -> HarnessRunner:
+    """The runner of the harness `options["name"]` names, with its options validated."""
+    name = options.get("name")
+    if name == "mini_swe_agent":
+        from nemo_gym_prorl.agent.harness.mini_swe_agent import MiniSweAgent, MiniSweAgentOptions
+
+        settings = MiniSweAgentOptions.model_validate(dict(options))
+        return HarnessRunner(MiniSweAgent(settings), command_timeout_s=settings.command_timeout_s)
+    raise ValueError(f"unknown harness {name!r}; known: {', '.join(HARNESSES)}")

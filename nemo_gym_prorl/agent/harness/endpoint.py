@@ -31,7 +31,7 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import ValidationError
 
 from nemo_gym_prorl.llm.errors import InferenceError
-from nemo_gym_prorl.llm.recording import ChatRequest, RecordingRefusal, RecordingSession
+from nemo_gym_prorl.llm.recording import BudgetExhausted, ChatRequest, RecordingRefusal, RecordingSession
 from nemo_gym_prorl.serving import Served, serving
 
 ROUTE_PREFIX = "/rollouts"
@@ -167,6 +167,9 @@ class RecordingEndpoint:
             async with door.lock:
                 try:
                     reply = await door.session.complete(call)
+                except BudgetExhausted as exc:
+                    # 403, not 400: harnesses retry a 400 and give up on a 403.
+                    return _error(403, str(exc), "budget_exhausted")
                 except RecordingRefusal as exc:
                     return _error(400, str(exc), "invalid_request_error")
                 except InferenceError as exc:

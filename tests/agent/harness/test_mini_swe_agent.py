@@ -1,0 +1,129 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
+"""mini-swe-agent, the PyPI package unchanged, as a rollout's agent: its prompts and parsing,
+the policy behind the recording endpoint (a scripted backend here), its commands in a real
+sandbox, and one token sequence over the whole conversation."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import pytest
+from support.fake_llm import FakeLLM
+
+from nemo_gym_prorl.agent.harness import make_harness
+from nemo_gym_prorl.agent.loop import AgentLimits
+from nemo_gym_prorl.llm.access import LLMAccess
+from nemo_gym_prorl.llm.dialects.vllm import VLLMCompletionsDialect
+from nemo_gym_prorl.llm.pool import LLMBackendPool, PoolConfig
+from nemo_gym_prorl.llm.records import SamplingParams
+from nemo_gym_prorl.pipeline.job import Job
+from nemo_gym_prorl.sandbox import SandboxSpec
+from nemo_gym_prorl.sandbox.factory import open_sandbox
+
+STATEMENT = "The greeting is missing: write it to greeting.txt."
+
+
+def block(command: str) -> str:
+    return f"THOUGHT: one step.\n\n```mswea_bash_command\n{command}\n```"
+
+
+def replies(*texts: str) -> Callable[[list[int]], str]:
+    """The scripted policy: each call's reply in order, then the last one again."""
+    script = itertools.chain(texts, itertools.repeat(texts[-1]))
+    return lambda prompt: next(script)
+
+
+def job() -> Job:
+    instance = {"responses_create_params": {"input": [{"role": "user", "content": STATEMENT}]}}
+    return Job(
+        id="harness-1",
+        task="swe",
+        instance=instance,
+        sampling_params={},
+        priority=0,
+        active_time_s=60,
+        wall_time_s=None,
+        group_id=None,
+        metadata={},
+    )
+
+
+@pytest.fixture
+async def serve() -> AsyncIterator[Callable[..., Any]]:
+    started: list[FakeLLM] = []
+    pools: list[LLMBackendPool] = []
+
+    async def make(*texts: str) -> LLMAccess:
+        backend = await FakeLLM(responder=replies(*texts), max_model_len=32768).start()
+        started.append(backend)
+        pool = LLMBackendPool(PoolConfig(backends=[backend.url], request_timeout_s=10))
+        await pool.start()
+        pools.append(pool)
+        return LLMAccess(
+            pool=pool,
+            dialect=VLLMCompletionsDialect(),
+            model="fake",
+            default_sampling=SamplingParams(max_tokens=256),
+        )
+
+    yield make
+    for pool in pools:
+        await pool.aclose()
+    for backend in started:
+        await backend.kill()
+
+
+async def test_mini_swe_agent_runs_its_own_loop_with_commands_in_the_sandbox(
+    serve: Callable[..., Any],
+) -> None:
+    llm = await serve(
+        block("echo hello > greeting.txt && cat"),  # a bare `cat` reads end-of-file, at once
+        block("echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && cat greeting.txt"),
+    )
+    runner = make_harness({"name": "mini_swe_agent"})
+    with open_sandbox(SandboxSpec(workspace_mount="/testbed")) as sandbox:
+        agent = await runner.run(job(), sandbox, llm, AgentLimits(max_turns=5))
+        written = sandbox.read_file("/testbed/greeting.txt")
+    await runner.aclose()
+    assert written == b"hello\n"
+    assert agent.stop_reason == "submitted" and agent.final_answer == "hello\n"
+    assert [s.arguments for s in agent.steps] == [
+        {"command": "echo hello > greeting.txt && cat"},
+        {"command": "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && cat greeting.txt"},
+    ]
+    assert [s.turn for s in agent.steps] == [0, 1]
+    # The package's own prompts reached the policy, around the task's statement.
+    assert agent.messages[0]["role"] == "system" and "mswea_bash_command" in agent.messages[0]["content"]
+    assert STATEMENT in agent.messages[1]["content"]
+    # Two calls, one token sequence: the second prompt extends the first call's exact ids.
+    first, second = agent.tokens.turns
+    assert second.prompt_token_ids[: len(first.full_token_ids)] == first.full_token_ids
+    assert agent.harness == {
+        "name": "mini_swe_agent",
+        "exit_status": "Submitted",
+        "calls": 2,
+        "segments": 1,
+        "merged_share": 1.0,
+    }
+
+
+async def test_the_rollouts_call_budget_ends_the_harness(serve: Callable[..., Any]) -> None:
+    llm = await serve(block("ls"))  # a policy that never submits
+    runner = make_harness({"name": "mini_swe_agent"})
+    with open_sandbox(SandboxSpec(workspace_mount="/testbed")) as sandbox:
+        agent = await runner.run(job(), sandbox, llm, AgentLimits(max_turns=3))
+    await runner.aclose()
+    assert agent.stop_reason == "max_turns"
+    assert agent.harness is not None and agent.harness["calls"] == 3
+    assert agent.harness["exit_status"] == "LimitsExceeded"  # the package's own limit, lowered to the budget
+
+
+def test_an_unknown_harness_or_option_is_refused_when_the_config_loads() -> None:
+    with pytest.raises(ValueError, match="unknown harness 'claude'"):
+        make_harness({"name": "claude"})
+    with pytest.raises(ValueError, match="step_limit"):
+        make_harness({"name": "mini_swe_agent", "step_limit": 3})
