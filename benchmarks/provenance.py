@@ -30,7 +30,7 @@ RESULTS_DIR = HERE / "results"
 README = HERE.parent / "README.md"
 ORDER = (
     "tools", "balancer", "balancer_real", "pipeline", "pipeline_real", "service_cost", "eval", "dapo", "scaleout",
-    "train", "overlap",
+    "train", "train_sweep", "overlap",
 )  # fmt: skip
 
 

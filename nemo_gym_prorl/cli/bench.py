@@ -10,7 +10,15 @@ import importlib.util
 import sys
 from types import ModuleType
 
-BENCHMARK_NAMES = ("tools", "balancer", "pipeline", "eval", "dapo", "real", "scaleout", "overlap")
+
+def benchmark_names() -> tuple[str, ...]:
+    """Every `benchmarks/bench_<name>.py` there is: a new benchmark file is a new command."""
+    from nemo_gym_prorl.assets import AssetError, benchmarks_dir
+
+    try:
+        return tuple(sorted(path.stem.removeprefix("bench_") for path in benchmarks_dir().glob("bench_*.py")))
+    except AssetError:
+        return ()
 
 
 def load_benchmark(name: str) -> ModuleType:
@@ -46,7 +54,7 @@ def _bench(args: argparse.Namespace) -> int:
 
 def add_bench_parser(subparsers: argparse._SubParsersAction) -> None:
     bench = subparsers.add_parser("bench", help="run a benchmark side by side with its baseline")
-    bench.add_argument("name", choices=(*BENCHMARK_NAMES, "report"), help="a benchmark, or `report`: "
+    bench.add_argument("name", choices=(*benchmark_names(), "report"), help="a benchmark, or `report`: "
                        "regenerate the README table from benchmarks/results/*.json")  # fmt: skip
     bench.add_argument("--json", action="store_true",
                        help="print one JSON object and write benchmarks/results/NAME.json")  # fmt: skip
