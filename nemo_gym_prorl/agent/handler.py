@@ -302,18 +302,20 @@ def to_trajectory(
     `token_ids`/`input_ids`/`logprobs` and NeMo Gym's three fields), plus the agent's record.
     A turn no published policy stamped ran on `trainer_step` (a trainer that refits its own
     backends says so on the job), else on the base model (version 0)."""
-    turns = {turn.turn: turn for turn in agent.tokens.turns}
+    if agent.reply_positions is not None:
+        replies = dict(zip(agent.reply_positions, agent.tokens.turns, strict=True))
+    else:
+        positions = [i for i, m in enumerate(agent.messages) if m.get("role") == "assistant"]
+        replies = dict(zip(positions, agent.tokens.turns, strict=False))
     messages: list[dict[str, Any]] = []
-    assistant_index = 0
-    for message in agent.messages:
+    for position, message in enumerate(agent.messages):
         out = {
             k: v
             for k, v in message.items()
             if k not in ("prompt_token_ids", "generation_token_ids", "generation_log_probs")
         }
-        if message.get("role") == "assistant" and assistant_index in turns:
-            turn = turns[assistant_index]
-            assistant_index += 1
+        turn = replies.get(position)
+        if turn is not None and message.get("role") == "assistant":
             out.update(
                 prompt_token_ids=turn.prompt_token_ids,
                 generation_token_ids=turn.generation_token_ids,

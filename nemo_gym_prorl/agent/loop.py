@@ -109,6 +109,11 @@ class AgentTrajectory(BaseModel):
     harness: dict[str, Any] | None = Field(
         None, description="a harness's rollout: its name and exit status, its calls and token segments"
     )
+    reply_positions: list[int] | None = Field(
+        None,
+        description="the index in `messages` of each turn's reply; None: the assistant messages, in order "
+        "(a harness may resend earlier replies as text, which no turn of this sequence sampled)",
+    )
 
     @property
     def infrastructure_failed(self) -> bool:

@@ -114,7 +114,13 @@ def agent_trajectory(
     timed_out: bool,
 ) -> AgentTrajectory:
     """The harness's rollout in the built-in loop's record: its conversation, every command as
-    a tool step, and its token sequences (one, for a harness whose history only grows)."""
+    a tool step, and the token sequence that ends it.
+
+    That sequence (the last segment) is what a trainer gets as the rollout's sample: it is the
+    conversation the harness finished with, which the reward is about. A harness whose history
+    only grows has one segment; the segments it left behind (a reply it dropped after a format
+    error, a history it summarised) are kept in `harness["earlier_segments"]` with their ids and
+    log-probs, for a trainer that wants them too, and counted in `delivered_share`."""
     stop: StopReason = run.stop_reason
     failure = next((s.tokens.failure for s in record.segments if s.tokens.failure), None)
     if failure is not None and failure.infrastructure:
@@ -123,10 +129,13 @@ def agent_trajectory(
         stop = "time_budget"
     elif stop != "submitted" and len(record.calls) >= limits.max_turns:
         stop = "max_turns"
-    turns = record.turns
+    last = record.segments[-1] if record.segments else None
+    turns = last.tokens.turns if last else []
+    calls = [c for c in record.calls if last is not None and c.segment == last.index]
+    generated = sum(len(t.generation_token_ids) for t in record.turns)
     tokens = TrajectoryTokens(
         trajectory_id=record.trajectory_id,
-        dialect=record.segments[0].tokens.dialect if record.segments else "vllm",
+        dialect=last.tokens.dialect if last else "vllm",
         turns=turns,
         reroutes=[r for s in record.segments for r in s.tokens.reroutes],
         finish_reason=turns[-1].finish_reason if turns else None,
@@ -134,22 +143,48 @@ def agent_trajectory(
         failure=failure,
         http_attempts=sum(s.tokens.http_attempts for s in record.segments),
         http_retries=sum(s.tokens.http_retries for s in record.segments),
-        policy_versions=list(dict.fromkeys(t.policy_version for t in turns)),
+        policy_versions=list(dict.fromkeys(t.policy_version for t in record.turns)),
     )
+    # Each reply follows the messages its call sent; a reply the harness did not keep in its
+    # final history (one it answered with a format error, then stopped) is not delivered.
+    positions = [c.messages for c in calls]
+    kept = [
+        (p, t)
+        for p, t in zip(positions, turns, strict=True)
+        if p < len(run.messages) and run.messages[p].get("role") == "assistant"
+    ]
+    if len(kept) < len(turns):
+        tokens = tokens.model_copy(update={"turns": [t for _, t in kept]})
     return AgentTrajectory(
         tokens=tokens,
         steps=list(commands.steps),
         stop_reason=stop,
         final_answer=run.submission,
         messages=run.messages,
-        num_turns=len(turns),
-        generated_tokens=sum(len(t.generation_token_ids) for t in turns),
+        num_turns=len(record.turns),
+        generated_tokens=generated,
         duration_s=seconds,
+        reply_positions=[p for p, _ in kept],
         harness={
             "name": run.name,
             "exit_status": run.exit_status,
             "calls": len(record.calls),
             "segments": len(record.segments),
             "merged_share": record.merged_share,
+            "delivered_share": (sum(len(t.generation_token_ids) for _, t in kept) / generated)
+            if generated
+            else None,
+            "earlier_segments": [
+                {
+                    "calls": s.calls,
+                    "turns": [
+                        t.model_dump(
+                            include={"prompt_token_ids", "generation_token_ids", "generation_log_probs"}
+                        )
+                        for t in s.tokens.turns
+                    ],
+                }
+                for s in record.segments[:-1]
+            ],
         },
     )

@@ -108,7 +108,34 @@ async def test_mini_swe_agent_runs_its_own_loop_with_commands_in_the_sandbox(
         "calls": 2,
         "segments": 1,
         "merged_share": 1.0,
+        "delivered_share": 1.0,
+        "earlier_segments": [],
     }
+    assert agent.reply_positions == [2, 4]  # system, task, reply, observation, reply
+
+
+async def test_a_reply_the_harness_drops_ends_a_segment_and_the_last_one_is_delivered(
+    serve: Callable[..., Any],
+) -> None:
+    # mini-swe-agent answers a reply without exactly one bash block with a format error and
+    # leaves the reply out of its history: the next call rewrites history.
+    llm = await serve("I am not sure.", block("echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"))
+    runner = make_harness({"name": "mini_swe_agent"})
+    with open_sandbox(SandboxSpec(workspace_mount="/testbed")) as sandbox:
+        agent = await runner.run(job(), sandbox, llm, AgentLimits(max_turns=5))
+    await runner.aclose()
+    assert agent.stop_reason == "submitted"
+    harness = agent.harness
+    assert harness is not None and (harness["calls"], harness["segments"]) == (2, 2)
+    assert harness["merged_share"] is None  # no call after a segment's first
+    dropped = harness["earlier_segments"][0]["turns"][0]
+    assert dropped["generation_token_ids"] and len(dropped["generation_log_probs"]) == len(
+        dropped["generation_token_ids"]
+    )
+    assert 0 < harness["delivered_share"] < 1
+    # The delivered sequence is the final history's: its one reply sits after the format error.
+    assert [m["role"] for m in agent.messages] == ["system", "user", "user", "assistant"]
+    assert agent.reply_positions == [3] and len(agent.tokens.turns) == 1
 
 
 async def test_the_rollouts_call_budget_ends_the_harness(serve: Callable[..., Any]) -> None:
