@@ -286,7 +286,8 @@ def domain_rollout_handler(
         InProcessTransport(domain, sandbox=sandbox, tools=tools, offer_tools=harness is None),
         llm,
         limits=limits,
-        aliases=tuple(domain.data_sources),
+        # A row's `data_source` selects the built-in agent; a harness is selected by task name.
+        aliases=tuple(domain.data_sources) if harness is None else (),
         harness=harness,
     )
 

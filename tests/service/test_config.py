@@ -26,6 +26,7 @@ def test_defaults_and_overrides_compose() -> None:
         "stem",
         "code",
         "swe",
+        "swe_mini_swe_agent",
         "command_output",
     }
     assert default.pipeline.init_workers == 64 and default.pipeline.active_time_s == 300

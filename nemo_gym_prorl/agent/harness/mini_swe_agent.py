@@ -126,17 +126,17 @@ class MiniSweAgent:
     def __init__(self, options: MiniSweAgentOptions | None = None) -> None:
         self.options = options or MiniSweAgentOptions()
         _settings()
-        import litellm
         from minisweagent.config import get_config_from_spec
-
-        litellm.suppress_debug_info = True  # its "Provider List" banner on every cost lookup
 
         # Read once: an unknown config file is a configuration error, not a rollout's.
         self.config: dict[str, Any] = get_config_from_spec(self.options.config)
 
     def run(self, task: HarnessTask) -> HarnessRun:
+        import litellm  # imported by the first rollout, not by every service that could run one
         from minisweagent.agents.default import DefaultAgent
         from minisweagent.models import get_model
+
+        litellm.suppress_debug_info = True  # its "Provider List" banner on every cost lookup
 
         model_config = {
             **self.config.get("model", {}),
