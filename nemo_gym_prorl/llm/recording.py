@@ -211,6 +211,8 @@ class RecordingSession:
         self._segments: list[_Segment] = []
         self._calls: list[CallRecord] = []
         self._closed = False
+        # The last call's messages and the reply to it: the conversation as the harness had it.
+        self.conversation: list[dict[str, Any]] = []
 
     @property
     def calls(self) -> int:
@@ -235,6 +237,7 @@ class RecordingSession:
         turn = await segment.session.generate([wire_message(m) for m in request.messages[-new:]])
         reply = self._reply(turn, bool(request.tools))
         segment.conversation = [*conversation, comparable(reply)]
+        self.conversation = [*(wire_message(m) for m in request.messages), reply]
         segment.calls += 1
         requested = {
             k: getattr(request, k) for k in ("temperature", "top_p") if getattr(request, k) is not None

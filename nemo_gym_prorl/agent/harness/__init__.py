@@ -10,15 +10,21 @@ from typing import Any
 
 from nemo_gym_prorl.agent.harness.runner import HarnessRunner
 
-HARNESSES = ("mini_swe_agent",)
+HARNESSES = ("mini_swe_agent", "openai_agents")
 
 
 def make_harness(options: Mapping[str, Any]) -> HarnessRunner:
-    """The runner of the harness `options["name"]` names, with its options validated."""
+    """The runner of the harness `options["name"]` names, with its options validated. Each
+    harness package is imported only when a config names it."""
     name = options.get("name")
     if name == "mini_swe_agent":
         from nemo_gym_prorl.agent.harness.mini_swe_agent import MiniSweAgent, MiniSweAgentOptions
 
-        settings = MiniSweAgentOptions.model_validate(dict(options))
-        return HarnessRunner(MiniSweAgent(settings), command_timeout_s=settings.command_timeout_s)
+        mini = MiniSweAgentOptions.model_validate(dict(options))
+        return HarnessRunner(MiniSweAgent(mini), command_timeout_s=mini.command_timeout_s)
+    if name == "openai_agents":
+        from nemo_gym_prorl.agent.harness.openai_agents import OpenAIAgents, OpenAIAgentsOptions
+
+        sdk = OpenAIAgentsOptions.model_validate(dict(options))
+        return HarnessRunner(OpenAIAgents(sdk), command_timeout_s=sdk.command_timeout_s)
     raise ValueError(f"unknown harness {name!r}; known: {', '.join(HARNESSES)}")

@@ -96,7 +96,9 @@ class HarnessRun(BaseModel):
     stop_reason: StopReason
     exit_status: str  # the harness's own (mini-swe-agent: Submitted, LimitsExceeded, ...)
     submission: str | None = None
-    messages: list[dict[str, Any]]  # the harness's conversation, as it sent it
+    messages: list[
+        dict[str, Any]
+    ]  # the harness's conversation, as it sent it ([]: the endpoint's record of it)
 
 
 class Harness(Protocol):

@@ -99,6 +99,8 @@ class HarnessRunner:
                 timed_out = True
                 session.close()  # its next call is refused; the harness ends
                 run = await work
+        if not run.messages:  # a harness that keeps no chat messages of its own
+            run = run.model_copy(update={"messages": session.conversation})
         return agent_trajectory(
             run, session.record(), commands, limits, seconds=time.monotonic() - started, timed_out=timed_out
         )
