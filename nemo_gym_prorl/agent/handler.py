@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from nemo_gym_prorl.agent.answer_formats import answer_pattern, submit_pattern
+from nemo_gym_prorl.agent.harness.base import CommandExecutor, SandboxExecutor
 from nemo_gym_prorl.agent.harness.runner import HarnessRunner
 from nemo_gym_prorl.agent.loop import FINISH_TOOL, AgentLimits, AgentTrajectory, ToolExecutor, run_agent
 from nemo_gym_prorl.agent.prompts import PromptError, initial_messages, row_messages
@@ -35,7 +36,6 @@ from nemo_gym_prorl.llm.toolcalls import tool_call_to_openai
 from nemo_gym_prorl.pipeline.handler import InvalidInstanceError, RolloutFailure
 from nemo_gym_prorl.pipeline.job import Evaluation, Job, Trajectory
 from nemo_gym_prorl.sandbox import SandboxSpec
-from nemo_gym_prorl.sandbox.base import Sandbox
 from nemo_gym_prorl.tasks.base import EvalOutcome, TaskDomain
 from nemo_gym_prorl.tasks.workspace import Workspace, open_workspace
 from nemo_gym_prorl.tools import ALL_TOOLS
@@ -54,7 +54,8 @@ class RolloutTransport(Protocol):
     """Where a rollout's tools run and how it is scored: the part of a rollout that differs
     between the in-process service and a NeMo Gym resources server.
 
-    - `open(job)`: INIT; returns a state with a `tools` attribute (a `ToolExecutor`). Cleans up
+    - `open(job)`: INIT; returns a state with a `tools` attribute (a `ToolExecutor`) and a
+      `commands` attribute (a `CommandExecutor`, where a harness's commands run). Cleans up
       after itself when it raises.
     - `finish_run(job, state, agent, trajectory, model)`: after the agent loop; adds what EVAL
       and the caller need to `trajectory` (artifacts, a response body) or raises
@@ -133,7 +134,7 @@ class AgentRolloutHandler:
     # -- RUN --------------------------------------------------------------------------------------
     async def run(self, job: Job, state: Any) -> Trajectory:
         if self.harness is not None:
-            agent = await self.harness.run(job, state.sandbox, self.llm, self.limits)
+            agent = await self.harness.run(job, state.commands, self.llm, self.limits)
             trajectory = to_trajectory(agent, [], {}, trainer_step=job.policy_version)
             return await self._finished(job, state, agent, trajectory, await self.llm.model_name())
         tools: ToolExecutor = state.tools
@@ -205,8 +206,9 @@ class InProcessState:
         return self.workspace.tools
 
     @property
-    def sandbox(self) -> Sandbox:
-        return self.workspace.sandbox
+    def commands(self) -> CommandExecutor:
+        """Where a harness's commands run: this rollout's sandbox."""
+        return SandboxExecutor(self.workspace.sandbox)
 
 
 class InProcessTransport:

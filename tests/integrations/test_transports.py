@@ -20,7 +20,12 @@ from nemo_gym.server_utils import ServerClient
 
 from nemo_gym_prorl.agent.handler import InProcessTransport
 from nemo_gym_prorl.integrations.gym.resources_server import ProRLServerConfig, ProRLTaskServer
-from nemo_gym_prorl.integrations.gym.transport import ResourcesReply, ResourcesServerTransport
+from nemo_gym_prorl.integrations.gym.transport import (
+    ResourcesCommands,
+    ResourcesReply,
+    ResourcesServerTransport,
+    ResourcesToolExecutor,
+)
 from nemo_gym_prorl.pipeline.job import Job
 from nemo_gym_prorl.sandbox import SandboxSpec
 from nemo_gym_prorl.tasks.code import CodeConfig, CodeTask
@@ -133,3 +138,50 @@ async def test_the_same_tool_calls_give_the_same_observations_on_both_transports
         await server.close_all()
         await client.http.aclose()
     assert not server._sessions  # the remote session was closed by release
+
+
+COMMANDS: list[tuple[str, float]] = [
+    ("echo hello; echo oops >&2; exit 3", 10.0),
+    ("cat; uniq; echo read-eof", 10.0),  # a command reading the terminal gets end-of-file at once
+    ("pwd", 10.0),
+    ("sleep 5", 0.5),  # its time limit
+]
+
+
+async def test_a_harness_command_runs_the_same_in_process_and_through_exec(short_root: Path) -> None:
+    """A harness's commands (`state.commands`): in the sandbox this process holds, or through the
+    resources server's `/exec` in its session's sandbox, with the same result."""
+    local = InProcessTransport(
+        CodeTask(CodeConfig()), sandbox=SandboxSpec(root_dir=short_root / "l"), offer_tools=False
+    )
+    server = CodeServer(
+        config=ProRLServerConfig(
+            host="127.0.0.1", port=0, entrypoint="app.py", name="prorl_code", domain="coding",
+            sandbox=SandboxSpec(root_dir=short_root / "s"),
+        ),
+        server_client=MagicMock(spec=ServerClient),
+    )  # fmt: skip
+    client = ASGIResources(server.setup_webserver())
+    remote = ResourcesServerTransport("prorl_code", client)
+    the_job = job(row())
+    local_state = await local.open(the_job)
+    remote_state = await remote.open(the_job)
+    try:
+        for command, timeout in COMMANDS:
+            here = await local_state.commands.exec(command, cwd=None, timeout_s=timeout)
+            there = await remote_state.commands.exec(command, cwd=None, timeout_s=timeout)
+            fields = ("exit_code", "stdout", "stderr", "timed_out")
+            assert [getattr(there, f) for f in fields] == [getattr(here, f) for f in fields], command
+        assert (here.timed_out, here.exit_code) == (True, -1)
+        first = await remote_state.commands.exec(COMMANDS[0][0], cwd=None, timeout_s=10)
+        assert (first.exit_code, first.stdout, first.stderr) == (3, "hello\n", "oops\n")
+        # No session (never seeded, or closed): refused, not run in some other sandbox.
+        stranger = ResourcesCommands(ResourcesToolExecutor(client, "prorl_code", {}, []))
+        refused = await stranger.exec("echo hi", cwd=None, timeout_s=10)
+        assert refused.exit_code == -1 and "HTTP 404" in refused.stderr and not refused.stdout
+    finally:
+        await local.release(local_state)
+        await remote.release(remote_state)
+        await server.close_all()
+        await client.http.aclose()
+    assert not server._sessions

@@ -26,6 +26,7 @@ import pytest
 from support.fake_llm import FakeLLM
 
 from nemo_gym_prorl.agent.harness import make_harness
+from nemo_gym_prorl.agent.harness.base import SandboxExecutor
 from nemo_gym_prorl.agent.loop import AgentLimits
 from nemo_gym_prorl.datasets.sources import gym_math_problems, math_rows
 from nemo_gym_prorl.llm.access import LLMAccess
@@ -106,7 +107,9 @@ async def test_the_policys_commands_reach_neither_answers_nor_the_door(
             job = Job(id="probe", task="math", instance=row, sampling_params={}, priority=0, active_time_s=300,
                       wall_time_s=None, group_id=None, metadata={})  # fmt: skip
             try:
-                agent = await runner.run(job, workspace.sandbox, llm, AgentLimits(max_turns=4))
+                agent = await runner.run(
+                    job, SandboxExecutor(workspace.sandbox), llm, AgentLimits(max_turns=4)
+                )
             finally:
                 await workspace.close()
                 await runner.aclose()

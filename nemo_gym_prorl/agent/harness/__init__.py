@@ -8,23 +8,36 @@ rollout's sandbox."""
 from collections.abc import Mapping
 from typing import Any
 
+from pydantic import BaseModel
+
 from nemo_gym_prorl.agent.harness.runner import HarnessRunner
 
 HARNESSES = ("mini_swe_agent", "openai_agents")
 
 
-def make_harness(options: Mapping[str, Any]) -> HarnessRunner:
-    """The runner of the harness `options["name"]` names, with its options validated. Each
-    harness package is imported only when a config names it."""
+def harness_options(options: Mapping[str, Any]) -> BaseModel:
+    """`options` validated by the options model of the harness its `name` names (a config error,
+    raised when the config loads, for an unknown harness or option)."""
     name = options.get("name")
     if name == "mini_swe_agent":
-        from nemo_gym_prorl.agent.harness.mini_swe_agent import MiniSweAgent, MiniSweAgentOptions
+        from nemo_gym_prorl.agent.harness.mini_swe_agent import MiniSweAgentOptions
 
-        mini = MiniSweAgentOptions.model_validate(dict(options))
-        return HarnessRunner(MiniSweAgent(mini), command_timeout_s=mini.command_timeout_s)
+        return MiniSweAgentOptions.model_validate(dict(options))
     if name == "openai_agents":
-        from nemo_gym_prorl.agent.harness.openai_agents import OpenAIAgents, OpenAIAgentsOptions
+        from nemo_gym_prorl.agent.harness.openai_agents import OpenAIAgentsOptions
 
-        sdk = OpenAIAgentsOptions.model_validate(dict(options))
-        return HarnessRunner(OpenAIAgents(sdk), command_timeout_s=sdk.command_timeout_s)
+        return OpenAIAgentsOptions.model_validate(dict(options))
     raise ValueError(f"unknown harness {name!r}; known: {', '.join(HARNESSES)}")
+
+
+def make_harness(options: Mapping[str, Any]) -> HarnessRunner:
+    """The runner of the harness `options["name"]` names. Each harness package is imported only
+    when a config names it."""
+    settings = harness_options(options)
+    if settings.name == "mini_swe_agent":
+        from nemo_gym_prorl.agent.harness.mini_swe_agent import MiniSweAgent
+
+        return HarnessRunner(MiniSweAgent(settings), command_timeout_s=settings.command_timeout_s)
+    from nemo_gym_prorl.agent.harness.openai_agents import OpenAIAgents
+
+    return HarnessRunner(OpenAIAgents(settings), command_timeout_s=settings.command_timeout_s)

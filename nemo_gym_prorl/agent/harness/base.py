@@ -24,51 +24,60 @@ from nemo_gym_prorl.agent.loop import StopReason, ToolStep
 from nemo_gym_prorl.sandbox.base import ExecResult, Sandbox
 
 
+class CommandExecutor(Protocol):
+    """Runs one command to completion in a rollout's sandbox: a fresh `bash -c`, empty standard
+    input, output captured and capped. `cwd=None`: the sandbox's workspace."""
+
+    async def exec(self, command: str, *, cwd: str | None, timeout_s: float) -> ExecResult: ...
+
+
+class SandboxExecutor:
+    """`CommandExecutor` over a sandbox this process holds."""
+
+    def __init__(self, sandbox: Sandbox) -> None:
+        self.sandbox = sandbox
+
+    async def exec(self, command: str, *, cwd: str | None, timeout_s: float) -> ExecResult:
+        return await self.sandbox.exec(["/bin/bash", "-c", command], cwd=cwd, timeout=timeout_s, stdin=b"")
+
+
 class SandboxCommands:
-    """Runs a harness's commands in the rollout's sandbox, from the harness's thread, on the
-    event loop that owns the sandbox; records each as a `ToolStep`.
+    """Runs a harness's commands through the rollout's `CommandExecutor`, from the harness's
+    thread, on the event loop that owns the rollout; records each as a `ToolStep`.
 
     Standard input is empty: a command that reads the terminal (`cat`, `uniq`, `python` typed
     bare) reads end-of-file at once instead of waiting out its time limit."""
 
     def __init__(
         self,
-        sandbox: Sandbox,
+        executor: CommandExecutor,
         loop: asyncio.AbstractEventLoop,
         *,
-        cwd: str,
         timeout_s: float,
         turn: Callable[[], int] = lambda: 0,
         tool: str = "bash",
     ) -> None:
-        self.sandbox = sandbox
+        self.executor = executor
         self.loop = loop
-        self.cwd = cwd
         self.timeout_s = timeout_s
-        self.tool = tool
         self.turn = turn  # the model call whose command runs now
+        self.tool = tool
         self.steps: list[ToolStep] = []
 
     def run(self, command: str, *, cwd: str | None = None, timeout_s: float | None = None) -> ExecResult:
         started = time.monotonic()
+        limit = min(timeout_s or self.timeout_s, self.timeout_s)
         future = asyncio.run_coroutine_threadsafe(
-            self.sandbox.exec(
-                ["/bin/bash", "-c", command],
-                cwd=cwd or self.cwd,
-                timeout=min(timeout_s or self.timeout_s, self.timeout_s),
-                stdin=b"",
-            ),
-            self.loop,
+            self.executor.exec(command, cwd=cwd, timeout_s=limit), self.loop
         )
         result = future.result()
-        observation = result.stdout + result.stderr
         self.steps.append(
             ToolStep(
                 turn=self.turn(),
                 call_id=f"cmd_{len(self.steps)}",
                 name=self.tool,
                 arguments={"command": command},
-                observation=observation,
+                observation=result.stdout + result.stderr,
                 is_error=not result.ok,
                 duration_s=time.monotonic() - started,
             )

@@ -87,6 +87,8 @@ class SandboxEnvironment:
     def execute(self, action: dict[str, Any], cwd: str = "", *, timeout: int | None = None) -> dict[str, Any]:
         from minisweagent.exceptions import Submitted
 
+        # The sandbox's workspace is the working directory (SWE: /testbed, as the package's
+        # configs assume), not the config's `cwd`, which names a directory of its own images.
         result = self.commands.run(str(action.get("command", "")), cwd=cwd or None, timeout_s=timeout)
         output: dict[str, Any] = {
             "output": result.stdout + result.stderr,
@@ -112,7 +114,7 @@ class SandboxEnvironment:
     def get_template_vars(self, **kwargs: Any) -> dict[str, Any]:
         # What the package's templates may name: the config, the machine (`system`, `release`,
         # ...) as the sandbox reports it (it shares the host's kernel), and the call's own values.
-        return {**self.config, **platform.uname()._asdict(), "cwd": self.commands.cwd, **kwargs}
+        return {**self.config, **platform.uname()._asdict(), **kwargs}
 
     def serialize(self) -> dict[str, Any]:
         return {"info": {"config": {"environment": dict(self.config), "environment_type": "prorl-sandbox"}}}

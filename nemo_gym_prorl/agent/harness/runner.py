@@ -19,7 +19,13 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from nemo_gym_prorl.agent.harness.base import Harness, HarnessRun, HarnessTask, SandboxCommands
+from nemo_gym_prorl.agent.harness.base import (
+    CommandExecutor,
+    Harness,
+    HarnessRun,
+    HarnessTask,
+    SandboxCommands,
+)
 from nemo_gym_prorl.agent.harness.endpoint import RecordingEndpoint
 from nemo_gym_prorl.agent.loop import AgentLimits, AgentTrajectory, StopReason
 from nemo_gym_prorl.agent.prompts import PromptError, row_messages
@@ -28,7 +34,6 @@ from nemo_gym_prorl.llm.recording import HarnessRecord, RecordingSession
 from nemo_gym_prorl.llm.records import TrajectoryTokens
 from nemo_gym_prorl.pipeline.handler import RolloutFailure
 from nemo_gym_prorl.pipeline.job import Job
-from nemo_gym_prorl.sandbox.base import Sandbox
 
 
 def task_statement(row: Mapping[str, Any]) -> str:
@@ -65,7 +70,9 @@ class HarnessRunner:
             endpoint, self._endpoint = self._endpoint, None
             await endpoint.aclose()
 
-    async def run(self, job: Job, sandbox: Sandbox, llm: LLMAccess, limits: AgentLimits) -> AgentTrajectory:
+    async def run(
+        self, job: Job, executor: CommandExecutor, llm: LLMAccess, limits: AgentLimits
+    ) -> AgentTrajectory:
         started = time.monotonic()
         endpoint = await self.endpoint()
         session = RecordingSession(
@@ -75,9 +82,8 @@ class HarnessRunner:
             max_calls=limits.max_turns,
         )
         commands = SandboxCommands(
-            sandbox,
+            executor,
             asyncio.get_running_loop(),
-            cwd=sandbox.spec.workspace_mount,
             timeout_s=self.command_timeout_s,
             turn=lambda: max(session.calls - 1, 0),
         )

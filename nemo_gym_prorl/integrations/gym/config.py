@@ -13,8 +13,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal, NamedTuple
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from nemo_gym_prorl.agent.harness import harness_options
 from nemo_gym_prorl.agent.loop import AgentLimits
 from nemo_gym_prorl.integrations.nemo_rl.result import InfrastructureFailureAnswer
 from nemo_gym_prorl.llm.access import LLMConfig
@@ -61,7 +62,21 @@ class ProRLAgentSettings(BaseModel):
         description="INIT/RUN/EVAL pool sizes, queue bounds, the per-rollout active-time budget",
     )
     agent: AgentLimits = Field(default_factory=lambda: AgentLimits(max_turns=16, max_time_s=1800.0))
+    harness: dict[str, Any] | None = Field(
+        None,
+        description="an agent harness drives RUN instead of the built-in loop ({name: mini_swe_agent | "
+        "openai_agents, ...its options}): its model calls through the recording endpoint, its commands "
+        "through each resources server's /exec",
+    )
     rollout_timeout_s: float | None = Field(None, gt=0, description="wall limit of one /run (504 after it)")
+
+    @field_validator("harness")
+    @classmethod
+    def _known_harness(cls, harness: dict[str, Any] | None) -> dict[str, Any] | None:
+        if harness is not None:
+            harness_options(harness)
+        return harness
+
     resources_connection_retries: int = Field(
         20,
         ge=1,

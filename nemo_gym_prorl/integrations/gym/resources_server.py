@@ -5,7 +5,8 @@
 
 Routes (on top of Gym's `/seed_session`, `/verify`, `/close_session`, `/aggregate_metrics`):
 one POST route per tool the domain offers (`/bash`, `/ipython`, `/editor`, `/submit`), taking
-the tool's JSON arguments and returning a `ToolObservation` (`text`, `is_error`, `metadata`).
+the tool's JSON arguments and returning a `ToolObservation` (`text`, `is_error`, `metadata`);
+`/exec` runs one command of an agent harness to completion in the session's sandbox.
 
 A session (keyed by Gym's session cookie, or by `resources_session_id` when a 0.7 environment
 server seeds it) owns one sandbox and its `ToolBox`. `/seed_session` takes the dataset row (its
@@ -26,7 +27,7 @@ from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from fastapi import Body, FastAPI, Request
+from fastapi import Body, FastAPI, HTTPException, Request
 from nemo_gym.base_resources_server import (
     BaseMultiRewardVerifyResponse,
     BaseResourcesServerConfig,
@@ -40,7 +41,7 @@ from nemo_gym.base_resources_server import (
     SimpleResourcesServer,
 )
 from nemo_gym.server_utils import SESSION_ID_KEY
-from pydantic import ConfigDict, Field, PrivateAttr
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from nemo_gym_prorl.sandbox import Sandbox, SandboxSpec
 from nemo_gym_prorl.tasks.base import EvalOutcome, TaskDomain, final_text_from_response
@@ -59,6 +60,16 @@ class ProRLServerConfig(BaseResourcesServerConfig):
         default_factory=ToolBoxConfig,
         description="Tool limits (timeouts, output size). Which tools a session gets is the domain's choice.",
     )
+
+
+class ExecRequest(BaseModel):
+    """`/exec`: one command of a harness (see `agent.harness`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    command: str = Field(min_length=1)
+    cwd: str | None = Field(None, description="None: the sandbox's workspace")
+    timeout_s: float = Field(60.0, gt=0)
 
 
 class ProRLSeedSessionRequest(BaseSeedSessionRequest):
@@ -138,6 +149,7 @@ class ProRLTaskServer(SimpleResourcesServer):
         app = super().setup_webserver()
         for tool in self.task_tools:
             app.post(f"/{tool}")(self._tool_route(tool))
+        app.post("/exec")(self._exec_route())
         inner = app.router.lifespan_context
 
         @contextlib.asynccontextmanager
@@ -162,6 +174,21 @@ class ProRLTaskServer(SimpleResourcesServer):
 
         route.__name__ = f"tool_{tool}"
         return route
+
+    def _exec_route(self):
+        async def exec_command(request: Request, body: ExecRequest) -> dict[str, Any]:
+            """A harness's command, run to completion in the session's sandbox (a fresh
+            `bash -c`, empty stdin): what `prorl serve` runs in process for a harness."""
+            session = self._sessions.get(request.session.get(SESSION_ID_KEY, ""))
+            if session is None:
+                raise HTTPException(404, "no session: /seed_session first")
+            timeout = min(body.timeout_s, self.config.tools.bash_max_timeout_s)
+            result = await session.sandbox.exec(
+                ["/bin/bash", "-c", body.command], cwd=body.cwd, timeout=timeout, stdin=b""
+            )
+            return result.model_dump()
+
+        return exec_command
 
     # -- sessions -------------------------------------------------------------------------------
     async def open_session(self, sid: str, row: Mapping[str, Any]) -> _Session:

@@ -44,6 +44,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from nemo_gym_prorl.agent.handler import AgentRolloutHandler
+from nemo_gym_prorl.agent.harness import make_harness
 from nemo_gym_prorl.integrations.gym import observability
 from nemo_gym_prorl.integrations.gym.config import ProRLAgentSettings, ResolvedModelAccess
 from nemo_gym_prorl.integrations.gym.result import RunOutcome, error_outcome, run_result, sampling_from_row
@@ -79,9 +80,12 @@ class GymHandlers:
         client = self.clients()
         self._check_reachable(client, llm)
         registry = HandlerRegistry(default=self.default_task)
+        harness = self.settings.harness
         for task, server in self.resources.items():
             transport = ResourcesServerTransport(server, client)
-            handler = AgentRolloutHandler(transport, llm, limits=self.settings.agent)
+            handler = AgentRolloutHandler(
+                transport, llm, limits=self.settings.agent, harness=make_harness(harness) if harness else None
+            )
             aliases = [server] if server != task and server not in self.resources else []
             registry.register(task, handler, aliases=aliases)
         return registry

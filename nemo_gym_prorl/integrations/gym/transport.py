@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
@@ -36,6 +37,7 @@ from nemo_gym_prorl.agent.loop import AgentTrajectory
 from nemo_gym_prorl.integrations.gym import observability
 from nemo_gym_prorl.integrations.gym.response import chat_tool_specs, gym_response
 from nemo_gym_prorl.pipeline import Evaluation, Job, RolloutFailure, Trajectory
+from nemo_gym_prorl.sandbox.base import ExecResult
 from nemo_gym_prorl.tools.dispatch import ToolObservation, decode_arguments, invalid_arguments, unknown_tool
 from nemo_gym_prorl.tools.specs import ALL_TOOLS, ARGUMENT_MODELS
 
@@ -194,6 +196,29 @@ class ResourcesToolExecutor:
         return ToolObservation(text=text)
 
 
+class ResourcesCommands:
+    """`CommandExecutor` over a resources server's `/exec`: a harness's commands in the
+    session's sandbox on that server."""
+
+    def __init__(self, tools: ResourcesToolExecutor) -> None:
+        self.tools = tools
+
+    async def exec(self, command: str, *, cwd: str | None, timeout_s: float) -> ExecResult:
+        started = time.monotonic()
+        reply = await self.tools.post("/exec", {"command": command, "cwd": cwd, "timeout_s": timeout_s})
+        self.tools.cookies.update(reply.cookies)
+        if reply.status >= 500:
+            raise ResourcesUnavailableError(f"{self.tools.server}/exec answered HTTP {reply.status}")
+        if reply.status != 200 or not isinstance(reply.body, Mapping):
+            return ExecResult(
+                exit_code=-1,
+                stdout="",
+                stderr=f"the command was refused (HTTP {reply.status}): {str(reply.body)[:500]}",
+                duration_s=time.monotonic() - started,
+            )
+        return ExecResult.model_validate(reply.body)
+
+
 @dataclass
 class ResourcesSession:
     """One rollout's session on a resources server: its cookies and whether it is over."""
@@ -201,6 +226,10 @@ class ResourcesSession:
     tools: ResourcesToolExecutor
     verified: bool = False
     closed: bool = False
+
+    @property
+    def commands(self) -> ResourcesCommands:
+        return ResourcesCommands(self.tools)
 
 
 class ResourcesServerTransport:

@@ -15,6 +15,7 @@ import pytest
 from support.fake_llm import FakeLLM
 
 from nemo_gym_prorl.agent.harness import make_harness
+from nemo_gym_prorl.agent.harness.base import SandboxExecutor
 from nemo_gym_prorl.agent.loop import AgentLimits
 from nemo_gym_prorl.llm.access import LLMAccess
 from nemo_gym_prorl.llm.dialects.vllm import VLLMCompletionsDialect
@@ -86,7 +87,7 @@ async def test_mini_swe_agent_runs_its_own_loop_with_commands_in_the_sandbox(
     )
     runner = make_harness({"name": "mini_swe_agent"})
     with open_sandbox(SandboxSpec(workspace_mount="/testbed")) as sandbox:
-        agent = await runner.run(job(), sandbox, llm, AgentLimits(max_turns=5))
+        agent = await runner.run(job(), SandboxExecutor(sandbox), llm, AgentLimits(max_turns=5))
         written = sandbox.read_file("/testbed/greeting.txt")
     await runner.aclose()
     assert written == b"hello\n"
@@ -122,7 +123,7 @@ async def test_a_reply_the_harness_drops_ends_a_segment_and_the_last_one_is_deli
     llm = await serve("I am not sure.", block("echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"))
     runner = make_harness({"name": "mini_swe_agent"})
     with open_sandbox(SandboxSpec(workspace_mount="/testbed")) as sandbox:
-        agent = await runner.run(job(), sandbox, llm, AgentLimits(max_turns=5))
+        agent = await runner.run(job(), SandboxExecutor(sandbox), llm, AgentLimits(max_turns=5))
     await runner.aclose()
     assert agent.stop_reason == "submitted"
     harness = agent.harness
@@ -142,7 +143,7 @@ async def test_the_rollouts_call_budget_ends_the_harness(serve: Callable[..., An
     llm = await serve(block("ls"))  # a policy that never submits
     runner = make_harness({"name": "mini_swe_agent"})
     with open_sandbox(SandboxSpec(workspace_mount="/testbed")) as sandbox:
-        agent = await runner.run(job(), sandbox, llm, AgentLimits(max_turns=3))
+        agent = await runner.run(job(), SandboxExecutor(sandbox), llm, AgentLimits(max_turns=3))
     await runner.aclose()
     assert agent.stop_reason == "max_turns"
     assert agent.harness is not None and agent.harness["calls"] == 3

@@ -15,6 +15,7 @@ import pytest
 from support.fake_llm import FakeLLM
 
 from nemo_gym_prorl.agent.harness import make_harness
+from nemo_gym_prorl.agent.harness.base import SandboxExecutor
 from nemo_gym_prorl.agent.loop import AgentLimits
 from nemo_gym_prorl.llm.access import LLMAccess
 from nemo_gym_prorl.llm.dialects.vllm import VLLMCompletionsDialect
@@ -64,7 +65,7 @@ def job() -> Job:
 async def test_structured_tool_calls_round_trip_into_one_token_sequence(llm: LLMAccess) -> None:
     runner = make_harness({"name": "openai_agents"})
     with open_sandbox(SandboxSpec()) as sandbox:
-        agent = await runner.run(job(), sandbox, llm, AgentLimits(max_turns=4))
+        agent = await runner.run(job(), SandboxExecutor(sandbox), llm, AgentLimits(max_turns=4))
     await runner.aclose()
     assert agent.stop_reason == "answered" and agent.final_answer == ANSWER
     assert [s.arguments for s in agent.steps] == [{"command": "python3 -c 'print(6 * 7)'"}]
