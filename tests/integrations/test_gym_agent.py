@@ -180,3 +180,32 @@ def test_model_access_resolution() -> None:
     )
     with pytest.raises(ValueError):
         resolve_model_access(ModelAccessConfig(source="policy_base_url"), gym, "policy_model")
+
+
+def block(command: str) -> str:
+    return f"THOUGHT: go.\n\n```mswea_bash_command\n{command}\n```"
+
+
+async def test_a_harness_drives_run_with_its_commands_on_the_resources_server() -> None:
+    """`/run` with mini-swe-agent as the agent: its commands go to the resources server's
+    `/exec` in the rollout's session, its model calls to the recording endpoint, and the result
+    is the same Gym response (token fields on every model call) the built-in loop gives."""
+    settings = ProRLAgentSettings(
+        pipeline=PipelineConfig(init_workers=2, run_workers=2, eval_workers=2),
+        harness={"name": "mini_swe_agent"},
+    )
+    resources = FakeResources(reward=1.0)
+    replies = [block("ls"), block("echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT")]
+    runtime = scripted_runtime(settings, ScriptedDialect(replies), lambda: resources)
+    try:
+        outcome = await runtime.run(row())
+    finally:
+        await runtime.close()
+    assert outcome.status == 200, outcome.body
+    body = outcome.body
+    assert_conforms(body)
+    assert body["reward"] == 1.0 and body["prorl"]["stop_reason"] == "submitted"
+    paths = [(path, cookies.get("sid")) for _, path, _, cookies in resources.calls]
+    assert paths == [("/seed_session", None), ("/exec", "s1"), ("/exec", "s1"), ("/verify", "s1")]
+    messages = [item for item in body["response"]["output"] if item["type"] == "message"]
+    assert len(messages) == 2 and all(m["generation_token_ids"] for m in messages)

@@ -60,6 +60,19 @@ class FakeResources:
         if path == "/close_session":
             self.open_sessions.discard(sid or "")
             return ResourcesReply(200, {"closed": True}, dict(cookies))
+        if path == "/exec":  # a harness's command: `echo` answered as a shell would, others named
+            if sid not in self.open_sessions:
+                return ResourcesReply(404, {"detail": "no session"}, dict(cookies))
+            command = str(body["command"])
+            out = command.removeprefix("echo ") if command.startswith("echo ") else f"ran {command}"
+            result = {
+                "exit_code": 0,
+                "stdout": out + "\n",
+                "stderr": "",
+                "timed_out": False,
+                "duration_s": 0.0,
+            }
+            return ResourcesReply(200, result, dict(cookies))
         if sid not in self.open_sessions:
             return ResourcesReply(200, {"text": "No session", "is_error": True}, dict(cookies))
         return ResourcesReply(
