@@ -71,6 +71,17 @@ class ASGIResources:
         return ResourcesReply(response.status_code, response.json(), {**cookies, **dict(response.cookies)})
 
 
+def code_server(root: Path) -> CodeServer:
+    """The code domain's resources server, its sandboxes under `root` (no Gym head needed)."""
+    return CodeServer(
+        config=ProRLServerConfig(
+            host="127.0.0.1", port=0, entrypoint="app.py", name="prorl_code", domain="coding",
+            sandbox=SandboxSpec(root_dir=root),
+        ),
+        server_client=MagicMock(spec=ServerClient),
+    )  # fmt: skip
+
+
 def row() -> dict[str, Any]:
     specs = [{"type": "function", **spec["function"]} for spec in tool_specs(TOOLS)]
     return {
@@ -106,13 +117,7 @@ async def test_the_same_tool_calls_give_the_same_observations_on_both_transports
     local = InProcessTransport(
         CodeTask(CodeConfig()), sandbox=SandboxSpec(root_dir=tmp_path / "l"), tools=ToolBoxConfig()
     )
-    server = CodeServer(
-        config=ProRLServerConfig(
-            host="127.0.0.1", port=0, entrypoint="app.py", name="prorl_code", domain="coding",
-            sandbox=SandboxSpec(root_dir=tmp_path / "s"),
-        ),
-        server_client=MagicMock(spec=ServerClient),
-    )  # fmt: skip
+    server = code_server(tmp_path / "s")
     client = ASGIResources(server.setup_webserver())
     remote = ResourcesServerTransport("prorl_code", client)
     the_job = job(row())
@@ -154,13 +159,7 @@ async def test_a_harness_command_runs_the_same_in_process_and_through_exec(short
     local = InProcessTransport(
         CodeTask(CodeConfig()), sandbox=SandboxSpec(root_dir=short_root / "l"), offer_tools=False
     )
-    server = CodeServer(
-        config=ProRLServerConfig(
-            host="127.0.0.1", port=0, entrypoint="app.py", name="prorl_code", domain="coding",
-            sandbox=SandboxSpec(root_dir=short_root / "s"),
-        ),
-        server_client=MagicMock(spec=ServerClient),
-    )  # fmt: skip
+    server = code_server(short_root / "s")
     client = ASGIResources(server.setup_webserver())
     remote = ResourcesServerTransport("prorl_code", client)
     the_job = job(row())

@@ -6,20 +6,13 @@ domain's own evaluator), and its trajectory in the trainer's fields, token-exact
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import AsyncIterator
 from typing import Any
 
-import pytest
-from support.fake_llm import FakeLLM
+from harness_helpers import ScriptedLLM, harness_job, prompt_row
 
 from nemo_gym_prorl.agent.deps import HandlerDeps
 from nemo_gym_prorl.agent.factory import domain_handler
 from nemo_gym_prorl.integrations.trl.fields import to_sample
-from nemo_gym_prorl.llm.access import LLMAccess
-from nemo_gym_prorl.llm.dialects.vllm import VLLMCompletionsDialect
-from nemo_gym_prorl.llm.pool import LLMBackendPool, PoolConfig
-from nemo_gym_prorl.llm.records import SamplingParams
 from nemo_gym_prorl.pipeline.job import Job
 from nemo_gym_prorl.sandbox import SandboxSpec
 
@@ -27,39 +20,14 @@ SUBMIT = "THOUGHT: done.\n\n```mswea_bash_command\necho COMPLETE_TASK_AND_SUBMIT
 FIRST = "THOUGHT: compute.\n\n```mswea_bash_command\npython3 -c 'print(6 * 7)'\n```"
 
 
-@pytest.fixture
-async def llm() -> AsyncIterator[LLMAccess]:
-    script = itertools.chain([FIRST], itertools.repeat(SUBMIT))
-    backend = await FakeLLM(responder=lambda prompt: next(script), max_model_len=32768).start()
-    async with LLMBackendPool(PoolConfig(backends=[backend.url], request_timeout_s=10)) as pool:
-        yield LLMAccess(
-            pool=pool,
-            dialect=VLLMCompletionsDialect(),
-            model="fake",
-            default_sampling=SamplingParams(max_tokens=256),
-        )
-    await backend.kill()
-
-
 def job() -> Job:
-    instance = {
-        "responses_create_params": {"input": [{"role": "user", "content": "What is 6 times 7?"}]},
-        "expected_answer": "42",
-    }
-    return Job(
-        id="math-harness-1",
-        task="math",
-        instance=instance,
-        sampling_params={},
-        priority=0,
-        active_time_s=60,
-        wall_time_s=None,
-        group_id=None,
-        metadata={},
-    )
+    return harness_job(prompt_row("What is 6 times 7?", expected_answer="42"), "math-harness-1")
 
 
-async def test_a_harness_rollout_is_graded_and_becomes_one_token_exact_sample(llm: LLMAccess) -> None:
+async def test_a_harness_rollout_is_graded_and_becomes_one_token_exact_sample(
+    scripted_llm: ScriptedLLM,
+) -> None:
+    llm = await scripted_llm(FIRST, SUBMIT)
     handler = domain_handler(
         HandlerDeps(sandbox=SandboxSpec(), llm=llm),
         domain="math",

@@ -7,20 +7,12 @@ sandbox, and one token sequence over the whole conversation."""
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import AsyncIterator, Callable
-from typing import Any
-
 import pytest
-from support.fake_llm import FakeLLM
+from harness_helpers import ScriptedLLM, harness_job, prompt_row
 
 from nemo_gym_prorl.agent.harness import make_harness
 from nemo_gym_prorl.agent.harness.base import SandboxExecutor
 from nemo_gym_prorl.agent.loop import AgentLimits
-from nemo_gym_prorl.llm.access import LLMAccess
-from nemo_gym_prorl.llm.dialects.vllm import VLLMCompletionsDialect
-from nemo_gym_prorl.llm.pool import LLMBackendPool, PoolConfig
-from nemo_gym_prorl.llm.records import SamplingParams
 from nemo_gym_prorl.pipeline.job import Job
 from nemo_gym_prorl.sandbox import SandboxSpec
 from nemo_gym_prorl.sandbox.factory import open_sandbox
@@ -32,56 +24,14 @@ def block(command: str) -> str:
     return f"THOUGHT: one step.\n\n```mswea_bash_command\n{command}\n```"
 
 
-def replies(*texts: str) -> Callable[[list[int]], str]:
-    """The scripted policy: each call's reply in order, then the last one again."""
-    script = itertools.chain(texts, itertools.repeat(texts[-1]))
-    return lambda prompt: next(script)
-
-
 def job() -> Job:
-    instance = {"responses_create_params": {"input": [{"role": "user", "content": STATEMENT}]}}
-    return Job(
-        id="harness-1",
-        task="swe",
-        instance=instance,
-        sampling_params={},
-        priority=0,
-        active_time_s=60,
-        wall_time_s=None,
-        group_id=None,
-        metadata={},
-    )
-
-
-@pytest.fixture
-async def serve() -> AsyncIterator[Callable[..., Any]]:
-    started: list[FakeLLM] = []
-    pools: list[LLMBackendPool] = []
-
-    async def make(*texts: str) -> LLMAccess:
-        backend = await FakeLLM(responder=replies(*texts), max_model_len=32768).start()
-        started.append(backend)
-        pool = LLMBackendPool(PoolConfig(backends=[backend.url], request_timeout_s=10))
-        await pool.start()
-        pools.append(pool)
-        return LLMAccess(
-            pool=pool,
-            dialect=VLLMCompletionsDialect(),
-            model="fake",
-            default_sampling=SamplingParams(max_tokens=256),
-        )
-
-    yield make
-    for pool in pools:
-        await pool.aclose()
-    for backend in started:
-        await backend.kill()
+    return harness_job(prompt_row(STATEMENT), task="swe")
 
 
 async def test_mini_swe_agent_runs_its_own_loop_with_commands_in_the_sandbox(
-    serve: Callable[..., Any],
+    scripted_llm: ScriptedLLM,
 ) -> None:
-    llm = await serve(
+    llm = await scripted_llm(
         block("echo hello > greeting.txt && cat"),  # a bare `cat` reads end-of-file, at once
         block("echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && cat greeting.txt"),
     )
@@ -116,11 +66,11 @@ async def test_mini_swe_agent_runs_its_own_loop_with_commands_in_the_sandbox(
 
 
 async def test_a_reply_the_harness_drops_ends_a_segment_and_the_last_one_is_delivered(
-    serve: Callable[..., Any],
+    scripted_llm: ScriptedLLM,
 ) -> None:
     # mini-swe-agent answers a reply without exactly one bash block with a format error and
     # leaves the reply out of its history: the next call rewrites history.
-    llm = await serve("I am not sure.", block("echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"))
+    llm = await scripted_llm("I am not sure.", block("echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"))
     runner = make_harness({"name": "mini_swe_agent"})
     with open_sandbox(SandboxSpec(workspace_mount="/testbed")) as sandbox:
         agent = await runner.run(job(), SandboxExecutor(sandbox), llm, AgentLimits(max_turns=5))
@@ -139,8 +89,8 @@ async def test_a_reply_the_harness_drops_ends_a_segment_and_the_last_one_is_deli
     assert agent.reply_positions == [3] and len(agent.tokens.turns) == 1
 
 
-async def test_the_rollouts_call_budget_ends_the_harness(serve: Callable[..., Any]) -> None:
-    llm = await serve(block("ls"))  # a policy that never submits
+async def test_the_rollouts_call_budget_ends_the_harness(scripted_llm: ScriptedLLM) -> None:
+    llm = await scripted_llm(block("ls"))  # a policy that never submits
     runner = make_harness({"name": "mini_swe_agent"})
     with open_sandbox(SandboxSpec(workspace_mount="/testbed")) as sandbox:
         agent = await runner.run(job(), SandboxExecutor(sandbox), llm, AgentLimits(max_turns=3))

@@ -7,21 +7,13 @@ function in the rollout's sandbox, one token sequence."""
 
 from __future__ import annotations
 
-import itertools
 import json
-from collections.abc import AsyncIterator
 
-import pytest
-from support.fake_llm import FakeLLM
+from harness_helpers import ScriptedLLM, harness_job, prompt_row
 
 from nemo_gym_prorl.agent.harness import make_harness
 from nemo_gym_prorl.agent.harness.base import SandboxExecutor
 from nemo_gym_prorl.agent.loop import AgentLimits
-from nemo_gym_prorl.llm.access import LLMAccess
-from nemo_gym_prorl.llm.dialects.vllm import VLLMCompletionsDialect
-from nemo_gym_prorl.llm.pool import LLMBackendPool, PoolConfig
-from nemo_gym_prorl.llm.records import SamplingParams
-from nemo_gym_prorl.pipeline.job import Job
 from nemo_gym_prorl.sandbox import SandboxSpec
 from nemo_gym_prorl.sandbox.factory import open_sandbox
 
@@ -33,39 +25,16 @@ CALL = (
 ANSWER = "The product is \\boxed{42}."
 
 
-@pytest.fixture
-async def llm() -> AsyncIterator[LLMAccess]:
-    script = itertools.chain([CALL], itertools.repeat(ANSWER))
-    backend = await FakeLLM(responder=lambda prompt: next(script), max_model_len=32768).start()
-    async with LLMBackendPool(PoolConfig(backends=[backend.url], request_timeout_s=10)) as pool:
-        yield LLMAccess(
-            pool=pool,
-            dialect=VLLMCompletionsDialect(),
-            model="fake",
-            default_sampling=SamplingParams(max_tokens=256),
-        )
-    await backend.kill()
-
-
-def job() -> Job:
-    instance = {"responses_create_params": {"input": [{"role": "user", "content": "What is 6 times 7?"}]}}
-    return Job(
-        id="sdk-1",
-        task="math",
-        instance=instance,
-        sampling_params={},
-        priority=0,
-        active_time_s=60,
-        wall_time_s=None,
-        group_id=None,
-        metadata={},
-    )
-
-
-async def test_structured_tool_calls_round_trip_into_one_token_sequence(llm: LLMAccess) -> None:
+async def test_structured_tool_calls_round_trip_into_one_token_sequence(scripted_llm: ScriptedLLM) -> None:
+    llm = await scripted_llm(CALL, ANSWER)
     runner = make_harness({"name": "openai_agents"})
     with open_sandbox(SandboxSpec()) as sandbox:
-        agent = await runner.run(job(), SandboxExecutor(sandbox), llm, AgentLimits(max_turns=4))
+        agent = await runner.run(
+            harness_job(prompt_row("What is 6 times 7?"), "sdk-1"),
+            SandboxExecutor(sandbox),
+            llm,
+            AgentLimits(max_turns=4),
+        )
     await runner.aclose()
     assert agent.stop_reason == "answered" and agent.final_answer == ANSWER
     assert [s.arguments for s in agent.steps] == [{"command": "python3 -c 'print(6 * 7)'"}]
