@@ -236,6 +236,7 @@ class RecordingSession:
             raise BudgetExhausted(f"the rollout's context window is full ({segment.session.trajectory_id})")
         turn = await segment.session.generate([wire_message(m) for m in request.messages[-new:]])
         reply = self._reply(turn, bool(request.tools))
+        finish = reply_finish(turn)
         segment.conversation = [*conversation, comparable(reply)]
         self.conversation = [*(wire_message(m) for m in request.messages), reply]
         segment.calls += 1
@@ -249,7 +250,7 @@ class RecordingSession:
                 messages=len(request.messages),
                 new_messages=new,
                 requested=requested,
-                finish_reason=reply_finish(turn),
+                finish_reason=finish,
                 generated_tokens=len(turn.generation_token_ids),
                 seconds=round(time.monotonic() - started, 3),
             )
@@ -259,9 +260,7 @@ class RecordingSession:
             "object": "chat.completion",
             "created": int(time.time()),
             "model": request.model or self.llm.model or "policy",
-            "choices": [
-                {"index": 0, "message": reply, "finish_reason": reply_finish(turn), "logprobs": None}
-            ],
+            "choices": [{"index": 0, "message": reply, "finish_reason": finish, "logprobs": None}],
             "usage": {
                 "prompt_tokens": len(turn.prompt_token_ids),
                 "completion_tokens": len(turn.generation_token_ids),

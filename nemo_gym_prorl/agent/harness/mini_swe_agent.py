@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import os
 import platform
-from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -179,10 +178,3 @@ class MiniSweAgent:
                 if m.get("role") != "exit"
             ],
         )
-
-
-def config_path(name: str) -> Path:
-    """Where the package keeps one of its own config files (for the README and tests)."""
-    import minisweagent
-
-    return Path(minisweagent.__file__).parent / "config" / "benchmarks" / name

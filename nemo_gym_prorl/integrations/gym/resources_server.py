@@ -43,6 +43,7 @@ from nemo_gym.base_resources_server import (
 from nemo_gym.server_utils import SESSION_ID_KEY
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
+from nemo_gym_prorl.agent.harness.base import SandboxExecutor
 from nemo_gym_prorl.sandbox import Sandbox, SandboxSpec
 from nemo_gym_prorl.tasks.base import EvalOutcome, TaskDomain, final_text_from_response
 from nemo_gym_prorl.tasks.workspace import Workspace, open_workspace
@@ -183,8 +184,8 @@ class ProRLTaskServer(SimpleResourcesServer):
             if session is None:
                 raise HTTPException(404, "no session: /seed_session first")
             timeout = min(body.timeout_s, self.config.tools.bash_max_timeout_s)
-            result = await session.sandbox.exec(
-                ["/bin/bash", "-c", body.command], cwd=body.cwd, timeout=timeout, stdin=b""
+            result = await SandboxExecutor(session.sandbox).exec(
+                body.command, cwd=body.cwd, timeout_s=timeout
             )
             return result.model_dump()
 
