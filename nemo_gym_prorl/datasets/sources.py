@@ -118,6 +118,11 @@ def reasoning_gym_math(size_per_task: int = 4, seed: int = 1234) -> Iterator[dic
             yield reasoning_gym_problem(name, dataset[i], f"rg-{name}-{seed}-{i}")
 
 
+# Families whose question asks for a form, which reasoning-gym's own scorer checks: an equal
+# value in another form (`34/586` for `17/293`) is wrong.
+REASONING_GYM_EXACT_FORM = frozenset({"fraction_simplification"})
+
+
 def reasoning_gym_problem(name: str, entry: Mapping[str, Any], problem_id: str) -> dict[str, Any]:
     """One reasoning-gym entry as a math problem. `metadata` is the generator's record of the
     task's inputs (the expression, the numbers, ...), for programs that read the task."""
@@ -126,6 +131,7 @@ def reasoning_gym_problem(name: str, entry: Mapping[str, Any], problem_id: str) 
         "id": problem_id,
         "problem": entry["question"],
         "answer": str(entry["answer"]).strip().strip("$"),
+        **({"answer_match": "exact"} if name in REASONING_GYM_EXACT_FORM else {}),
         "metadata": dict(entry.get("metadata") or {}),
     }
 
@@ -178,6 +184,7 @@ def math_row(
         agent,
         expected_answer=problem["answer"],
         source=problem["source"],
+        **({"answer_match": problem["answer_match"]} if "answer_match" in problem else {}),
         **fields,
     )
 

@@ -4,7 +4,8 @@
 """Math: a problem, an IPython tool in the sandbox, a final answer in `\\boxed{}`.
 
 Checking: a fast exact/numeric comparison first, then `math-verify` (equivalent forms,
-fractions, expressions, sets, intervals). math-verify enforces its own time limits with
+fractions, expressions, sets, intervals). A row whose task asks for a form ("simplify to lowest
+terms") says `answer_match: exact`, and only the gold's own form is correct. math-verify enforces its own time limits with
 `signal.alarm`, which only works in a main thread; a checker inside a web server runs in worker
 threads and event loops, so we call it with `parsing_timeout=None, timeout_seconds=None` and
 enforce the limit from outside: it runs in a separate worker process (inside a sandbox: sympy's
@@ -54,6 +55,11 @@ for line in sys.stdin:
 """
 
 
+# How a row's answer is compared: `equivalent` (the default) accepts any equal value or
+# expression; `exact` asks for the gold's own form, for tasks whose question is the form.
+ANSWER_MATCHES = ("equivalent", "exact")
+
+
 class MathConfig(BaseModel):
     check_timeout_s: float = Field(5.0, gt=0, description="Wall-clock limit of one math-verify check.")
     checker_workers: int = Field(1, ge=1)
@@ -94,13 +100,24 @@ def normalize(ans: str) -> str:
     return ans
 
 
-def _as_number(ans: str) -> Fraction | None:
+def _fraction_parts(ans: str) -> tuple[int, int] | None:
+    """`(numerator, denominator)` of an integer or a fraction as written, not reduced; None otherwise."""
     s = normalize(ans).replace("{,}", "").replace(",", "")
     m = re.fullmatch(r"\\frac\{(-?\d+)\}\{(-?\d+)\}", s) or re.fullmatch(r"(-?\d+)/(-?\d+)", s)
+    if m:
+        return int(m.group(1)), int(m.group(2))
+    if re.fullmatch(r"-?\d+", s):
+        return int(s), 1
+    return None
+
+
+def _as_number(ans: str) -> Fraction | None:
+    parts = _fraction_parts(ans)
     try:
-        if m:
-            return Fraction(int(m.group(1)), int(m.group(2)))
-        if re.fullmatch(r"-?\d+(?:\.\d+)?", s):
+        if parts is not None:
+            return Fraction(*parts)
+        s = normalize(ans).replace("{,}", "").replace(",", "")
+        if re.fullmatch(r"-?\d+\.\d+", s):
             return Fraction(s)
     except (ValueError, ZeroDivisionError):
         return None
@@ -115,6 +132,16 @@ def quick_equal(gold: str, pred: str) -> bool | None:
     if g is not None and p is not None:
         return g == p
     return None
+
+
+def exact_form_equal(gold: str, pred: str) -> bool:
+    """The gold answer in the gold's own form: for a task that asks for a form ("simplify to
+    lowest terms"), an equal value in another form is wrong. `17/293` and `\\frac{17}{293}`
+    match; `34/586` does not match `17/293`."""
+    if normalize(gold) == normalize(pred):
+        return True
+    parts = _fraction_parts(gold)
+    return parts is not None and parts == _fraction_parts(pred)
 
 
 class _Worker:
@@ -243,8 +270,14 @@ class MathTask(TaskDomain):
         if len(pred) > 2000:
             return EvalOutcome.zero("answer_too_long", f"boxed answer of {len(pred)} characters",
                                     report={"extracted_answer": pred[:200]})  # fmt: skip
+        match = row.get("answer_match", "equivalent")
+        if match not in ANSWER_MATCHES:
+            return EvalOutcome.zero("bad_row", f"answer_match {match!r} is not one of {list(ANSWER_MATCHES)}")
         try:
-            equal, how, details = await self.checker.equivalent(gold_inner, pred)
+            if match == "exact":
+                equal, how, details = exact_form_equal(gold_inner, pred), "exact", {}
+            else:
+                equal, how, details = await self.checker.equivalent(gold_inner, pred)
         except Exception as exc:  # worker could not even start: infrastructure
             return EvalOutcome.infra_failure(f"math checker failed: {exc}", report={"extracted_answer": pred})
         if how == "checker_error":

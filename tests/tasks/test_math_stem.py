@@ -5,7 +5,8 @@
 
 import pytest
 
-from nemo_gym_prorl.tasks.math import MathConfig, MathTask, extract_boxed
+from nemo_gym_prorl.datasets.sources import math_row, reasoning_gym_problem
+from nemo_gym_prorl.tasks.math import MathConfig, MathTask, exact_form_equal, extract_boxed
 from nemo_gym_prorl.tasks.stem import StemTask, extract_choice, parse_quantity
 
 
@@ -32,6 +33,32 @@ async def test_math_equivalents_near_misses_and_timeouts():
         assert out.reward == 0.0 and out.reason == "no_answer"
         # after a killed (timed-out) check the next one still works
         assert (await task.evaluate({"expected_answer": "0.25"}, "\\boxed{\\frac14}")).reward == 1.0
+    finally:
+        await task.aclose()
+
+
+@pytest.mark.parametrize(("gold", "pred", "want"), [
+    ("17/293", "17/293", True), ("17/293", "\\frac{17}{293}", True), ("17/293", "\\dfrac{17}{293}.", True),
+    ("17/293", "34/586", False), ("17/293", "0.0580", False), ("5", "10/2", False), ("5", "5/1", True),
+    ("17/293", "17/29", False), ("x+1", "1+x", False),
+])  # fmt: skip
+def test_exact_form_asks_for_the_gold_form_not_an_equal_value(gold, pred, want):
+    assert exact_form_equal(gold, pred) is want
+
+
+async def test_a_row_that_asks_for_lowest_terms_refuses_an_unreduced_fraction():
+    task = MathTask(MathConfig(sandboxed_checker=False))
+    entry = {"question": "Simplify the fraction 935/16115 to its lowest terms.", "answer": "17/293"}
+    row = math_row(reasoning_gym_problem("fraction_simplification", entry, "rg-fs"))
+    assert row["answer_match"] == "exact"
+    try:
+        assert (await task.evaluate(row, "\\boxed{\\frac{17}{293}}")).reward == 1.0
+        unreduced = await task.evaluate(row, "\\boxed{935/16115}")
+        assert unreduced.reward == 0.0 and unreduced.reason == "wrong_answer"
+        # the same answer to a task that asks for a value is right
+        assert (await task.evaluate({"expected_answer": "17/293"}, "\\boxed{935/16115}")).reward == 1.0
+        bad = await task.evaluate({**row, "answer_match": "close_enough"}, "\\boxed{17/293}")
+        assert bad.reward == 0.0 and bad.reason == "bad_row"
     finally:
         await task.aclose()
 
