@@ -14,7 +14,11 @@ def _demo(args: argparse.Namespace) -> int:
 
     environments = [name for names in args.environment for name in names.split(",") if name]
     return run_demo(
-        quick=args.quick, constrained=not args.unconstrained, policy=args.policy, environments=environments
+        quick=args.quick,
+        constrained=not args.unconstrained,
+        policy=args.policy,
+        environments=environments,
+        harness=args.harness,
     )
 
 
@@ -41,5 +45,12 @@ def add_demo_parser(subparsers: argparse._SubParsersAction) -> None:
         metavar="NAME[,NAME...]",
         help="draw the rows from these dataset environments (`prorl data environments --list`): their prepared "
         "validation rows, else their example rows",
+    )
+    demo.add_argument(
+        "--harness",
+        default=None,
+        metavar="NAME",
+        help="an agent harness (mini_swe_agent, openai_agents), unchanged from PyPI, drives the rollouts of the generated SWE instances through "
+        "the service's recording model endpoint (token-exact); implies --unconstrained",
     )
     demo.set_defaults(func=_demo)

@@ -33,6 +33,7 @@ from typing import Any
 
 from tqdm import tqdm
 
+from nemo_gym_prorl.agent.harness import HARNESSES
 from nemo_gym_prorl.assets import output_root, project_root, resources_server_dir
 from nemo_gym_prorl.datasets.environment_files import EXAMPLE, environment_dir
 from nemo_gym_prorl.datasets.prepare import split_path
@@ -86,6 +87,18 @@ def demo_rows(quick: bool, environments: Sequence[str] = ()) -> list[dict[str, A
         path = resources_server_dir(f"prorl_{domain}") / "data" / "example.jsonl"
         rows += read_jsonl(path)[: per_domain[domain]]
     return rows
+
+
+def harness_rows(quick: bool) -> list[dict[str, Any]]:
+    """The generated SWE instances' rows, which a harness drives (mini-swe-agent is a SWE agent)."""
+    path = resources_server_dir("prorl_swe") / "data" / "example.jsonl"
+    return read_jsonl(path)[: 1 if quick else 2]
+
+
+def harness_overrides(name: str, max_turns: int) -> list[str]:
+    """The Gym agent's RUN handed to a harness: its model calls through the recording endpoint,
+    its commands through the SWE server's /exec, its step limit lowered to `max_turns`."""
+    return [f"{_AGENT}.harness={{name:{name}}}", f"{_AGENT}.agent.max_turns={max_turns}"]
 
 
 def as_trained(policy: Path, rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
@@ -198,17 +211,18 @@ def collect_on_stack(
     judged: list[tuple[GroupResult, bool]],
     policy: Path | None = None,
     overrides: Sequence[str] = (),
+    domains: Sequence[str] = DOMAINS,
 ) -> tuple[Any, float] | None:
     """Steps 1-3, then the stack stopped whatever happened, through `prorl gym down`'s code.
     Returns the batch's stats and the collection's duration; None if the stack did not come up."""
     say("1/4 SWE instances from real PyPI projects")
     signals.run(build_swe_instances())
-    say("2/4 starting the embedded model and the NeMo Gym stack (agent + math, stem, code, swe servers)")
+    say(f"2/4 starting the embedded model and the NeMo Gym stack (agent + {', '.join(domains)} servers)")
     started = time.monotonic()
     try:
         try:
             state = gym_launcher.up(
-                ["mixed"],
+                ["mixed"] if tuple(domains) == DOMAINS else list(domains),
                 state_dir=STATE_DIR,
                 serve_model=True,
                 # A free port: another stack (a `prorl gym up`, a second checkout) may hold the default.
@@ -262,10 +276,13 @@ def run_demo(
     constrained: bool = True,
     policy: Path | None = None,
     environments: Sequence[str] = (),
+    harness: str | None = None,
 ) -> int:
     """`policy`: a trained policy to serve, a LoRA adapter of the embedded model or a full
     checkpoint (the demo is then unconstrained: the trained model acts on its own).
-    `environments`: dataset environments to draw the rows from."""
+    `environments`: dataset environments to draw the rows from. `harness`: an agent harness
+    (`agent.harness.HARNESSES`) drives the rollouts of the generated SWE instances instead of the
+    built-in loop, unconstrained: its own prompts, parsing and limits."""
     if policy is not None:
         policy = policy.resolve()
         if not is_adapter(policy) and not (policy / "config.json").is_file():
@@ -285,21 +302,31 @@ def run_demo(
             )
             return 2
         constrained = False
-    group_size = 2 if quick else 4
+    if harness is not None and harness not in HARNESSES:
+        say(f"no harness {harness!r}: the harnesses are {', '.join(HARNESSES)}")
+        return 2
+    group_size = 2 if quick or harness else 4
     try:
-        rows = demo_rows(quick, environments)
+        rows = harness_rows(quick) if harness else demo_rows(quick, environments)
     except KeyError as exc:
         say(str(exc.args[0]))
         return 2
     overrides: list[str] = []
+    if harness:
+        constrained = False
+        overrides = harness_overrides(harness, max_turns=4 if quick else 8)
+        say(f"{harness} drives every rollout: {len(rows)} generated SWE instance(s) x {group_size} samples")
     if policy is not None:
-        rows, overrides = as_trained(policy, rows)
+        rows, trained_overrides = as_trained(policy, rows)
+        overrides += trained_overrides
     domains = [d for d in DOMAINS if any(row["data_source"] == f"prorl_{d}" for row in rows)]
     domain_of = {f"prorl_{d}": d for d in DOMAINS}
     judged: list[tuple[GroupResult, bool]] = []
     with StopOnSignals(BUSY_NOTE) as signals:
         try:
-            collected = collect_on_stack(signals, rows, group_size, constrained, judged, policy, overrides)
+            collected = collect_on_stack(
+                signals, rows, group_size, constrained, judged, policy, overrides, domains
+            )
         except Interrupted as stop:
             return report_interrupted(stop, judged)
     if collected is None:

@@ -108,6 +108,17 @@ def turns_of(output: list[Any]) -> list[Turn]:
     return turns
 
 
+def _harness_fact(harness: Any) -> str | None:
+    """A harness rollout's one-line record: which harness, how it ended, its model calls and the
+    share of them merged into one token sequence."""
+    if not isinstance(harness, Mapping):
+        return None
+    return (
+        f"{harness.get('name')} exit={harness.get('exit_status')} calls={harness.get('calls')} "
+        f"segments={harness.get('segments')} merged={harness.get('merged_share')}"
+    )
+
+
 def view_of(record: Mapping[str, Any], index: int = 0) -> TrajectoryView:
     response = record.get("response") if isinstance(record.get("response"), Mapping) else {}
     params = record.get("responses_create_params") or {}
@@ -134,6 +145,7 @@ def view_of(record: Mapping[str, Any], index: int = 0) -> TrajectoryView:
         "generated_tokens": sum(t.generated_tokens for t in turns),
         "masked": record.get("mask_sample"),
         "failure": record.get("failure_reason"),
+        "harness": _harness_fact(prorl.get("harness")),
     }
     return TrajectoryView(index, facts, prompt, turns)
 

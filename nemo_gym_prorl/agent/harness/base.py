@@ -95,7 +95,7 @@ class HarnessTask:
     model: str
     commands: SandboxCommands
     max_calls: int
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)  # `model_kwargs`: the harness model client's own
 
 
 class HarnessRun(BaseModel):
@@ -105,6 +105,7 @@ class HarnessRun(BaseModel):
     stop_reason: StopReason
     exit_status: str  # the harness's own (mini-swe-agent: Submitted, LimitsExceeded, ...)
     submission: str | None = None
+    generated_tokens: int | None = None  # as the harness's own model client counted them (the server's usage)
     messages: list[
         dict[str, Any]
     ]  # the harness's conversation, as it sent it ([]: the endpoint's record of it)

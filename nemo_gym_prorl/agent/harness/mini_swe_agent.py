@@ -119,6 +119,13 @@ class SandboxEnvironment:
         return {"info": {"config": {"environment": dict(self.config), "environment_type": "prorl-sandbox"}}}
 
 
+def _completion_tokens(message: dict[str, Any]) -> int:
+    """The tokens the server said it generated for one of the package's model messages."""
+    response = (message.get("extra") or {}).get("response")
+    usage = response.get("usage") if isinstance(response, dict) else None
+    return int((usage or {}).get("completion_tokens") or 0)
+
+
 class MiniSweAgent:
     """The harness (see `agent.harness.base.Harness`)."""
 
@@ -147,6 +154,7 @@ class MiniSweAgent:
         }
         model_config["model_kwargs"] = {
             **model_config.get("model_kwargs", {}),
+            **task.extra.get("model_kwargs", {}),  # e.g. sampling, for a harness not behind the endpoint
             "api_base": task.base_url,
             "api_key": task.api_key,
         }
@@ -171,6 +179,7 @@ class MiniSweAgent:
             stop_reason=STOP_REASONS.get(status, "model_error"),
             exit_status=status,
             submission=info.get("submission") or None,
+            generated_tokens=sum(_completion_tokens(m) for m in agent.messages),
             # Its conversation as the model saw it (the closing `exit` record is the harness's own).
             messages=[
                 {k: v for k, v in m.items() if k != "extra"}

@@ -75,6 +75,8 @@ def run_result(row: Mapping[str, Any], result: JobResult) -> dict[str, Any]:
         "nodes": [a.node for a in result.attempts],  # where each start ran (Ray: node ids)
         "infra_retries": result.infra_retries,
     }
+    if trajectory.harness is not None:  # which harness drove RUN, its calls and token segments
+        body["prorl"]["harness"] = trajectory.harness
     # NeMo RL cannot consume a result without a generated turn (first prompt overflowed, time ran out).
     return ensure_trainable(body, trajectory_id=result.id, reason=str(trajectory.stop_reason))
 

@@ -1,0 +1,118 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
+"""mini-swe-agent on a real generated SWE instance: the patch it leaves in the repository is
+graded by the SWE domain's own FAIL_TO_PASS / PASS_TO_PASS evaluation, and with the real
+embedded model every call it makes is recorded token-exact."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import pytest
+from harness_helpers import ScriptedLLM, harness_job
+
+from nemo_gym_prorl.agent.deps import HandlerDeps
+from nemo_gym_prorl.agent.factory import domain_handler
+from nemo_gym_prorl.agent.handler import AgentRolloutHandler
+from nemo_gym_prorl.llm import LLMBackendPool, PoolConfig, VLLMCompletionsDialect
+from nemo_gym_prorl.llm.access import LLMAccess
+from nemo_gym_prorl.llm.embedded import VLLMServer
+from nemo_gym_prorl.pipeline.job import Job
+from nemo_gym_prorl.sandbox import SandboxSpec
+from nemo_gym_prorl.tasks.base import EvalOutcome
+from nemo_gym_prorl.tasks.swe import ensure_built
+
+pytestmark = [pytest.mark.bwrap, pytest.mark.slow]
+
+SUBMIT = "THOUGHT: the fix is in.\n\n```mswea_bash_command\necho COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\n```"
+
+
+async def toolz_instance() -> dict[str, Any]:
+    return next(i for i in await ensure_built() if "toolz" in i["instance_id"])
+
+
+def apply_patch_reply(patch: str) -> str:
+    return f"THOUGHT: apply the fix.\n\n```mswea_bash_command\ngit apply <<'PATCH'\n{patch}PATCH\n```"
+
+
+async def run_rollout(handler: AgentRolloutHandler, job: Job) -> tuple[Any, EvalOutcome]:
+    handler.validate(job.instance)
+    state = await handler.init(job)
+    try:
+        trajectory = await handler.run(job, state)
+    finally:
+        await handler.release(state)
+    try:
+        return trajectory, await handler.evaluate(job, None, trajectory)
+    finally:
+        await handler.aclose()
+
+
+async def test_the_patch_a_harness_leaves_in_the_repository_is_graded_as_any_swe_patch(
+    scripted_llm: ScriptedLLM,
+) -> None:
+    instance = await toolz_instance()
+    llm = await scripted_llm(apply_patch_reply(instance["patch"]), SUBMIT)
+    handler = domain_handler(
+        HandlerDeps(sandbox=SandboxSpec(), llm=llm),
+        domain="swe",
+        agent={"max_turns": 4},
+        harness={"name": "mini_swe_agent"},
+    )
+    trajectory, evaluation = await run_rollout(handler, harness_job(instance, "swe-harness-gold", task="swe"))
+
+    assert trajectory.stop_reason == "submitted"
+    assert evaluation.reward == 1.0, evaluation.report  # FAIL_TO_PASS and PASS_TO_PASS all pass
+    assert evaluation.report["pass_rates"]["FAIL_TO_PASS"] == 1.0
+
+
+async def test_a_harness_that_changes_nothing_resolves_nothing(scripted_llm: ScriptedLLM) -> None:
+    instance = await toolz_instance()
+    llm = await scripted_llm(SUBMIT)
+    handler = domain_handler(
+        HandlerDeps(sandbox=SandboxSpec(), llm=llm),
+        domain="swe",
+        agent={"max_turns": 2},
+        harness={"name": "mini_swe_agent"},
+    )
+    trajectory, evaluation = await run_rollout(
+        handler, harness_job(instance, "swe-harness-empty", task="swe")
+    )
+    assert trajectory.stop_reason == "submitted" and evaluation.reward == 0.0
+
+
+@pytest.mark.vllm
+async def test_mini_swe_agent_with_the_real_model_records_every_call_token_exact(
+    real_vllm: VLLMServer,
+) -> None:
+    instance = await toolz_instance()
+    async with LLMBackendPool(PoolConfig(backends=[real_vllm.base_url])) as pool:
+        llm = LLMAccess(pool=pool, dialect=VLLMCompletionsDialect(), model=real_vllm.spec.served_model_name)
+        handler = domain_handler(
+            HandlerDeps(sandbox=SandboxSpec(), llm=llm),
+            domain="swe",
+            agent={"max_turns": 3},
+            harness={"name": "mini_swe_agent"},
+        )
+        job = harness_job(instance, "swe-harness-real", task="swe").model_copy(
+            update={"sampling_params": {"temperature": 1.0, "max_tokens": 96}, "active_time_s": 300}
+        )
+        trajectory, evaluation = await run_rollout(handler, job)
+
+    record = trajectory.harness
+    assert record is not None and record["name"] == "mini_swe_agent"
+    assert 1 <= record["calls"] <= 3
+    # mini-swe-agent only appends to its history: every call extends the one before
+    assert record["merged_share"] == 1.0 and record["segments"] == 1
+    replies = [m for m in trajectory.messages if m["role"] == "assistant"]
+    assert len(replies) == record["calls"]
+    for reply in replies:
+        assert len(reply["generation_token_ids"]) == len(reply["generation_log_probs"]) > 0
+    for previous, current in itertools.pairwise(replies):
+        history = previous["prompt_token_ids"] + previous["generation_token_ids"]
+        assert current["prompt_token_ids"][: len(history)] == history
+    # whatever the 135M model typed, the rollout ended by the harness's own rules, not a failure
+    assert trajectory.stop_reason in {"submitted", "max_turns", "model_error", "context_length"}
+    assert evaluation.reward in (0.0, 1.0) and not evaluation.mask_sample
