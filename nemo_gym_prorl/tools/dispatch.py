@@ -47,6 +47,12 @@ class ToolBoxConfig(BaseModel):
     bash_no_output_timeout_s: float | None = Field(
         60.0, gt=0, description="Stop a bash command silent for this long (None: never)."
     )
+    bash_input_wait_s: float | None = Field(
+        3.0,
+        gt=0,
+        description="Stop a bash command silent this long while it reads the terminal (None: never): "
+        "a bare `cat`, `uniq` or `python` waits for keys nobody presses",
+    )
     ipython_timeout_s: float = Field(120.0, gt=0, description="Hard limit per IPython cell.")
     max_output_bytes: int = Field(32 * 1024, gt=0, description="Output kept per call (head and tail).")
 
@@ -190,6 +196,7 @@ class ToolBox:
                         self.sandbox,
                         timeout=self.config.bash_timeout_s,
                         no_output_timeout=self.config.bash_no_output_timeout_s,
+                        input_wait_s=self.config.bash_input_wait_s,
                         max_output_bytes=self.config.max_output_bytes,
                     )
                 )

@@ -39,6 +39,7 @@ from nemo_gym_prorl.tools.shell_protocol import (
     set_terminal_mode,
     timeout_hint,
     to_bytes,
+    waiting_for_terminal_input,
 )
 
 __all__ = ["PtyShell", "ShellBusyError", "ShellError", "ShellResult", "encode_command"]
@@ -63,6 +64,7 @@ class PtyShell:
         env: Mapping[str, str] | None = None,
         timeout: float = 120.0,
         no_output_timeout: float | None = 60.0,
+        input_wait_s: float | None = 3.0,
         max_output_bytes: int | None = None,
         interrupt_grace_s: float = 2.0,
         start_timeout: float = 20.0,
@@ -71,6 +73,10 @@ class PtyShell:
         self.sandbox = sandbox
         self.default_timeout = timeout
         self.default_no_output_timeout = no_output_timeout
+        # A command silent this long while blocked reading the terminal is waiting for keys
+        # nobody presses (`cat`, `uniq`, `python` typed bare): it is stopped then, whatever its
+        # time limits say. None: only the limits stop it.
+        self.input_wait_s = input_wait_s
         self.max_output_bytes = max_output_bytes or sandbox.spec.limits.max_output_bytes
         self.interrupt_grace_s = interrupt_grace_s
         self.start_timeout = start_timeout
@@ -366,6 +372,13 @@ class PtyShell:
                 wait = min(wait, self._last_output + quiet - now)
             if wait <= 0:
                 timed_out_kind = "hard" if now >= deadline else "quiet"
+                break
+            if (
+                self.input_wait_s is not None
+                and now - self._last_output >= self.input_wait_s
+                and waiting_for_terminal_input(self._fd)
+            ):
+                timed_out_kind = "input"
                 break
             # Wake at least every 0.5 s: a shell whose terminal is held open by an orphan
             # (local_unsafe has no pid namespace) can die without the terminal closing.

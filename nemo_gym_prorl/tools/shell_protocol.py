@@ -27,9 +27,11 @@ from __future__ import annotations
 
 import contextlib
 import os
+import platform
 import re
 import termios
 from collections.abc import Callable
+from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel
@@ -228,6 +230,39 @@ def set_terminal_mode(fd: int) -> None:
             termios.tcsetattr(fd, termios.TCSANOW, attrs)
 
 
+# System calls that wait on one descriptor given as their first argument (read, readv, pread64),
+# and those that wait on a set of them (poll, select and kin), by machine: /proc/<pid>/syscall
+# gives the number of the call a blocked process is in.
+_READS = {"x86_64": frozenset({0, 17, 19}), "aarch64": frozenset({63, 65, 67})}
+_POLLS = {"x86_64": frozenset({7, 23, 270, 271}), "aarch64": frozenset({72, 73})}
+
+
+def waiting_for_terminal_input(fd: int) -> bool:
+    """Whether the terminal's foreground process is blocked reading the terminal: a `cat`,
+    `uniq` or `python` typed with no input, waiting for keys nobody will press. Read from
+    /proc (the sandbox's processes are this process's descendants, so their system call and
+    descriptors are readable); False wherever that cannot be known."""
+    try:
+        fg = os.tcgetpgrp(fd)
+        fields = Path(f"/proc/{fg}/syscall").read_text().split()
+    except (OSError, ValueError):
+        return False
+    if len(fields) < 2 or not fields[0].isdigit():  # "running", or not in a system call
+        return False
+    call, machine = int(fields[0]), platform.machine()
+    if call in _READS.get(machine, ()):
+        descriptor = int(fields[1], 16)
+    elif call in _POLLS.get(machine, ()):
+        descriptor = 0  # the set is in the process's memory: count it when its input is the terminal
+    else:
+        return False
+    try:
+        target = os.readlink(f"/proc/{fg}/fd/{descriptor}")
+    except OSError:
+        return False
+    return target.startswith("/dev/pts/") or target in ("/dev/tty", "/dev/console")
+
+
 def foreground_job(fd: int, shell_pgrp: int | None) -> int | None:
     """The terminal's foreground process group when it is a job of the shell, not bash itself."""
     try:
@@ -243,6 +278,12 @@ def timeout_hint(kind: str, hard: float, quiet: float | None) -> str:
     """Why a command was stopped (`hard` limit or `quiet` too long) and what to do instead."""
     if kind == "hard":
         return f"The command timed out after {hard:g}s (hard limit)."
+    if kind == "input":
+        return (
+            "The command was waiting for input from the terminal, and nobody types here, so it was "
+            "stopped. Give it its input non-interactively: a pipe or a file (`printf 'a\\nb\\n' | uniq`, "
+            "`cat file.txt`), or for Python a script or `python3 -c '...'` instead of the interactive prompt."
+        )
     return (
         f"The command printed nothing for {quiet:g}s and was stopped. If it was waiting for "
         "input, pass the input non-interactively (e.g. `printf 'y\\n' | cmd` or a flag such as "

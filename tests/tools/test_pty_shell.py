@@ -199,6 +199,27 @@ async def test_a_command_waiting_for_input_times_out_instead_of_hanging(shell: P
     assert (await shell.run("echo ok")).output == "ok\n"
 
 
+@pytest.mark.parametrize("command", ["uniq", "cat", "python3", "read answer", "sort | uniq -c"])
+async def test_a_command_typed_bare_that_waits_for_keys_is_stopped_within_seconds(
+    sandbox: Sandbox, command: str
+) -> None:
+    # The model may ask for minutes; a command reading a terminal nobody types on gets seconds.
+    async with PtyShell(sandbox, timeout=600.0, no_output_timeout=600.0, input_wait_s=1.0) as sh:
+        await sh.run("export KEPT=yes")
+        start = time.monotonic()
+        result = await sh.run(command, timeout=600.0, no_output_timeout=600.0)
+        assert time.monotonic() - start < 10
+        assert result.timed_out and result.exit_code == -1
+        assert "waiting for input from the terminal" in (result.hint or "")
+        assert (await sh.run("echo $KEPT")).output == "yes\n"  # the same shell, ready
+
+
+async def test_a_quiet_command_that_reads_no_terminal_runs_to_its_end(sandbox: Sandbox) -> None:
+    async with PtyShell(sandbox, timeout=20.0, no_output_timeout=None, input_wait_s=0.5) as sh:
+        result = await sh.run("sleep 2; printf 'b\\na\\n' | sort; uniq < /dev/null; echo done")
+        assert not result.timed_out and result.output == "a\nb\ndone\n"
+
+
 async def test_a_job_ignoring_ctrl_c_is_killed_and_the_shell_state_kept(shell: PtyShell) -> None:
     await shell.run("export KEPT=yes")
     result = await shell.run("trap '' INT; sleep 30", timeout=0.5)
