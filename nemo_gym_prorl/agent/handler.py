@@ -233,15 +233,15 @@ class InProcessTransport:
 
     def validate(self, instance: Mapping[str, Any]) -> None:
         offered = instance.get("tools_offered")
-        if offered is None:
-            return
-        if not isinstance(offered, list) or not all(isinstance(t, str) for t in offered):
-            raise InvalidInstanceError("tools_offered", "must be a list of tool names")
-        unknown = sorted(set(offered) - set(ALL_TOOLS))
-        if unknown:
-            raise InvalidInstanceError(
-                "tools_offered", f"unknown tools {unknown}; this service offers {sorted(ALL_TOOLS)}"
-            )
+        if offered is not None:
+            if not isinstance(offered, list) or not all(isinstance(t, str) for t in offered):
+                raise InvalidInstanceError("tools_offered", "must be a list of tool names")
+            unknown = sorted(set(offered) - set(ALL_TOOLS))
+            if unknown:
+                raise InvalidInstanceError(
+                    "tools_offered", f"unknown tools {unknown}; this service offers {sorted(ALL_TOOLS)}"
+                )
+        self.domain.check_row(instance)
 
     async def open(self, job: Job) -> InProcessState:
         row = job.instance

@@ -55,17 +55,23 @@ class RolloutFailure(Exception):
     the HTTP status to answer. The pipeline records the class on the job's result, so it reaches
     the caller from whichever process or node ran the stage."""
 
-    def __init__(self, kind: FailureKind, message: str, status: int | None = None) -> None:
+    def __init__(
+        self, kind: FailureKind, message: str, status: int | None = None, code: str | None = None
+    ) -> None:
         super().__init__(message)
         self.kind: FailureKind = kind
         self.status = status or (503 if kind == "infrastructure" else 400)
+        self.code = code
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Crosses process boundaries (a Ray node's stage raises it): rebuilt with every field.
-        return (type(self), (self.kind, str(self), self.status))
+        return (type(self), (self.kind, str(self), self.status, self.code))
 
     def classification(self) -> FailureClass:
-        return FailureClass(kind=self.kind, status=self.status, message=str(self))
+        return FailureClass(kind=self.kind, status=self.status, message=str(self), code=self.code)
+
+
+INVALID_INSTANCE = "invalid_instance"  # the API error code of an instance refused at submit
 
 
 class InvalidInstanceError(ValueError):

@@ -54,6 +54,7 @@ class FailureClass(BaseModel):
     kind: FailureKind
     status: int = Field(ge=400, le=599)
     message: str
+    code: str | None = None  # the API error code to answer with (default `<kind>_failure`)
 
 
 class Budget(BaseModel):

@@ -23,6 +23,7 @@ from nemo_gym_prorl.pipeline import (
     QueueFullError,
     UnknownTaskError,
 )
+from nemo_gym_prorl.pipeline.handler import INVALID_INSTANCE
 from nemo_gym_prorl.service.backends import BackendError, BackendNotFoundError
 
 
@@ -47,7 +48,7 @@ def _loc(parts: tuple[Any, ...] | list[Any]) -> str:
 RETRY_AFTER = {"Retry-After": "1"}
 ERRORS: dict[type[Exception], tuple[int, str, dict[str, str] | None]] = {
     UnknownTaskError: (400, "unknown_task", None),
-    InvalidInstanceError: (400, "invalid_instance", None),
+    InvalidInstanceError: (400, INVALID_INSTANCE, None),
     BackendError: (400, "bad_backend", None),
     BackendNotFoundError: (404, "unknown_backend", None),
     DuplicateJobError: (409, "duplicate_id", None),
@@ -78,7 +79,8 @@ def result_error(result: JobResult) -> ApiError | None:
     if result.state is JobState.DONE:
         return None
     if result.failure is not None:
-        return ApiError(result.failure.status, f"{result.failure.kind}_failure", result.failure.message)
+        code = result.failure.code or f"{result.failure.kind}_failure"
+        return ApiError(result.failure.status, code, result.failure.message)
     if result.critical_error == "timeout":
         return ApiError(504, "timeout", result.error or "the rollout exceeded its time budget")
     if result.state is JobState.CANCELLED:

@@ -24,6 +24,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, Field, model_validator
 
+from nemo_gym_prorl.pipeline.handler import InvalidInstanceError
 from nemo_gym_prorl.pipeline.job import Evaluation
 from nemo_gym_prorl.sandbox import Sandbox, SandboxSpec
 from nemo_gym_prorl.tools import ALL_TOOLS
@@ -105,6 +106,20 @@ class TaskDomain(ABC):
             if names:
                 return names
         return list(self.default_tools)
+
+    def check_row(self, row: Mapping[str, Any]) -> None:
+        """Refuse at submit, naming the field (`InvalidInstanceError`), a row no stage of this
+        domain could run: a tool it declares that no domain has, or (in each domain) what EVAL
+        will need. Cheap: called on every door before any work."""
+        params = row.get("responses_create_params")
+        declared = params.get("tools") if isinstance(params, Mapping) else None
+        for i, tool in enumerate(declared if isinstance(declared, list) else []):
+            name = tool.get("name") if isinstance(tool, Mapping) else None
+            if name not in ALL_TOOLS:
+                raise InvalidInstanceError(
+                    f"responses_create_params.tools[{i}].name",
+                    f"no domain has a tool {name!r}; the tools are {sorted(ALL_TOOLS)}",
+                )
 
     def sandbox_spec(self, row: Mapping[str, Any], base: SandboxSpec | None = None) -> SandboxSpec:
         """The RUN sandbox for this row (default: `base` or bubblewrap over the host)."""

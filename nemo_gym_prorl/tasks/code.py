@@ -35,6 +35,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from nemo_gym_prorl.pipeline.handler import InvalidInstanceError
 from nemo_gym_prorl.sandbox import SandboxSpec
 from nemo_gym_prorl.tasks.base import BASH, EDITOR, IPYTHON, EvalOutcome, TaskDomain, strip_thinking
 from nemo_gym_prorl.tasks.runner import RunnerPool, RunOutcome, RunRequest, run_in_fresh_sandbox
@@ -225,6 +226,26 @@ class CodeTask(TaskDomain):
         except Exception:
             pass
         return {}
+
+    def check_row(self, row: Mapping[str, Any]) -> None:
+        """The tests EVAL runs are in the row, in one of the three styles."""
+        super().check_row(row)
+        meta = row.get("verifier_metadata")
+        if not isinstance(meta, Mapping):
+            raise InvalidInstanceError("verifier_metadata", "is missing: a code row needs the tests to run")
+        if meta.get("style") == "function" or "entry_point" in meta:
+            missing = [k for k in ("prompt", "test", "entry_point") if not isinstance(meta.get(k), str)]
+            if missing:
+                raise InvalidInstanceError(f"verifier_metadata.{missing[0]}", "is missing (a function test)")
+            return
+        if meta.get("style") == "functional":
+            fn_name = meta.get("fn_name")
+            if not isinstance(fn_name, str) or not fn_name.isidentifier():
+                raise InvalidInstanceError("verifier_metadata.fn_name", "must be a Python identifier")
+        if self._test_pairs(meta.get("unit_tests")) is None:
+            raise InvalidInstanceError(
+                "verifier_metadata.unit_tests", "needs equal-length, non-empty `inputs` and `outputs`"
+            )
 
     async def evaluate(
         self, row: Mapping[str, Any], final_text: str | None, artifacts: Mapping[str, Any] | None = None

@@ -28,6 +28,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from nemo_gym_prorl.pipeline.handler import InvalidInstanceError
 from nemo_gym_prorl.sandbox import Sandbox, SandboxLimits, SandboxSpec, open_sandbox
 from nemo_gym_prorl.tasks.base import IPYTHON, SUBMIT, EvalOutcome, TaskDomain, strip_thinking
 
@@ -252,6 +253,17 @@ class MathTask(TaskDomain):
     def __init__(self, config: MathConfig | None = None) -> None:
         self.config = config or MathConfig()
         self.checker = MathChecker(self.config)
+
+    def check_row(self, row: Mapping[str, Any]) -> None:
+        super().check_row(row)
+        gold = row.get("expected_answer", row.get("expected_result"))
+        if not isinstance(gold, (str, int, float)) or isinstance(gold, bool) or not str(gold).strip():
+            raise InvalidInstanceError(
+                "expected_answer", "is missing or empty: a math row needs an answer to grade"
+            )
+        match = row.get("answer_match", "equivalent")
+        if match not in ANSWER_MATCHES:
+            raise InvalidInstanceError("answer_match", f"{match!r} is not one of {list(ANSWER_MATCHES)}")
 
     async def evaluate(
         self, row: Mapping[str, Any], final_text: str | None, artifacts: Mapping[str, Any] | None = None

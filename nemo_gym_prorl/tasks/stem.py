@@ -22,6 +22,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from nemo_gym_prorl.pipeline.handler import InvalidInstanceError
 from nemo_gym_prorl.tasks.base import IPYTHON, SUBMIT, EvalOutcome, TaskDomain, strip_thinking
 from nemo_gym_prorl.tasks.math import extract_boxed
 
@@ -169,6 +170,14 @@ class StemTask(TaskDomain):
     name = "stem"
     data_sources = ("prorl_stem", "stem", "gpqa", "mcqa")
     default_tools = (IPYTHON, SUBMIT)
+
+    def check_row(self, row: Mapping[str, Any]) -> None:
+        super().check_row(row)
+        gold = row.get("expected_answer")
+        if not isinstance(gold, str) or not gold.strip():
+            raise InvalidInstanceError(
+                "expected_answer", "is missing or empty: a STEM row needs the correct letter or quantity"
+            )
 
     async def evaluate(
         self, row: Mapping[str, Any], final_text: str | None, artifacts: Mapping[str, Any] | None = None

@@ -26,6 +26,7 @@ from nemo_gym_prorl.integrations.gym.transport import (
     ResourcesServerTransport,
     ResourcesToolExecutor,
 )
+from nemo_gym_prorl.pipeline.handler import RolloutFailure
 from nemo_gym_prorl.pipeline.job import Job
 from nemo_gym_prorl.sandbox import SandboxSpec
 from nemo_gym_prorl.tasks.code import CodeConfig, CodeTask
@@ -184,3 +185,21 @@ async def test_a_harness_command_runs_the_same_in_process_and_through_exec(short
         await server.close_all()
         await client.http.aclose()
     assert not server._sessions
+
+
+async def test_a_row_the_domain_cannot_run_is_refused_at_seed_before_any_sandbox(short_root: Path) -> None:
+    """Through Gym the domain's own check runs where the domain lives, at `/seed_session`: the
+    same `invalid_instance` naming the field that `prorl serve` answers at submit (`/run` answers
+    it as its 400)."""
+    server = code_server(short_root)
+    client = ASGIResources(server.setup_webserver())
+    untested = {k: v for k, v in row().items() if k != "verifier_metadata"}
+    try:
+        with pytest.raises(RolloutFailure) as refused:
+            await ResourcesServerTransport("prorl_code", client).open(job(untested))
+        failure = refused.value.classification()
+        assert (failure.kind, failure.status, failure.code) == ("data", 400, "invalid_instance")
+        assert failure.message.startswith("instance.verifier_metadata:")
+        assert not server._sessions and not any(short_root.iterdir())  # no sandbox was opened
+    finally:
+        await client.http.aclose()

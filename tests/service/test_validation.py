@@ -68,6 +68,43 @@ async def test_a_batch_is_refused_whole_for_one_bad_inline_row(http: httpx.Async
     assert "source.rows[1]" in reason and "responses_create_params" in reason
 
 
+def row(data_source: str, **fields: object) -> dict[str, object]:
+    return {"data_source": data_source, "responses_create_params": PROMPT, **fields}
+
+
+# One row per domain that no stage could run, and the field each refusal names.
+UNRUNNABLE = {
+    "math: no answer to grade": (row("prorl_math"), "expected_answer"),
+    "math: an unknown way to compare": (row("prorl_math", expected_answer="4", answer_match="close"), "answer_match"),
+    "stem: no answer to grade": (row("prorl_stem", expected_answer=" "), "expected_answer"),
+    "code: no tests": (row("prorl_code"), "verifier_metadata"),
+    "code: tests of no input": (
+        row("prorl_code", verifier_metadata={"unit_tests": {"inputs": [], "outputs": []}}),
+        "verifier_metadata.unit_tests",
+    ),
+    "swe: no instance": (row("prorl_swe"), "instance_id"),
+    "swe: an instance never built": (row("prorl_swe", instance_id="nobody__nothing-1"), "instance_id"),
+    "a tool no domain has": (
+        row("prorl_math", expected_answer="4", responses_create_params={**PROMPT, "tools": [{"type": "function", "name": "rm_rf"}]}),
+        "responses_create_params.tools[0].name",
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", list(UNRUNNABLE))
+async def test_a_row_no_stage_could_run_is_refused_at_every_door_naming_its_field(
+    http: httpx.AsyncClient, case: str
+) -> None:
+    instance, field = UNRUNNABLE[case]
+    answers = {
+        "/process": await http.post("/process", json={"instance": instance, "sampling_params": {}}),
+        "/v1/rollouts": await http.post("/v1/rollouts", json={"jobs": [{"instance": instance}]}),
+        "/v1/batches": await http.post("/v1/batches", json={"groups": 1, "source": {"rows": [instance]}}),
+    }
+    for door, answer in answers.items():
+        assert f"instance.{field}:" in refusal(answer), (door, answer.text)
+
+
 async def test_a_runnable_instance_passes_the_door_and_meets_admission(http: httpx.AsyncClient) -> None:
     good = {"data_source": "gsm8k", "responses_create_params": PROMPT, "expected_answer": "4"}
     answer = await http.post("/v1/rollouts", json={"jobs": [{"instance": good}]})

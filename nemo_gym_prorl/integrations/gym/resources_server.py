@@ -44,6 +44,7 @@ from nemo_gym.server_utils import SESSION_ID_KEY
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from nemo_gym_prorl.agent.harness.base import SandboxExecutor
+from nemo_gym_prorl.pipeline.handler import INVALID_INSTANCE, InvalidInstanceError
 from nemo_gym_prorl.sandbox import Sandbox, SandboxSpec
 from nemo_gym_prorl.tasks.base import EvalOutcome, TaskDomain, final_text_from_response
 from nemo_gym_prorl.tasks.workspace import Workspace, open_workspace
@@ -222,14 +223,21 @@ class ProRLTaskServer(SimpleResourcesServer):
     async def seed_session(
         self, request: Request, body: ResourcesSeedSessionRequest | ProRLSeedSessionRequest
     ) -> ResourcesSeedSessionResponse | BaseSeedSessionResponse:
+        row = dict(body.task_data) if isinstance(body, ResourcesSeedSessionRequest) else row_of(body)
+        try:
+            self.task.check_row(row)
+        except InvalidInstanceError as exc:  # what no stage could run is refused before a sandbox opens
+            raise HTTPException(
+                400, {"error": INVALID_INSTANCE, "field": exc.field, "reason": exc.reason}
+            ) from None
         if isinstance(body, ResourcesSeedSessionRequest):
             sid = body.resources_session_id
             if sid in self._closed_ids:
                 raise ValueError(f"resources session {sid} is already closed")
             request.session[SESSION_ID_KEY] = sid
-            await self.open_session(sid, dict(body.task_data))
+            await self.open_session(sid, row)
             return ResourcesSeedSessionResponse(resources_session_id=sid)
-        await self.open_session(request.session[SESSION_ID_KEY], row_of(body))
+        await self.open_session(request.session[SESSION_ID_KEY], row)
         return BaseSeedSessionResponse()
 
     async def close_resources_session(

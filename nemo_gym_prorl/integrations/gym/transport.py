@@ -37,6 +37,7 @@ from nemo_gym_prorl.agent.loop import AgentTrajectory
 from nemo_gym_prorl.integrations.gym import observability
 from nemo_gym_prorl.integrations.gym.response import chat_tool_specs, gym_response
 from nemo_gym_prorl.pipeline import Evaluation, Job, RolloutFailure, Trajectory
+from nemo_gym_prorl.pipeline.handler import INVALID_INSTANCE
 from nemo_gym_prorl.sandbox.base import ExecResult
 from nemo_gym_prorl.tools.dispatch import ToolObservation, decode_arguments, invalid_arguments, unknown_tool
 from nemo_gym_prorl.tools.specs import ALL_TOOLS, ARGUMENT_MODELS
@@ -259,6 +260,15 @@ class ResourcesServerTransport:
                 f"{self.server}/seed_session answered HTTP {reply.status}: {str(reply.body)[:500]}",
             )
         if reply.status >= 400:
+            detail = reply.body.get("detail") if isinstance(reply.body, Mapping) else None
+            if isinstance(detail, Mapping) and detail.get("error") == INVALID_INSTANCE:
+                # The domain's own check of the row, answered as every door answers it.
+                raise RolloutFailure(
+                    "data",
+                    f"instance.{detail.get('field')}: {detail.get('reason')}",
+                    400,
+                    code=INVALID_INSTANCE,
+                )
             raise RolloutFailure(
                 "data",
                 f"{self.server}/seed_session refused the row (HTTP {reply.status}): {str(reply.body)[:500]}",

@@ -12,6 +12,7 @@ import shutil
 from collections.abc import Mapping
 from typing import Any
 
+from nemo_gym_prorl.pipeline.handler import InvalidInstanceError
 from nemo_gym_prorl.sandbox import Sandbox, SandboxError, SandboxSpec
 from nemo_gym_prorl.tasks.base import BASH, EDITOR, EvalOutcome, TaskDomain
 from nemo_gym_prorl.tasks.swe.build import load_instances
@@ -26,6 +27,14 @@ SWE_SYSTEM = (
     "change that resolves the issue in the library code; do not modify the existing tests. Your "
     "changes to /testbed are collected as a patch when you finish."
 )
+
+
+# What a SWE-bench row carries for EVAL to run without the built cache.
+FULL_ROW_FIELDS = ("eval_script", "FAIL_TO_PASS", "PASS_TO_PASS", "base_commit")
+
+
+def _is_full_row(row: Mapping[str, Any]) -> bool:
+    return all(k in row for k in FULL_ROW_FIELDS)
 
 
 class SweTask(TaskDomain):
@@ -76,10 +85,28 @@ class SweTask(TaskDomain):
         )
         return {"git_patch": patch, "patch_error": error}
 
+    def check_row(self, row: Mapping[str, Any]) -> None:
+        """A full SWE-bench row, or the id of an instance this machine has built (read from the
+        cache, never built here)."""
+        super().check_row(row)
+        if _is_full_row(row):
+            return
+        iid = row.get("instance_id")
+        if not isinstance(iid, str) or not iid.strip():
+            raise InvalidInstanceError(
+                "instance_id",
+                "names no SWE instance: give the id of a built instance (`prorl swe list`) or a full "
+                f"SWE-bench row ({', '.join(FULL_ROW_FIELDS)})",
+            )
+        try:
+            self.resolve_instance(row)
+        except LookupError as exc:
+            raise InvalidInstanceError("instance_id", str(exc)) from None
+
     def resolve_instance(self, row: Mapping[str, Any]) -> dict[str, Any]:
         """A compact row (instance_id + what the agent sees) is completed from the built cache
         (`prorl swe build`); a full SWE-bench row is used as it is."""
-        if all(k in row for k in ("eval_script", "FAIL_TO_PASS", "PASS_TO_PASS", "base_commit")):
+        if _is_full_row(row):
             return dict(row)
         iid = row.get("instance_id")
         if self._instances is None or iid not in self._instances:
