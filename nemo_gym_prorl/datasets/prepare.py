@@ -18,7 +18,7 @@ from pydantic import BaseModel
 
 from nemo_gym_prorl.datasets.catalog import DatasetEnvironment, RecordError
 from nemo_gym_prorl.datasets.domain_tools import responses_tools
-from nemo_gym_prorl.datasets.loading import is_local_file, load_records
+from nemo_gym_prorl.datasets.loading import is_single_split, load_records
 from nemo_gym_prorl.datasets.rows import DEFAULT_AGENT, split_rows, write_jsonl
 
 DATA_DIR = Path("data")
@@ -75,10 +75,11 @@ def environment_rows(
     env: DatasetEnvironment, source: str, agent: str = DEFAULT_AGENT, limit: int | None = None,
     validation_fraction: float = 0.1, seed: int = 0,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], Counter[str]]:  # fmt: skip
-    """(train rows, validation rows, skipped reasons). A local file is all train records, split
+    """(train rows, validation rows, skipped reasons). A local file, or a folder of plain files
+    without a dataset card, is all train records, split
     by `validation_fraction`; a folder or Hub id uses the entry's published splits."""
     skipped: Counter[str] = Counter()
-    if is_local_file(source):
+    if is_single_split(source):
         rows = convert_records(env, load_records(source, "train"), agent, skipped, limit)
         train, validation = split_rows(rows, validation_fraction, seed=seed)
         return train, validation, skipped
@@ -106,6 +107,11 @@ def prepare_environment(
     if not train:
         reasons = ", ".join(skipped) or "the source has no records"
         raise RecordError(f"{name}: no gradeable rows in {source} ({reasons})")
+    if not validation:
+        raise RecordError(
+            f"{name}: no validation rows from {source}: {len(train)} gradeable row(s), and a validation "
+            "split needs one of its own (give a source with at least 2 gradeable rows)"
+        )
     train_path, validation_path = (
         split_path(name, "train", data_dir),
         split_path(name, "validation", data_dir),

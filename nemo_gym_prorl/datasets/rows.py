@@ -61,10 +61,13 @@ def write_jsonl(path: str | Path, rows: Iterable[Mapping[str, Any]]) -> int:
 def split_rows(
     rows: list[dict[str, Any]], validation_fraction: float, seed: int = 0
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Deterministic train/validation split."""
+    """Deterministic train/validation split. With two rows or more and a fraction above 0,
+    each side keeps at least one row (a small source still gets a validation row)."""
     order = list(range(len(rows)))
     random.Random(seed).shuffle(order)
     n_val = round(len(rows) * validation_fraction)
+    if validation_fraction > 0 and len(rows) >= 2:
+        n_val = min(max(n_val, 1), len(rows) - 1)
     val = set(order[:n_val])
     return [r for i, r in enumerate(rows) if i not in val], [r for i, r in enumerate(rows) if i in val]
 

@@ -6,6 +6,9 @@ prepares into train/validation rows, and NeMo Gym validates it with those rows i
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -75,3 +78,70 @@ def test_a_source_without_gradeable_records_writes_nothing(tmp_path: Path) -> No
     with pytest.raises(RecordError, match=r"no gradeable rows.*#### "):
         prepare_environment("gsm8k", str(source), data_dir=tmp_path / "data")
     assert not (tmp_path / "data").exists()
+
+
+def test_a_truncated_jsonl_line_is_one_clear_error_naming_the_file(tmp_path: Path) -> None:
+    source = tmp_path / "cut.jsonl"
+    source.write_text('{"question": "What is 2+2?", "answer": "2+2=4\\n#### 4"}\n{"question": "What is 3')
+    with pytest.raises(SourceError, match=r"cut\.jsonl is malformed"):
+        prepare_environment("gsm8k", str(source), data_dir=tmp_path / "data")
+    assert not (tmp_path / "data").exists()
+
+
+GPQA_HEADER = "Question,Correct Answer,Incorrect Answer 1,Incorrect Answer 2,Incorrect Answer 3,Record ID"
+
+
+def gpqa_csv(rows: int, delimiter: str = ",") -> str:
+    lines = [GPQA_HEADER.replace(",", delimiter)]
+    for i in range(rows):
+        fields = [f"What is {i} + 1?", str(i + 1), str(i + 2), str(i + 3), str(i + 4), f"rec{i}"]
+        lines.append(delimiter.join(fields))
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize(("filename", "delimiter"), [("gpqa_diamond.csv", ","), ("gpqa.tsv", "\t")])
+def test_the_published_gpqa_csv_and_a_tsv_prepare_as_they_are(
+    tmp_path: Path, filename: str, delimiter: str
+) -> None:
+    source = tmp_path / filename
+    source.write_text(gpqa_csv(5, delimiter))
+    prepared = prepare_environment("gpqa_diamond", str(source), data_dir=tmp_path / "data")
+    assert (prepared.train_rows, prepared.validation_rows) == (4, 1)
+
+
+def test_a_folder_of_plain_files_without_a_card_is_one_split_whatever_the_config(tmp_path: Path) -> None:
+    folder = tmp_path / "gpqa"
+    folder.mkdir()
+    (folder / "gpqa_diamond.csv").write_text(gpqa_csv(10))
+    prepared = prepare_environment("gpqa_diamond", str(folder), data_dir=tmp_path / "data")
+    assert prepared.train_rows + prepared.validation_rows == 10 and prepared.validation_rows >= 1
+
+
+def test_a_small_source_still_gets_a_validation_row_and_a_single_row_is_refused(tmp_path: Path) -> None:
+    two = tmp_path / "two.csv"
+    two.write_text(gpqa_csv(2))
+    prepared = prepare_environment("gpqa_diamond", str(two), data_dir=tmp_path / "data")
+    assert (prepared.train_rows, prepared.validation_rows) == (1, 1)
+    one = tmp_path / "one.csv"
+    one.write_text(gpqa_csv(1))
+    with pytest.raises(RecordError, match="no validation rows"):
+        prepare_environment("gpqa_diamond", str(one), data_dir=tmp_path / "one")
+
+
+def test_the_readme_gym_validate_command_runs_as_written(tmp_path: Path) -> None:
+    """`gsm8k` is both a Gym benchmark and this environment: the README names the kind."""
+    readme = (project_root() / "README.md").read_text()
+    command = next(
+        line.split("#")[0].split() for line in readme.splitlines() if "gym env validate gsm8k" in line
+    )
+    assert command[-2:] == ["--kind", "environment"]
+    prepare_environment(
+        "gsm8k", str(sample_path("gsm8k")), data_dir=tmp_path / "data", validation_fraction=0.3
+    )
+    gym = Path(sys.executable).with_name("gym")
+    env = {**os.environ, "NEMO_GYM_EXTRA_ROOTS": str(project_root())}
+    done = subprocess.run(
+        [str(gym), *command[1:]], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "gsm8k_validation" in done.stdout

@@ -146,8 +146,10 @@ def swebench(record: Mapping[str, Any], tools: Tools, agent: str) -> dict[str, A
     script = record.get("eval_script")
     if not isinstance(script, str) or START not in script:
         raise RecordError(
-            "no eval_script with SWE-bench's output markers (records from before swebench 5, such as "
-            "the princeton-nlp/* copies, leave it to harness specs the installed swebench no longer has)"
+            "no eval_script with SWE-bench's output markers: a classic-schema record (the princeton-nlp/* "
+            "copies, from before swebench 5) leaves its test command to per-repo harness specs the installed "
+            "swebench no longer has; use the copy SWE-bench publishes today, which carries its eval_script "
+            "(--source SWE-bench/SWE-bench_Verified, SWE-bench/SWE-bench_Lite or SWE-bench/SWE-bench)"
         )
     iid = text_field(record, "instance_id")
     return instance_row(record, tools, agent, "swe-bench", FAIL_TO_PASS=fail_to_pass, PASS_TO_PASS=pass_to_pass,

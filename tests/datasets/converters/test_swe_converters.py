@@ -219,3 +219,13 @@ def test_a_django_row_is_graded_with_its_own_log_parser() -> None:
     assert grade(row, marked_log([f"{t} ... ok" for t in tests]), "diff --git a/x b/x\n")["resolved"] is True
     failing = [f"{row['FAIL_TO_PASS'][0]} ... FAIL"] + [f"{t} ... ok" for t in tests[1:]]
     assert grade(row, marked_log(failing), "diff --git a/x b/x\n")["resolved"] is False
+
+
+def test_a_classic_schema_record_is_refused_naming_the_copy_to_use() -> None:
+    classic = {
+        k: v
+        for k, v in by_id("swe_bench_verified", "django__django-11099").items()
+        if k not in ("eval_script", "image", "log_parser", "eval_type")
+    }
+    with pytest.raises(RecordError, match=r"classic-schema.*--source SWE-bench/SWE-bench_Verified"):
+        convert("swe_bench_verified", classic)
