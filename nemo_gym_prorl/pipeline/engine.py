@@ -131,12 +131,13 @@ class Pipeline(StageRunner):
             raise PipelineClosedError("pipeline is stopped")
         cfg = self.config
         jobs: list[tuple[Job, JobRecord]] = []
+        ids: list[str] = []
         seen: set[str] = set()
         for spec in specs:
             task = self.handlers.resolve(spec.task, spec.instance)
             job_id = spec.id or new_job_id()
-            if job_id in seen or job_id in self._live or job_id in self._store:
-                raise DuplicateJobError(f"job id {job_id!r} is already in use")
+            if job_id in seen:
+                raise DuplicateJobError(f"job id {job_id!r} appears twice in one submit")
             seen.add(job_id)
             job = Job(
                 id=job_id,
@@ -150,6 +151,9 @@ class Pipeline(StageRunner):
                 metadata=spec.metadata,
                 policy_version=spec.policy_version,
             )
+            ids.append(job_id)
+            if self._already_has(job):  # a client's retry of a submit whose answer it lost
+                continue
             jobs.append((job, JobRecord(job, self.handlers.get(task))))
         queue = self._queues[Stage.INIT]
         if len(jobs) > queue.free():
@@ -162,7 +166,19 @@ class Pipeline(StageRunner):
             self._live[job.id] = rec
             queue.put_nowait(job.id, rec, job.priority)
         self.submitted_total += len(jobs)
-        return [job.id for job, _ in jobs]
+        return ids
+
+    def _already_has(self, job: Job) -> bool:
+        """Whether this id is already the same job (live or finished); an id already used by a
+        different job is refused: ids are the client's, and one must not stand for two jobs."""
+        live = self._live.get(job.id)
+        stored = self._store.get(job.id, mark_fetched=False) if live is None else None
+        digest = live.job.digest if live is not None else stored.digest if stored is not None else None
+        if digest is None:
+            return False
+        if digest != job.digest:
+            raise DuplicateJobError(f"job id {job.id!r} is already in use by a different job")
+        return True
 
     # -- queries ----------------------------------------------------------------------------
     def get(self, job_id: str, *, mark_fetched: bool = True) -> JobResult:

@@ -5,8 +5,11 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import uuid
 from enum import StrEnum
+from functools import cached_property
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -118,6 +121,13 @@ class Job(BaseModel):
     metadata: dict[str, Any]
     policy_version: int | None = None
 
+    @cached_property
+    def digest(self) -> str:
+        """What was asked, as a digest: a resubmission of this job's id with the same digest is
+        the same job (a client retrying a submit whose answer was lost)."""
+        asked = [self.task, self.instance, self.sampling_params, self.group_id, self.policy_version]
+        return hashlib.sha256(json.dumps(asked, sort_keys=True, default=str).encode()).hexdigest()
+
 
 def new_job_id() -> str:
     return uuid.uuid4().hex
@@ -209,6 +219,7 @@ class JobResult(BaseModel):
     metadata: dict[str, Any] = Field(default_factory=dict)
     instance_id: str | None = None
     submitted_at: float = Field(description="Unix time of submission.")
+    digest: str | None = Field(None, description="`Job.digest`: what was submitted under this id.")
     finished_at: float | None = None
     reward: float | None = None
     reward_components: dict[str, float] = Field(default_factory=dict)

@@ -165,6 +165,7 @@ class JobRecord:
             metadata=job.metadata,
             instance_id=str(instance_id) if instance_id is not None else None,
             submitted_at=self.submitted_at,
+            digest=job.digest,
             finished_at=time.time() if state.terminal else None,
             reward=evaluation.reward if evaluation else None,
             reward_components=evaluation.reward_components if evaluation else {},

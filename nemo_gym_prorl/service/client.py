@@ -13,10 +13,17 @@ ProRL's `/process`. Errors come back as `RolloutAPIError` with the server's code
 
 What each call sends and how its answer is read lives once, in `client_requests`; the two
 classes differ only in how they move a request (`_send`, `_lines`).
+
+Across a bad network: a call that gets no answer is sent again after a backoff when that cannot
+do anything twice (`Call.repeatable`; every submitted job carries its id, so a submit is), and a
+result stream cut mid-way reconnects for the jobs it has not delivered yet: nothing is lost and
+nothing comes twice.
 """
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from typing import Any, Literal
 
@@ -63,7 +70,14 @@ class RolloutClient(BatchesClientMixin):
         self.close()
 
     def _send[T](self, call: Call[T]) -> T:
-        return call.answer(self._http.request(call.method, call.path, **call.request_options()))
+        for delay in (*api.RETRY_DELAYS_S, None):
+            try:
+                return call.answer(self._http.request(call.method, call.path, **call.request_options()))
+            except httpx.TransportError:
+                if not call.repeatable or delay is None:
+                    raise
+                time.sleep(delay)
+        raise AssertionError("unreachable")
 
     def _lines[T](self, call: StreamCall[T]) -> Iterator[T]:
         with self._http.stream(call.method, call.path, **call.request_options()) as response:
@@ -84,8 +98,20 @@ class RolloutClient(BatchesClientMixin):
         return self._send(api.wait(ids, timeout_s, mode))
 
     def stream(self, ids: Sequence[str], *, timeout_s: float = 3600.0) -> Iterator[JobResult]:
-        """Results as they finish (NDJSON); stops at the server's end line."""
-        return self._lines(api.stream(ids, timeout_s))
+        """Results as they finish (NDJSON); stops at the server's end line. A cut stream
+        reconnects for the ids it has not delivered yet."""
+        left = dict.fromkeys(ids)
+        for delay in (*api.RETRY_DELAYS_S, None):
+            try:
+                for result in self._lines(api.stream(list(left), timeout_s)):
+                    if result.id in left:
+                        del left[result.id]
+                        yield result
+                return
+            except httpx.TransportError:
+                if delay is None:
+                    raise
+                time.sleep(delay)
 
     def run(self, jobs: Sequence[JobLike], *, timeout_s: float = 3600.0) -> list[JobResult]:
         """Submit and collect every result, in submission order."""
@@ -144,7 +170,14 @@ class AsyncRolloutClient(AsyncBatchesClientMixin):
         await self.aclose()
 
     async def _send[T](self, call: Call[T]) -> T:
-        return call.answer(await self._http.request(call.method, call.path, **call.request_options()))
+        for delay in (*api.RETRY_DELAYS_S, None):
+            try:
+                return call.answer(await self._http.request(call.method, call.path, **call.request_options()))
+            except httpx.TransportError:
+                if not call.repeatable or delay is None:
+                    raise
+                await asyncio.sleep(delay)
+        raise AssertionError("unreachable")
 
     async def _lines[T](self, call: StreamCall[T]) -> AsyncIterator[T]:
         async with self._http.stream(call.method, call.path, **call.request_options()) as response:
@@ -164,8 +197,20 @@ class AsyncRolloutClient(AsyncBatchesClientMixin):
     async def wait(self, ids: Sequence[str], *, timeout_s: float = 30.0, mode: Mode = "all") -> WaitResponse:
         return await self._send(api.wait(ids, timeout_s, mode))
 
-    def stream(self, ids: Sequence[str], *, timeout_s: float = 3600.0) -> AsyncIterator[JobResult]:
-        return self._lines(api.stream(ids, timeout_s))
+    async def stream(self, ids: Sequence[str], *, timeout_s: float = 3600.0) -> AsyncIterator[JobResult]:
+        """Results as they finish; a cut stream reconnects for the ids not delivered yet."""
+        left = dict.fromkeys(ids)
+        for delay in (*api.RETRY_DELAYS_S, None):
+            try:
+                async for result in self._lines(api.stream(list(left), timeout_s)):
+                    if result.id in left:
+                        del left[result.id]
+                        yield result
+                return
+            except httpx.TransportError:
+                if delay is None:
+                    raise
+                await asyncio.sleep(delay)
 
     async def run(self, jobs: Sequence[JobLike], *, timeout_s: float = 3600.0) -> list[JobResult]:
         ids = await self.submit(jobs)

@@ -11,6 +11,7 @@ client, so a change to a path, a body or a decoder is made once for both.
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -32,6 +33,10 @@ from nemo_gym_prorl.service.models import (
 
 JobLike = JobSpec | Mapping[str, Any]
 
+# Pauses before each new try of a call that got no answer (a refused or cut connection, a
+# timeout), about 15 s in all; only calls that cannot do anything twice are tried again.
+RETRY_DELAYS_S = (0.5, 1.0, 2.0, 4.0, 8.0)
+
 # A call the server may hold open (`wait_s`, `timeout_s`) gets this much more read time, so the
 # client never gives up before the server's own answer arrives.
 _GRACE_S = 30.0
@@ -46,6 +51,7 @@ class Call[T]:
     decode: Callable[[Any], T]
     options: dict[str, Any] = field(default_factory=dict)  # json=, params= for httpx
     held_s: float | None = None  # how long the server may hold the answer; None: the client's timeout
+    repeatable: bool = True  # sending it again after a lost answer does nothing twice
 
     def request_options(self) -> dict[str, Any]:
         timeout = {"timeout": self.held_s + _GRACE_S} if self.held_s is not None else {}
@@ -87,7 +93,10 @@ def _backends(data: Any) -> list[BackendInfo]:
 
 
 def submit(jobs: Sequence[JobLike]) -> Call[list[str]]:
+    """Every job gets its id here when it has none: a submit sent again after a lost answer is
+    then the same jobs, which the service already has (it takes a known id as the same job)."""
     specs = [j if isinstance(j, JobSpec) else JobSpec.model_validate(j) for j in jobs]
+    specs = [s if s.id else s.model_copy(update={"id": uuid.uuid4().hex}) for s in specs]
     body = {"jobs": [s.model_dump(mode="json", exclude_none=True) for s in specs]}
     return Call("POST", "/v1/rollouts", lambda data: list(data["ids"]), {"json": body})
 
@@ -122,11 +131,13 @@ def backends() -> Call[list[BackendInfo]]:
 
 
 def add_backend(url: str, options: dict[str, Any]) -> Call[list[BackendInfo]]:
-    return Call("POST", "/v1/backends", _backends, {"json": {"url": url, "options": options}})
+    return Call(
+        "POST", "/v1/backends", _backends, {"json": {"url": url, "options": options}}, repeatable=False
+    )
 
 
 def remove_backend(url: str) -> Call[list[BackendInfo]]:
-    return Call("DELETE", "/v1/backends", _backends, {"params": {"url": url}})
+    return Call("DELETE", "/v1/backends", _backends, {"params": {"url": url}}, repeatable=False)
 
 
 def drain_backend(url: str) -> Call[list[BackendInfo]]:
@@ -137,7 +148,7 @@ def publish_policy(
     version: int, adapter_path: str | None = None, weights_path: str | None = None
 ) -> Call[PublishReport]:
     body = {"version": version, "adapter_path": adapter_path, "weights_path": weights_path}
-    return Call("POST", "/v1/policy", PublishReport.model_validate, {"json": body})
+    return Call("POST", "/v1/policy", PublishReport.model_validate, {"json": body}, repeatable=False)
 
 
 def policy() -> Call[PolicyResponse]:
@@ -168,4 +179,12 @@ def process(
 ) -> Call[ProcessResult]:
     body = process_body(instance, sampling_params, job_id=job_id, timeout=timeout)
     # `/process` answers when the rollout is over: with no timeout of its own, allow a day.
-    return Call("POST", "/process", ProcessResult.model_validate, {"json": body}, timeout or 86_400)
+    # Repeatable only with the caller's job id: without it a second try would be a second rollout.
+    return Call(
+        "POST",
+        "/process",
+        ProcessResult.model_validate,
+        {"json": body},
+        timeout or 86_400,
+        job_id is not None,
+    )

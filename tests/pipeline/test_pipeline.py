@@ -68,12 +68,19 @@ async def test_data_source_selects_the_task_and_unknown_tasks_are_refused(make_p
     assert pipeline.status().submitted_total == 1  # the refused batch added nothing
 
 
-async def test_duplicate_ids_are_refused(make_pipeline: Any) -> None:
+async def test_a_resubmitted_id_is_the_same_job_and_an_id_of_another_job_is_refused(
+    make_pipeline: Any,
+) -> None:
     pipeline, _ = await make_pipeline()
-    pipeline.submit([JobSpec(id="a", task="s")])
-    with pytest.raises(DuplicateJobError):
-        pipeline.submit([JobSpec(id="a", task="s")])
-    with pytest.raises(DuplicateJobError):
+    assert pipeline.submit([JobSpec(id="a", task="s")]) == ["a"]
+    # A client retrying a submit whose answer it lost gets the same job, queued once ...
+    assert pipeline.submit([JobSpec(id="a", task="s"), JobSpec(id="c", task="s")]) == ["a", "c"]
+    await until(lambda: pipeline.get("a", mark_fetched=False).state.terminal)
+    assert pipeline.submit([JobSpec(id="a", task="s")]) == ["a"]  # ... also once it has finished
+    assert pipeline.status().submitted_total == 2
+    with pytest.raises(DuplicateJobError, match="different job"):
+        pipeline.submit([JobSpec(id="a", task="s", instance={"other": True})])
+    with pytest.raises(DuplicateJobError, match="twice"):
         pipeline.submit([JobSpec(id="b", task="s"), JobSpec(id="b", task="s")])
 
 

@@ -16,6 +16,11 @@ this one runs in the model venv and speaks the same native `/v1` API with httpx:
 - `DELETE /v1/rollouts/{id}`: cancel a rollout the trainer no longer waits for.
 
 Errors come back as `ServiceError` with the HTTP status and the service's `error`/`reason`.
+
+A request that gets no answer (a refused or cut connection, a timeout) is sent again after a
+backoff (`RETRY_DELAYS_S`) when repeating it cannot do anything twice: a wait, a cancel, and a
+submit whose jobs carry their ids (the service takes an id it already has as the same job).
+Publishing a policy is never repeated blindly.
 """
 
 from __future__ import annotations
@@ -28,6 +33,8 @@ import httpx
 
 # The service caps one long poll at 600 s (`WaitRequest.timeout_s`).
 MAX_WAIT_S = 600.0
+# Pauses before each new try of a request that got no answer (about 15 s in all).
+RETRY_DELAYS_S = (0.5, 1.0, 2.0, 4.0, 8.0)
 
 
 class ServiceError(RuntimeError):
@@ -79,18 +86,29 @@ class ServiceClient:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _post(self, path: str, body: Mapping[str, Any], *, timeout_s: float | None = None) -> Any:
+    def _request(self, method: str, path: str, *, repeatable: bool, **options: Any) -> httpx.Response:
+        for delay in (*RETRY_DELAYS_S, None):
+            try:
+                return self._http.request(method, path, **options)
+            except httpx.TransportError as exc:
+                if not repeatable or delay is None:
+                    raise ServiceError(0, "unreachable", f"{method} {self.base_url}{path}: {exc!r}") from exc
+                time.sleep(delay)
+        raise AssertionError("unreachable")
+
+    def _post(
+        self, path: str, body: Mapping[str, Any], *, timeout_s: float | None = None, repeatable: bool = True
+    ) -> Any:
         extra: dict[str, Any] = {"timeout": timeout_s} if timeout_s is not None else {}
-        try:
-            response = self._http.post(path, json=dict(body), **extra)
-        except httpx.TransportError as exc:
-            raise ServiceError(0, "unreachable", f"POST {self.base_url}{path}: {exc!r}") from exc
+        response = self._request("POST", path, repeatable=repeatable, json=dict(body), **extra)
         if response.status_code >= 400:
             raise ServiceError.of(response)
         return response.json() if response.content else {}
 
     def submit(self, jobs: Sequence[Mapping[str, Any]]) -> list[str]:
-        return list(self._post("/v1/rollouts", {"jobs": list(jobs)})["ids"])
+        """Jobs that all carry an `id` are submitted again on a lost answer; others only once."""
+        repeatable = all(job.get("id") for job in jobs)
+        return list(self._post("/v1/rollouts", {"jobs": list(jobs)}, repeatable=repeatable)["ids"])
 
     def wait_all(
         self, ids: Sequence[str], *, timeout_s: float
@@ -115,14 +133,10 @@ class ServiceClient:
         return results, missing
 
     def cancel(self, job_id: str) -> None:
-        try:
-            response = self._http.delete(f"/v1/rollouts/{job_id}")
-        except httpx.TransportError as exc:
-            raise ServiceError(
-                0, "unreachable", f"DELETE {self.base_url}/v1/rollouts/{job_id}: {exc!r}"
-            ) from exc
+        response = self._request("DELETE", f"/v1/rollouts/{job_id}", repeatable=True)
         if response.status_code >= 400:
             raise ServiceError.of(response)
 
     def publish_policy(self, version: int, adapter_path: str) -> Any:
-        return self._post("/v1/policy", {"version": version, "adapter_path": adapter_path})
+        body = {"version": version, "adapter_path": adapter_path}
+        return self._post("/v1/policy", body, repeatable=False)

@@ -160,8 +160,10 @@ class ServiceRollout:
         for index, group in enumerate(groups):
             instance = instance_of(group[0])
             group_id = f"trl-{self.run_id}-{self.calls}-{index}"
-            for _ in group:
+            for sample in range(len(group)):
                 job: dict[str, Any] = {
+                    # The trainer's own id: a submit retried after a lost answer is the same job.
+                    "id": f"{group_id}-{sample}",
                     "instance": instance,
                     "group_id": group_id,
                     "sampling_params": self.sampling_params,
