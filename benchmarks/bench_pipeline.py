@@ -36,7 +36,7 @@ from nemo_gym_prorl.pipeline.engine import Pipeline
 from nemo_gym_prorl.pipeline.handler import HandlerRegistry
 from nemo_gym_prorl.pipeline.job import Job, JobResult, JobSpec, JobState
 from nemo_gym_prorl.sandbox import SandboxSpec
-from scripted_handlers import SCRIPTED_TASKS, SandboxScriptedHandler, ScriptedHandler, subprocess_env
+from scripted_handlers import SandboxScriptedHandler, ScriptedHandler, start_scripted_service
 
 INIT_S, RUN_S, EVAL_S, TURNS = 0.1, 1.0, 1.0, 4
 SIMULATED = [
@@ -127,27 +127,6 @@ async def _inprocess_round_trips(n: int) -> tuple[float, float]:
     return sequential, batched
 
 
-def _start_server() -> tuple[subprocess.Popen[str], str]:
-    from nemo_gym_prorl.cli.serve import READY_PREFIX
-
-    overrides = [
-        *SCRIPTED_TASKS, "server.port=0", "server.log_level=warning", "service.require_backend=false",
-        "llm.health_path=null", "pipeline.init_workers=16", "pipeline.run_workers=16",
-        "pipeline.eval_workers=16",
-    ]  # fmt: skip
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "nemo_gym_prorl.cli.serve", *overrides],
-        stdout=subprocess.PIPE,
-        text=True,
-        env=subprocess_env({**os.environ, "PRORL_API_TOKEN": ""}),
-    )
-    assert proc.stdout is not None
-    for line in proc.stdout:
-        if line.startswith(READY_PREFIX):
-            return proc, line[len(READY_PREFIX) :].split()[0]
-    raise RuntimeError(f"benchmark server did not start (exit {proc.wait()})")
-
-
 async def _http_round_trips(url: str, n: int) -> tuple[float, float]:
     async with httpx.AsyncClient(base_url=url, timeout=60) as http:
         for _ in range(10):  # warm up connections and code paths
@@ -169,7 +148,7 @@ async def _http_round_trips(url: str, n: int) -> tuple[float, float]:
 
 
 async def measure_http_overhead(n: int = 200) -> dict[str, float]:
-    proc, url = _start_server()
+    proc, url = start_scripted_service()
     try:
         http_seq, http_batch = await _http_round_trips(url, n)
     finally:

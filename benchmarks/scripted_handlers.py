@@ -8,6 +8,7 @@ this process and for the `prorl serve` a benchmark starts (`subprocess_env`)."""
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -26,10 +27,34 @@ def subprocess_env(env: Mapping[str, str]) -> dict[str, str]:
     return {**env, "PYTHONPATH": os.pathsep.join(paths)}
 
 
+def start_scripted_service(workers: int = 16) -> tuple[subprocess.Popen[str], str]:
+    """`prorl serve` over the scripted tasks in a child process, no token, on a free loopback
+    port: (the process, its URL). The caller terminates it."""
+    from nemo_gym_prorl.cli.serve import READY_PREFIX
+
+    overrides = [
+        *SCRIPTED_TASKS, "server.port=0", "server.log_level=warning", "service.require_backend=false",
+        "llm.health_path=null", f"pipeline.init_workers={workers}", f"pipeline.run_workers={workers}",
+        f"pipeline.eval_workers={workers}",
+    ]  # fmt: skip
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "nemo_gym_prorl.cli.serve", *overrides],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=subprocess_env({**os.environ, "PRORL_API_TOKEN": ""}),
+    )
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        if line.startswith(READY_PREFIX):
+            return proc, line[len(READY_PREFIX) :].split()[0]
+    raise RuntimeError(f"the scripted service did not start (exit {proc.wait()})")
+
+
 __all__ = [
     "SCRIPTED_TASKS",
     "GroupScriptedHandler",
     "SandboxScriptedHandler",
     "ScriptedHandler",
+    "start_scripted_service",
     "subprocess_env",
 ]
