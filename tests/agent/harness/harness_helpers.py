@@ -8,8 +8,9 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from nemo_gym_prorl.agent.handler import AgentRolloutHandler
 from nemo_gym_prorl.llm.access import LLMAccess
-from nemo_gym_prorl.pipeline.job import Job
+from nemo_gym_prorl.pipeline.job import Evaluation, Job, Trajectory
 
 ScriptedLLM = Callable[..., Awaitable[LLMAccess]]
 
@@ -26,6 +27,21 @@ def harness_job(instance: dict[str, Any], job_id: str = "harness-1", task: str =
         group_id=None,
         metadata={},
     )
+
+
+async def run_rollout(handler: AgentRolloutHandler, job: Job) -> tuple[Trajectory, Evaluation]:
+    """One rollout through the handler's stages as the pipeline runs them (validate at the
+    door, INIT, RUN, release, EVAL), then the handler closed."""
+    handler.validate(job.instance)
+    state = await handler.init(job)
+    try:
+        trajectory = await handler.run(job, state)
+    finally:
+        await handler.release(state)
+    try:
+        return trajectory, await handler.evaluate(job, None, trajectory)
+    finally:
+        await handler.aclose()
 
 
 def prompt_row(text: str, **fields: Any) -> dict[str, Any]:

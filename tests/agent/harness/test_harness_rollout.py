@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness_helpers import ScriptedLLM, harness_job, prompt_row
+from harness_helpers import ScriptedLLM, harness_job, prompt_row, run_rollout
 
 from nemo_gym_prorl.agent.deps import HandlerDeps
 from nemo_gym_prorl.agent.factory import domain_handler
@@ -35,14 +35,7 @@ async def test_a_harness_rollout_is_graded_and_becomes_one_token_exact_sample(
         harness={"name": "mini_swe_agent"},
     )
     rollout = job()
-    handler.validate(rollout.instance)
-    state = await handler.init(rollout)
-    try:
-        trajectory = await handler.run(rollout, state)
-    finally:
-        await handler.release(state)
-    evaluation = await handler.evaluate(rollout, None, trajectory)
-    await handler.aclose()
+    trajectory, evaluation = await run_rollout(handler, rollout)
 
     assert trajectory.stop_reason == "submitted" and trajectory.final_answer == "\\boxed{42}\n"
     assert evaluation.reward == 1.0  # the math domain's own grader, unchanged

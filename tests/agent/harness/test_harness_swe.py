@@ -11,17 +11,14 @@ import itertools
 from typing import Any
 
 import pytest
-from harness_helpers import ScriptedLLM, harness_job
+from harness_helpers import ScriptedLLM, harness_job, run_rollout
 
 from nemo_gym_prorl.agent.deps import HandlerDeps
 from nemo_gym_prorl.agent.factory import domain_handler
-from nemo_gym_prorl.agent.handler import AgentRolloutHandler
 from nemo_gym_prorl.llm import LLMBackendPool, PoolConfig, VLLMCompletionsDialect
 from nemo_gym_prorl.llm.access import LLMAccess
 from nemo_gym_prorl.llm.embedded import VLLMServer
-from nemo_gym_prorl.pipeline.job import Job
 from nemo_gym_prorl.sandbox import SandboxSpec
-from nemo_gym_prorl.tasks.base import EvalOutcome
 from nemo_gym_prorl.tasks.swe import ensure_built
 
 pytestmark = [pytest.mark.bwrap, pytest.mark.slow]
@@ -35,19 +32,6 @@ async def toolz_instance() -> dict[str, Any]:
 
 def apply_patch_reply(patch: str) -> str:
     return f"THOUGHT: apply the fix.\n\n```mswea_bash_command\ngit apply <<'PATCH'\n{patch}PATCH\n```"
-
-
-async def run_rollout(handler: AgentRolloutHandler, job: Job) -> tuple[Any, EvalOutcome]:
-    handler.validate(job.instance)
-    state = await handler.init(job)
-    try:
-        trajectory = await handler.run(job, state)
-    finally:
-        await handler.release(state)
-    try:
-        return trajectory, await handler.evaluate(job, None, trajectory)
-    finally:
-        await handler.aclose()
 
 
 async def test_the_patch_a_harness_leaves_in_the_repository_is_graded_as_any_swe_patch(
@@ -115,4 +99,4 @@ async def test_mini_swe_agent_with_the_real_model_records_every_call_token_exact
         assert current["prompt_token_ids"][: len(history)] == history
     # whatever the 135M model typed, the rollout ended by the harness's own rules, not a failure
     assert trajectory.stop_reason in {"submitted", "max_turns", "model_error", "context_length"}
-    assert evaluation.reward in (0.0, 1.0) and not evaluation.mask_sample
+    assert evaluation.reward in (0.0, 1.0) and not evaluation.report.get("mask_sample")
