@@ -105,6 +105,7 @@ def as_trained(policy: Path, rows: list[dict[str, Any]]) -> tuple[list[dict[str,
     """A `prorl train` policy is shown the way it was trained: its prompts offer the tools as its
     training's did, and the math rows are its run's held-out tasks, one of each demonstrated
     family and two of each RL family (which no demonstration taught). Other domains stay."""
+    from nemo_gym_prorl.datasets.domain_tools import responses_tools
     from nemo_gym_prorl.training.heldout import SeedSplit
     from nemo_gym_prorl.training.loop import read_policy_settings
 
@@ -117,7 +118,13 @@ def as_trained(policy: Path, rows: list[dict[str, Any]]) -> tuple[list[dict[str,
     split = SeedSplit.model_validate(settings["split"])
     heldout = split.heldout_rows()
     rl = heldout[split.heldout_size :][: 2 * len(split.rl_families)]
-    math = heldout[: len(split.families)] + rl
+    # `prorl train` offered the math domain's tools to rows that name none; a Gym agent offers
+    # only the tools a row declares, so the rows declare the same ones here.
+    tools = responses_tools("math")
+    math = [
+        {**row, "responses_create_params": {**row["responses_create_params"], "tools": tools}}
+        for row in heldout[: len(split.families)] + rl
+    ]
     say(
         f"math rows: {len(math)} held-out tasks of the policy's run ({', '.join(split.family(r) for r in math)})"
     )
