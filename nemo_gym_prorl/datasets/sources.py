@@ -118,9 +118,17 @@ def reasoning_gym_math(size_per_task: int = 4, seed: int = 1234) -> Iterator[dic
             yield reasoning_gym_problem(name, dataset[i], f"rg-{name}-{seed}-{i}")
 
 
-# Families whose question asks for a form, which reasoning-gym's own scorer checks: an equal
-# value in another form (`34/586` for `17/293`) is wrong.
-REASONING_GYM_EXACT_FORM = frozenset({"fraction_simplification"})
+# How reasoning-gym's own scorers read the answer, where math-verify alone would be lenient: a
+# family whose question asks for a form wants that form (`34/586` is not `17/293` in lowest
+# terms); one that asks to compute a number wants a number (`57 + 87 + 70` restates the sum).
+REASONING_GYM_ANSWER_MATCH = {
+    "fraction_simplification": "exact",
+    **dict.fromkeys(
+        ("basic_arithmetic", "gcd", "lcm", "chain_sum", "products", "simple_equations", "decimal_chain_sum",
+         "count_bits", "leg_counting"),
+        "number",
+    ),
+}  # fmt: skip
 
 
 def reasoning_gym_problem(name: str, entry: Mapping[str, Any], problem_id: str) -> dict[str, Any]:
@@ -131,7 +139,7 @@ def reasoning_gym_problem(name: str, entry: Mapping[str, Any], problem_id: str) 
         "id": problem_id,
         "problem": entry["question"],
         "answer": str(entry["answer"]).strip().strip("$"),
-        **({"answer_match": "exact"} if name in REASONING_GYM_EXACT_FORM else {}),
+        **({"answer_match": REASONING_GYM_ANSWER_MATCH[name]} if name in REASONING_GYM_ANSWER_MATCH else {}),
         "metadata": dict(entry.get("metadata") or {}),
     }
 

@@ -5,7 +5,9 @@
 
 Checking: a fast exact/numeric comparison first, then `math-verify` (equivalent forms,
 fractions, expressions, sets, intervals). A row whose task asks for a form ("simplify to lowest
-terms") says `answer_match: exact`, and only the gold's own form is correct. math-verify enforces its own time limits with
+terms") says `answer_match: exact`, and only the gold's own form is correct; one that asks to
+compute a number says `answer_match: number`, and an expression of the right value is not an
+answer. math-verify enforces its own time limits with
 `signal.alarm`, which only works in a main thread; a checker inside a web server runs in worker
 threads and event loops, so we call it with `parsing_timeout=None, timeout_seconds=None` and
 enforce the limit from outside: it runs in a separate worker process (inside a sandbox: sympy's
@@ -57,8 +59,10 @@ for line in sys.stdin:
 
 
 # How a row's answer is compared: `equivalent` (the default) accepts any equal value or
-# expression; `exact` asks for the gold's own form, for tasks whose question is the form.
-ANSWER_MATCHES = ("equivalent", "exact")
+# expression; `number` asks for a plain number of that value (a task that asks to compute one:
+# restating the sum is not an answer); `exact` asks for the gold's own form (a task whose
+# question is the form).
+ANSWER_MATCHES = ("equivalent", "number", "exact")
 
 
 class MathConfig(BaseModel):
@@ -133,6 +137,23 @@ def quick_equal(gold: str, pred: str) -> bool | None:
     if g is not None and p is not None:
         return g == p
     return None
+
+
+_PLAIN_NUMBER = re.compile(r"[+-]?(?:\d[\d,]*(?:\.\d*)?|\.\d+)")
+
+
+def plain_number_equal(gold: str, pred: str) -> bool:
+    """`pred` is a plain decimal number (sign, thousands commas, leading zeros and trailing
+    decimals allowed, as reasoning-gym scores these tasks) equal to `gold`; an expression of
+    the same value (`57 + 87 + 70`) is not."""
+    answer = normalize(pred)
+    if not _PLAIN_NUMBER.fullmatch(answer):
+        return False
+    value = _as_number(gold)
+    try:
+        return value is not None and Fraction(answer.replace(",", "")) == value
+    except (ValueError, ZeroDivisionError):
+        return False
 
 
 def exact_form_equal(gold: str, pred: str) -> bool:
@@ -288,6 +309,8 @@ class MathTask(TaskDomain):
         try:
             if match == "exact":
                 equal, how, details = exact_form_equal(gold_inner, pred), "exact", {}
+            elif match == "number":
+                equal, how, details = plain_number_equal(gold_inner, pred), "number", {}
             else:
                 equal, how, details = await self.checker.equivalent(gold_inner, pred)
         except Exception as exc:  # worker could not even start: infrastructure

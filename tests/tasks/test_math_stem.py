@@ -6,7 +6,13 @@
 import pytest
 
 from nemo_gym_prorl.datasets.sources import math_row, reasoning_gym_problem
-from nemo_gym_prorl.tasks.math import MathConfig, MathTask, exact_form_equal, extract_boxed
+from nemo_gym_prorl.tasks.math import (
+    MathConfig,
+    MathTask,
+    exact_form_equal,
+    extract_boxed,
+    plain_number_equal,
+)
 from nemo_gym_prorl.tasks.stem import StemTask, extract_choice, parse_quantity
 
 
@@ -44,6 +50,27 @@ async def test_math_equivalents_near_misses_and_timeouts():
 ])  # fmt: skip
 def test_exact_form_asks_for_the_gold_form_not_an_equal_value(gold, pred, want):
     assert exact_form_equal(gold, pred) is want
+
+
+@pytest.mark.parametrize(("gold", "pred", "want"), [
+    ("-354", "-354", True), ("1000", "+01,000.00", True), ("1000", "1,000.", True), ("1230.5885", "1230.5885", True),
+    ("-354", "696 - 118 - 932", False), ("214", "57 + 87 + 70", False), ("6", "\\frac{12}{2}", False),
+    ("-354", "-353", False), ("3", "x", False),
+])  # fmt: skip
+def test_a_number_answer_must_be_a_plain_number_of_that_value(gold, pred, want):
+    assert plain_number_equal(gold, pred) is want
+
+
+async def test_a_row_that_asks_to_compute_a_sum_refuses_the_sum_restated():
+    task = MathTask(MathConfig(sandboxed_checker=False))
+    entry = {"question": "State the final answer: 57 + 87 + 70 =", "answer": "214"}
+    row = math_row(reasoning_gym_problem("chain_sum", entry, "rg-cs"))
+    assert row["answer_match"] == "number"
+    try:
+        assert (await task.evaluate(row, "\\boxed{214}")).reward == 1.0
+        assert (await task.evaluate(row, "\\boxed{57 + 87 + 70}")).reward == 0.0
+    finally:
+        await task.aclose()
 
 
 async def test_a_row_that_asks_for_lowest_terms_refuses_an_unreduced_fraction():
