@@ -15,6 +15,7 @@ from harness_helpers import ScriptedLLM, harness_job, run_rollout
 
 from nemo_gym_prorl.agent.deps import HandlerDeps
 from nemo_gym_prorl.agent.factory import domain_handler
+from nemo_gym_prorl.agent.handler import AgentRolloutHandler
 from nemo_gym_prorl.datasets.swe import swe_rows
 from nemo_gym_prorl.llm import LLMBackendPool, PoolConfig, VLLMCompletionsDialect
 from nemo_gym_prorl.llm.access import LLMAccess
@@ -34,6 +35,16 @@ async def toolz_instance() -> tuple[dict[str, Any], dict[str, Any]]:
     return instance, swe_rows([instance], compact=True)[0]
 
 
+def mini_swe_agent_handler(llm: LLMAccess, max_turns: int) -> AgentRolloutHandler:
+    """The SWE domain's handler with mini-swe-agent driving RUN."""
+    return domain_handler(
+        HandlerDeps(sandbox=SandboxSpec(), llm=llm),
+        domain="swe",
+        agent={"max_turns": max_turns},
+        harness={"name": "mini_swe_agent"},
+    )
+
+
 def apply_patch_reply(patch: str) -> str:
     return f"THOUGHT: apply the fix.\n\n```mswea_bash_command\ngit apply <<'PATCH'\n{patch}PATCH\n```"
 
@@ -43,12 +54,7 @@ async def test_the_patch_a_harness_leaves_in_the_repository_is_graded_as_any_swe
 ) -> None:
     instance, row = await toolz_instance()
     llm = await scripted_llm(apply_patch_reply(instance["patch"]), SUBMIT)
-    handler = domain_handler(
-        HandlerDeps(sandbox=SandboxSpec(), llm=llm),
-        domain="swe",
-        agent={"max_turns": 4},
-        harness={"name": "mini_swe_agent"},
-    )
+    handler = mini_swe_agent_handler(llm, max_turns=4)
     # the whole patch in one reply: more tokens than the scripted policy's default limit
     job = harness_job(row, "swe-harness-gold", task="swe").model_copy(
         update={"sampling_params": {"max_tokens": 4096}}
@@ -63,12 +69,7 @@ async def test_the_patch_a_harness_leaves_in_the_repository_is_graded_as_any_swe
 async def test_a_harness_that_changes_nothing_resolves_nothing(scripted_llm: ScriptedLLM) -> None:
     _, row = await toolz_instance()
     llm = await scripted_llm(SUBMIT)
-    handler = domain_handler(
-        HandlerDeps(sandbox=SandboxSpec(), llm=llm),
-        domain="swe",
-        agent={"max_turns": 2},
-        harness={"name": "mini_swe_agent"},
-    )
+    handler = mini_swe_agent_handler(llm, max_turns=2)
     trajectory, evaluation = await run_rollout(handler, harness_job(row, "swe-harness-empty", task="swe"))
     assert trajectory.stop_reason == "submitted" and evaluation.reward == 0.0
 
@@ -80,12 +81,7 @@ async def test_mini_swe_agent_with_the_real_model_records_every_call_token_exact
     _, row = await toolz_instance()
     async with LLMBackendPool(PoolConfig(backends=[real_vllm.base_url])) as pool:
         llm = LLMAccess(pool=pool, dialect=VLLMCompletionsDialect(), model=real_vllm.spec.served_model_name)
-        handler = domain_handler(
-            HandlerDeps(sandbox=SandboxSpec(), llm=llm),
-            domain="swe",
-            agent={"max_turns": 3},
-            harness={"name": "mini_swe_agent"},
-        )
+        handler = mini_swe_agent_handler(llm, max_turns=3)
         job = harness_job(row, "swe-harness-real", task="swe").model_copy(
             update={"sampling_params": {"temperature": 1.0, "max_tokens": 48}, "active_time_s": 300}
         )
