@@ -90,19 +90,21 @@ async def test_mini_swe_agent_with_the_real_model_records_every_call_token_exact
     record = trajectory.harness
     assert record is not None and record["name"] == "mini_swe_agent"
     assert 1 <= record["calls"] <= 3
-    replies = [m for m in trajectory.messages if m["role"] == "assistant"]
-    assert len(replies) == record["calls"]
-    for reply in replies:  # every call recorded with the backend's own ids and log-probs
-        assert len(reply["generation_token_ids"]) == len(reply["generation_log_probs"]) > 0
-    # whatever the 135M model typed, the rollout ended by the harness's own rules, not a failure
-    assert trajectory.stop_reason in {"submitted", "max_turns", "model_error", "context_length"}
-    assert evaluation.reward in (0.0, 1.0) and not evaluation.report.get("mask_sample")
-    if record["calls"] > 1 and record["merged_share"] != 1.0:
-        # Seen with the real model (the scripted tests merge): each call started a new segment.
-        # Suspects, to be told apart: the segment's session counted as finished (mini-swe-agent's
-        # prompt fills most of the 2,048-token window), or a reply cut by max_tokens, whose
-        # end-of-turn tokens the template adds when the harness sends it back.
-        pytest.xfail(f"{record['segments']} segments for {record['calls']} calls with the real model")
+    assert trajectory.num_turns == record["calls"]  # every call recorded, once
+    earlier = [turn for segment in record["earlier_segments"] for turn in segment["turns"]]
+    replies = [m for m in trajectory.messages if m["role"] == "assistant"]  # the delivered sequence
+    for turn in [*earlier, *replies]:  # with the backend's own ids and log-probs
+        assert len(turn["generation_token_ids"]) == len(turn["generation_log_probs"]) > 0
+    assert len(earlier) + len(replies) <= record["calls"]
+    # mini-swe-agent leaves a reply it answers with a format error out of its history (the
+    # 135M model rarely writes exactly one bash block in 48 tokens), so the next call rewrites
+    # history and starts a new segment. A segment ends for no other reason.
+    dropped = record["calls"] - len(replies)
+    assert record["segments"] - 1 <= dropped
+    # Within the delivered sequence each call extends the last, token for token.
     for previous, current in itertools.pairwise(replies):
         history = previous["prompt_token_ids"] + previous["generation_token_ids"]
         assert current["prompt_token_ids"][: len(history)] == history
+    # whatever the 135M model typed, the rollout ended by the harness's own rules, not a failure
+    assert trajectory.stop_reason in {"submitted", "max_turns", "model_error", "context_length"}
+    assert evaluation.reward in (0.0, 1.0) and not evaluation.report.get("mask_sample")
