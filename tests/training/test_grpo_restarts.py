@@ -103,7 +103,7 @@ class KillingService:
         return PolicyVersion(
             version=last["version"],
             served_name=f"policy-v{last['version']}",
-            source=PolicySource(adapter_path=last["adapter_path"]),
+            source=PolicySource(**{k: last[k] for k in ("adapter_path", "weights_path") if k in last}),
             published_at_unix_s=0.0,
         )
 
@@ -181,5 +181,8 @@ def test_a_trainer_killed_waiting_training_and_publishing_runs_each_rollout_once
         (4, False),
         (5, True),  # published as the trainer died: taken from the service, not asked for again
     ]
+    # published as full weights (the default): the restart went on from the adapter saved beside them
+    assert all("weights_path" in p for p in killing.service.policies)
+    assert done["published"][-1]["adapter_path"] == str(tmp_path / "policies" / "policy-v000005")
     assert [s["step"] for s in report.grpo_steps] == [1, 2, 3]
     assert {p.pid for p in psutil.Process().children(recursive=True)} - before == set()

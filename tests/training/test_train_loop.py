@@ -84,11 +84,24 @@ def test_sft_trains_on_the_demonstrations_and_its_adapter_is_published_as_v1(
     assert len(losses) >= 2 and losses[-1] < losses[0]
 
 
-def test_the_sft_and_final_policies_are_merged_into_checkpoints(run: tuple[TrainReport, Path]) -> None:
-    report, _ = run
+def test_every_policy_is_served_as_merged_weights_and_the_last_checkpoint_is_kept(
+    run: tuple[TrainReport, Path],
+) -> None:
+    report, run_dir = run
     sft, grpo = Path(report.sft["weights_path"]), Path(report.grpo["weights_path"])
-    assert (sft.name, grpo.name) == ("weights-v000001", "weights-v000004")  # after v2, v3: the adapters
+    # v2 and v3 published by the GRPO trainer as its adapter merged; v3 is the final policy
+    assert [Path(s["weights_path"]).name for s in report.grpo_steps] == ["weights-v000002", "weights-v000003"]
+    assert (sft.name, grpo.name) == ("weights-v000001", "weights-v000003")
     assert all((w / "config.json").is_file() and (w / "model.safetensors").is_file() for w in (sft, grpo))
+    policies = sorted(p.name for p in (run_dir / "policies").iterdir() if p.is_dir())
+    # every adapter kept; of the trainer's checkpoints only the one served last
+    assert policies == [
+        "policy-v000001",
+        "policy-v000002",
+        "policy-v000003",
+        "weights-v000001",
+        "weights-v000003",
+    ]
 
 
 def test_after_each_publish_the_next_rollouts_report_the_new_version(run: tuple[TrainReport, Path]) -> None:
@@ -108,7 +121,8 @@ def test_the_rollouts_log_probs_come_from_the_adapter(
         "step": 2,
         "model": str(layout.model_dir),
         "weights": report.sft["weights_path"],
-        "adapter": report.grpo["published"][0]["adapter_path"],  # v2: what step 2's rollouts used
+        # v2 (served as this adapter merged into the v1 weights): what step 2's rollouts used
+        "adapter": report.grpo["published"][0]["adapter_path"],
     }
     done = subprocess.run(
         [str(layout.python), "-c", RECOMPUTE],

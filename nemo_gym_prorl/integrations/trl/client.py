@@ -9,10 +9,11 @@ this one runs in the model venv and speaks the same native `/v1` API with httpx:
 - `POST /v1/rollouts {"jobs": [JobSpec, ...]}` -> 202 `{"ids": [...]}` (all accepted, or none);
 - `POST /v1/rollouts/wait {"ids", "timeout_s" (<= 600), "mode": "all"}` -> `{"results": [JobResult],
   "pending": [id], "missing": {id: why}}` (a long poll; repeated until nothing is pending);
-- `POST /v1/policy {"version": int, "adapter_path": str}` -> 2xx: the policy-version contract the
-  service implements: load the adapter directory (a PEFT `save_pretrained` directory, readable
-  by the backends) on every healthy backend as policy `version` (monotone), before any new turn
-  uses it. An error answer means the old policy keeps serving;
+- `POST /v1/policy {"version": int, "adapter_path" | "weights_path": str}` -> 2xx: the
+  policy-version contract the service implements: load the adapter directory (a PEFT
+  `save_pretrained` directory) or reload the full checkpoint, readable by the backends, on every
+  healthy backend as policy `version` (monotone), before any new turn uses it. An error answer
+  means the old policy keeps serving;
 - `DELETE /v1/rollouts/{id}`: cancel a rollout the trainer no longer waits for.
 
 Errors come back as `ServiceError` with the HTTP status and the service's `error`/`reason`.
@@ -137,6 +138,10 @@ class ServiceClient:
         if response.status_code >= 400:
             raise ServiceError.of(response)
 
-    def publish_policy(self, version: int, adapter_path: str) -> Any:
-        body = {"version": version, "adapter_path": adapter_path}
+    def publish_policy(
+        self, version: int, adapter_path: str | None = None, *, weights_path: str | None = None
+    ) -> Any:
+        """`POST /v1/policy`: the policy as an adapter or as full weights (one of the two)."""
+        body: dict[str, Any] = {"version": version}
+        body.update({"weights_path": weights_path} if weights_path else {"adapter_path": adapter_path})
         return self._post("/v1/policy", body, repeatable=False)

@@ -6,8 +6,9 @@
     python -m nemo_gym_prorl.integrations.trl.grpo JOB.json      (a `GrpoJob`)
 
 TRL's `GRPOTrainer` (no vLLM of its own) trains the LoRA on groups the rollout service runs
-(`ServiceRollout`) and publishes the adapter after every optimizer step (`PublishAdapterCallback`),
-so each step's rollouts come from the policy the trainer holds. Every step prints a `step`
+(`ServiceRollout`) and publishes the policy after every optimizer step (`PublishPolicyCallback`;
+full weights by default, `publish_as`), so each step's rollouts come from the policy the trainer
+holds. Every step prints a `step`
 event once the trainer has logged it: the step's loss, the rollouts' reward, informative groups,
 tool use, staleness, policy versions and why any was masked (`RolloutStats`), the
 trainer-vs-rollout log-prob mismatch (`MeasuredGRPOTrainer`), and where the time went. The
@@ -147,7 +148,7 @@ def train(job: GrpoJob, prompts: list[str], rollout: ServiceRollout, client: Ser
     from peft import PeftModel
     from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
 
-    from nemo_gym_prorl.integrations.trl.callback import PublishAdapterCallback
+    from nemo_gym_prorl.integrations.trl.callback import PublishPolicyCallback
     from nemo_gym_prorl.integrations.trl.mismatch import MeasuredGRPOTrainer
     from nemo_gym_prorl.integrations.trl.reward import service_reward
 
@@ -160,7 +161,13 @@ def train(job: GrpoJob, prompts: list[str], rollout: ServiceRollout, client: Ser
         model = PeftModel.from_pretrained(model, job.init_adapter, is_trainable=True)
     else:
         peft_config = job.lora.peft_config()
-    publisher = PublishAdapterCallback(job.output_dir, client=client, version_offset=job.version_offset)
+    publisher = PublishPolicyCallback(
+        job.output_dir,
+        client=client,
+        version_offset=job.version_offset,
+        form=job.publish_as,
+        model_dir=job.model_dir,
+    )
 
     class StepEvents(TrainerCallback):
         """One `step` event per optimizer step, after the publish, carrying that step's loss.
@@ -186,8 +193,11 @@ def train(job: GrpoJob, prompts: list[str], rollout: ServiceRollout, client: Ser
             self.flush()
             self.pending = dict(
                 step=int(state.global_step),
-                version=job.version_offset + int(state.global_step),
-                adapter_path=str(published[1]) if published else None,
+                **{
+                    "adapter_path": None,
+                    **(published.fields() if published else {}),
+                    "version": job.version_offset + int(state.global_step),
+                },
                 **rollout_fields(stats, rollout),
                 mismatch=mismatch.model_dump(),
                 loss=None,
@@ -229,7 +239,7 @@ def train(job: GrpoJob, prompts: list[str], rollout: ServiceRollout, client: Ser
     emit(
         "done",
         seconds=round(time.monotonic() - started, 2),
-        published=[{"version": v, "adapter_path": str(p)} for v, p in publisher.published],
+        published=[p.fields() for p in publisher.published],
         ahead_hits=rollout.ahead_hits,
         ahead_misses=rollout.ahead_misses,
         carried_over=rollout.carried_over,

@@ -26,7 +26,7 @@ from peft import LoraConfig
 from transformers import AutoTokenizer, TrainerCallback
 from trl import GRPOConfig, GRPOTrainer
 
-from nemo_gym_prorl.integrations.trl.callback import PublishAdapterCallback
+from nemo_gym_prorl.integrations.trl.callback import PublishPolicyCallback
 from nemo_gym_prorl.integrations.trl.client import ServiceClient
 from nemo_gym_prorl.integrations.trl.reward import service_reward
 from nemo_gym_prorl.integrations.trl.rollout import ServiceRollout, prompt_column
@@ -75,7 +75,7 @@ trainer = GRPOTrainer(model=cfg["model"], reward_funcs=[reward], args=args,
     train_dataset=Dataset.from_dict({"prompt": prompt_column(rows)}), processing_class=tok,
     peft_config=LoraConfig(r=16, lora_alpha=32, target_modules="all-linear", task_type="CAUSAL_LM"),
     rollout_func=ServiceRollout(client, sampling_params={"temperature": 1.0}),
-    callbacks=[PublishAdapterCallback(cfg["out"] + "/policies", client=client), StepTimer()])
+    callbacks=[PublishPolicyCallback(cfg["out"] + "/policies", client=client), StepTimer()])
 trainable = {n: p.detach().clone() for n, p in trainer.model.named_parameters() if p.requires_grad}
 trainer.train()
 moved = sum(not torch.equal(trainable[n], p) for n, p in trainer.model.named_parameters() if p.requires_grad)
