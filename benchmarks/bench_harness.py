@@ -15,8 +15,10 @@ the trainer of `prorl train` (TRL + PEFT LoRA on CPU). Nothing is simulated.
    template). Greedy sampling, so both arms type the same commands; the steps each took are
    reported beside the rates. rollouts/s and generated tokens/s, endpoint over direct (goal: at
    least 0.95).
-2. The share of the endpoint's calls merged into one token sequence (goal: 1.0 for
-   mini-swe-agent, whose history only grows).
+2. The share of the endpoint's calls merged into their segment's token sequence (goal: 1.0
+   for mini-swe-agent, whose history only grows but for one thing: a reply it answers with a
+   format error leaves its history, so the next call starts a new segment), and the share of
+   generated tokens delivered in the rollouts' samples.
 3. One GRPO step through the service on rollouts of the `swe_mini_swe_agent` task, trained by the
    GRPO trainer of `prorl train` from the base model: the trainer's log-probs against the ones
    the endpoint recorded, on the model's tokens (goal: what the built-in loop gets, recorded in
@@ -141,6 +143,8 @@ async def throughput(backend_url: str) -> dict[str, Any]:
             return {
                 "calls": record.get("calls", 0),
                 "merged_share": record.get("merged_share"),
+                "segments": record.get("segments", 0),
+                "delivered_share": record.get("delivered_share"),
                 "tokens": trajectory.generated_tokens,
                 "exit_status": record.get("exit_status"),
             }
@@ -180,6 +184,8 @@ async def throughput(backend_url: str) -> dict[str, Any]:
 
     ours, base = arm(endpoint_s, endpoint_runs), arm(direct_s, direct_runs)
     shares = [r["merged_share"] for r in endpoint_runs if r["merged_share"] is not None]
+    delivered = [r["delivered_share"] for r in endpoint_runs if r["delivered_share"] is not None]
+    ours["segments"] = [r["segments"] for r in endpoint_runs]
     return {
         "rollouts": ROLLOUTS,
         "concurrency": CONCURRENCY,
@@ -189,7 +195,11 @@ async def throughput(backend_url: str) -> dict[str, Any]:
         "direct": base,
         "rollouts_per_s_ratio": round(ours["rollouts_per_s"] / base["rollouts_per_s"], 3),
         "tokens_per_s_ratio": round(ours["tokens_per_s"] / max(base["tokens_per_s"], 1e-9), 3),
+        # Of the calls after a segment's first, the share that extended it (a segment ends where
+        # the harness dropped a reply from its history: mini-swe-agent after a format error).
         "merged_share": round(statistics.fmean(shares), 4) if shares else None,
+        # Of the generated tokens, the share in the sequences delivered as the rollouts' samples.
+        "delivered_share": round(statistics.fmean(delivered), 4) if delivered else None,
     }
 
 
@@ -239,7 +249,8 @@ def summary(result: dict[str, Any]) -> str:
         f"endpoint {t['endpoint']['rollouts_per_s']:.3f} rollouts/s, {t['endpoint']['tokens_per_s']:.1f} tokens/s; "
         f"direct vLLM {t['direct']['rollouts_per_s']:.3f} rollouts/s, {t['direct']['tokens_per_s']:.1f} tokens/s; "
         f"ratio {t['rollouts_per_s_ratio']:.2f} (rollouts), {t['tokens_per_s_ratio']:.2f} (tokens); "
-        f"merged share {t['merged_share']}; one GRPO step on {g['rollouts']} harness rollouts: trainer-vs-rollout "
+        f"merged share {t['merged_share']} ({sum(t['endpoint']['segments'])} segments for "
+        f"{sum(t['endpoint']['calls'])} calls), delivered share {t['delivered_share']}; one GRPO step on {g['rollouts']} harness rollouts: trainer-vs-rollout "
         f"log-prob mismatch {m.get('mean_abs_diff', float('nan')):.2e} over {m.get('tokens', 0)} tokens"
     )
 
