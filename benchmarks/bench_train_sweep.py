@@ -52,6 +52,7 @@ def run_of(data: dict[str, Any], recorded_in: str) -> dict[str, Any]:
     config = figures.get("config") or {}
     grpo = config.get("grpo") or {}
     gains = figures.get("gains") or {}
+    rollout_s = [s["rollout_s"] for s in figures.get("grpo_steps") or [] if s.get("rollout_s") is not None]
     rewards = {
         phase: _get(evaluation, "stats", "reward", "mean")
         for phase, evaluation in (figures.get("evaluations") or {}).items()
@@ -72,6 +73,7 @@ def run_of(data: dict[str, Any], recorded_in: str) -> dict[str, Any]:
             "tool_prompt": config.get("tool_prompt") or "system",
             "tool_output_bytes": _override(config.get("service_overrides"), "max_output_bytes"),
             "rl_families": _get(config, "split", "rl_families") or [],
+            "publish_as": grpo.get("publish_as", "adapter"),  # older runs published adapters
         },
         "reward": rewards,
         "gains": {
@@ -81,6 +83,8 @@ def run_of(data: dict[str, Any], recorded_in: str) -> dict[str, Any]:
         },
         "checks": figures.get("checks") or {},
         "minutes": round(figures["total_seconds"] / 60, 1) if figures.get("total_seconds") else None,
+        "grpo_minutes": round(grpo_s / 60, 1) if (grpo_s := _get(figures, "seconds", "grpo")) else None,
+        "rollout_s_per_step": round(sum(rollout_s) / len(rollout_s), 1) if rollout_s else None,
     }
 
 
@@ -109,7 +113,9 @@ def render(figures: dict[str, Any]) -> str:
             f"{phase} {value:.2f}" for phase, value in run["reward"].items() if value is not None
         )
         lines += [
-            f"{run['commit']} ({run['measured_at'] or '?'}, {run['machine']}): {run['minutes']} min",
+            f"{run['commit']} ({run['measured_at'] or '?'}, {run['machine']}): {run['minutes']} min, GRPO "
+            f"{run['grpo_minutes']} min, rollouts {run['rollout_s_per_step']} s a step on the published "
+            f"{s['publish_as']}",
             f"  GRPO {s['grpo_steps']} steps x {s['prompts_per_step']} prompts x {s['num_generations']}, rehearsal "
             f"{s['rehearsal'] or 0}, beta {s['beta']}, lr {s['learning_rate']}, micro-batch {s['micro_batch']}, "
             f"tools via {s['tool_prompt']}, tool output {s['tool_output_bytes'] or 'default'} bytes",
@@ -127,7 +133,7 @@ def summary(figures: dict[str, Any]) -> str:
         if "rl_over_sft:rl_families" not in run["gains"]:
             continue
         parts.append(
-            f"rehearsal {s['rehearsal'] or 0}, beta {s['beta']}: RL families "
+            f"rehearsal {s['rehearsal'] or 0}, beta {s['beta']}, published as {s['publish_as']}: RL families "
             f"{_gain(run, 'rl_over_sft:rl_families')}, demonstrated {_gain(run, 'rl_over_sft:demonstrated')}, "
             f"{run['minutes']} min ({run['commit']})"
         )
