@@ -31,7 +31,7 @@ from nemo_gym_prorl.agent.loop import AgentLimits, AgentTrajectory, StopReason
 from nemo_gym_prorl.agent.prompts import PromptError, row_messages
 from nemo_gym_prorl.llm.access import LLMAccess
 from nemo_gym_prorl.llm.recording import HarnessRecord, RecordingSession
-from nemo_gym_prorl.llm.records import TrajectoryTokens
+from nemo_gym_prorl.llm.records import TrajectoryTokens, TurnRecord
 from nemo_gym_prorl.pipeline.handler import RolloutFailure
 from nemo_gym_prorl.pipeline.job import Job
 
@@ -108,7 +108,13 @@ class HarnessRunner:
         if not run.messages:  # a harness that keeps no chat messages of its own
             run = run.model_copy(update={"messages": session.conversation})
         return agent_trajectory(
-            run, session.record(), commands, limits, seconds=time.monotonic() - started, timed_out=timed_out
+            run,
+            session.record(),
+            commands,
+            limits,
+            seconds=time.monotonic() - started,
+            timed_out=timed_out,
+            last_call=session.conversation,
         )
 
 
@@ -120,6 +126,7 @@ def agent_trajectory(
     *,
     seconds: float,
     timed_out: bool,
+    last_call: list[dict[str, Any]] | None = None,
 ) -> AgentTrajectory:
     """The harness's rollout in the built-in loop's record: its conversation, every command as
     a tool step, and the token sequence that ends it.
@@ -128,7 +135,11 @@ def agent_trajectory(
     conversation the harness finished with, which the reward is about. A harness whose history
     only grows has one segment; the segments it left behind (a reply it dropped after a format
     error, a history it summarised) are kept in `harness["earlier_segments"]` with their ids and
-    log-probs, for a trainer that wants them too, and counted in `delivered_share`."""
+    log-probs, for a trainer that wants them too, and counted in `delivered_share`. A harness that
+    kept none of its last segment's replies (mini-swe-agent answers each reply without one bash
+    block with a format error and drops it) would leave no sample at all, and a policy that never
+    gets the format right would never be told so: its sample is then the last segment as the
+    model produced it (`last_call`, the endpoint's last call and its reply), with its reward."""
     stop: StopReason = run.stop_reason
     failure = next((s.tokens.failure for s in record.segments if s.tokens.failure), None)
     if failure is not None and failure.infrastructure:
@@ -156,11 +167,10 @@ def agent_trajectory(
     # Each reply follows the messages its call sent; a reply the harness did not keep in its
     # final history (one it answered with a format error, then stopped) is not delivered.
     positions = [c.messages for c in calls]
-    kept = [
-        (p, t)
-        for p, t in zip(positions, turns, strict=True)
-        if p < len(run.messages) and run.messages[p].get("role") == "assistant"
-    ]
+    kept = _kept(positions, turns, run.messages)
+    if turns and not kept and last_call:
+        run = run.model_copy(update={"messages": last_call})
+        kept = _kept(positions, turns, run.messages)
     if len(kept) < len(turns):
         tokens = tokens.model_copy(update={"turns": [t for _, t in kept]})
     return AgentTrajectory(
@@ -196,3 +206,14 @@ def agent_trajectory(
             ],
         },
     )
+
+
+def _kept(
+    positions: list[int], turns: list[TurnRecord], messages: list[dict[str, Any]]
+) -> list[tuple[int, TurnRecord]]:
+    """The turns whose replies sit in `messages` where their calls put them."""
+    return [
+        (p, t)
+        for p, t in zip(positions, turns, strict=True)
+        if p < len(messages) and messages[p].get("role") == "assistant"
+    ]

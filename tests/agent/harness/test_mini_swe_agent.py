@@ -105,3 +105,23 @@ def test_an_unknown_harness_or_option_is_refused_when_the_config_loads() -> None
         make_harness({"name": "claude"})
     with pytest.raises(ValueError, match="step_limit"):
         make_harness({"name": "mini_swe_agent", "step_limit": 3})
+
+
+async def test_a_policy_that_never_writes_the_format_still_gets_its_last_segment_as_its_sample(
+    scripted_llm: ScriptedLLM,
+) -> None:
+    # Every reply answered with a format error and dropped from the harness's history: without
+    # a sample, RL could never tell a policy the format is wrong.
+    llm = await scripted_llm("I am not sure.", "Maybe this.", "Still no block.", "Nor here.")
+    runner = make_harness({"name": "mini_swe_agent"})
+    with open_sandbox(SandboxSpec(workspace_mount="/testbed")) as sandbox:
+        agent = await runner.run(job(), SandboxExecutor(sandbox), llm, AgentLimits(max_turns=4))
+    await runner.aclose()
+    harness = agent.harness
+    assert harness is not None and harness["exit_status"] == "RepeatedFormatError"
+    assert harness["segments"] == harness["calls"] >= 2
+    # The last call as the model saw it (its format errors included) and the reply to it.
+    assert agent.messages[-1] == {"role": "assistant", "content": agent.tokens.turns[-1].text}
+    assert [m["role"] for m in agent.messages[:2]] == ["system", "user"]
+    assert agent.reply_positions == [len(agent.messages) - 1] and len(agent.tokens.turns) == 1
+    assert 0 < harness["delivered_share"] < 1
