@@ -114,7 +114,6 @@ class HarnessRunner:
             limits,
             seconds=time.monotonic() - started,
             timed_out=timed_out,
-            last_call=session.conversation,
         )
 
 
@@ -126,7 +125,6 @@ def agent_trajectory(
     *,
     seconds: float,
     timed_out: bool,
-    last_call: list[dict[str, Any]] | None = None,
 ) -> AgentTrajectory:
     """The harness's rollout in the built-in loop's record: its conversation, every command as
     a tool step, and the token sequence that ends it.
@@ -138,8 +136,9 @@ def agent_trajectory(
     log-probs, for a trainer that wants them too, and counted in `delivered_share`. A harness that
     kept none of its last segment's replies (mini-swe-agent answers each reply without one bash
     block with a format error and drops it) would leave no sample at all, and a policy that never
-    gets the format right would never be told so: its sample is then the last segment as the
-    model produced it (`last_call`, the endpoint's last call and its reply), with its reward."""
+    gets the format right would never be told so: its sample is then its first reply, to the task
+    as the harness opened it (so every sample of a group starts from the same prompt, as GRPO
+    needs), with the rollout's reward."""
     stop: StopReason = run.stop_reason
     failure = next((s.tokens.failure for s in record.segments if s.tokens.failure), None)
     if failure is not None and failure.infrastructure:
@@ -148,13 +147,25 @@ def agent_trajectory(
         stop = "time_budget"
     elif stop != "submitted" and len(record.calls) >= limits.max_turns:
         stop = "max_turns"
-    last = record.segments[-1] if record.segments else None
-    turns = last.tokens.turns if last else []
-    calls = [c for c in record.calls if last is not None and c.segment == last.index]
+    delivered = record.segments[-1] if record.segments else None
+    turns = delivered.tokens.turns if delivered else []
+    calls = [c for c in record.calls if delivered is not None and c.segment == delivered.index]
+    # Each reply follows the messages its call sent; a reply the harness did not keep in its
+    # final history (one it answered with a format error, then stopped) is not delivered.
+    positions = [c.messages for c in calls]
+    kept = _kept(positions, turns, run.messages)
+    if turns and not kept:
+        first = record.segments[0]
+        opening = next(c for c in record.calls if c.segment == first.index).messages
+        if len(run.messages) >= opening:
+            delivered, turns = first, first.tokens.turns[:1]
+            reply = {"role": "assistant", "content": turns[0].text}
+            run = run.model_copy(update={"messages": [*run.messages[:opening], reply]})
+            kept = [(opening, turns[0])]
     generated = sum(len(t.generation_token_ids) for t in record.turns)
     tokens = TrajectoryTokens(
         trajectory_id=record.trajectory_id,
-        dialect=last.tokens.dialect if last else "vllm",
+        dialect=delivered.tokens.dialect if delivered else "vllm",
         turns=turns,
         reroutes=[r for s in record.segments for r in s.tokens.reroutes],
         finish_reason=turns[-1].finish_reason if turns else None,
@@ -164,13 +175,6 @@ def agent_trajectory(
         http_retries=sum(s.tokens.http_retries for s in record.segments),
         policy_versions=list(dict.fromkeys(t.policy_version for t in record.turns)),
     )
-    # Each reply follows the messages its call sent; a reply the harness did not keep in its
-    # final history (one it answered with a format error, then stopped) is not delivered.
-    positions = [c.messages for c in calls]
-    kept = _kept(positions, turns, run.messages)
-    if turns and not kept and last_call:
-        run = run.model_copy(update={"messages": last_call})
-        kept = _kept(positions, turns, run.messages)
     if len(kept) < len(turns):
         tokens = tokens.model_copy(update={"turns": [t for _, t in kept]})
     return AgentTrajectory(
@@ -202,7 +206,8 @@ def agent_trajectory(
                         for t in s.tokens.turns
                     ],
                 }
-                for s in record.segments[:-1]
+                for s in record.segments
+                if delivered is None or s.index != delivered.index
             ],
         },
     )

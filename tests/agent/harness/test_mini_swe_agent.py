@@ -107,7 +107,7 @@ def test_an_unknown_harness_or_option_is_refused_when_the_config_loads() -> None
         make_harness({"name": "mini_swe_agent", "step_limit": 3})
 
 
-async def test_a_policy_that_never_writes_the_format_still_gets_its_last_segment_as_its_sample(
+async def test_a_policy_that_never_writes_the_format_still_gets_its_first_reply_as_its_sample(
     scripted_llm: ScriptedLLM,
 ) -> None:
     # Every reply answered with a format error and dropped from the harness's history: without
@@ -120,8 +120,10 @@ async def test_a_policy_that_never_writes_the_format_still_gets_its_last_segment
     harness = agent.harness
     assert harness is not None and harness["exit_status"] == "RepeatedFormatError"
     assert harness["segments"] == harness["calls"] >= 2
-    # The last call as the model saw it (its format errors included) and the reply to it.
-    assert agent.messages[-1] == {"role": "assistant", "content": agent.tokens.turns[-1].text}
-    assert [m["role"] for m in agent.messages[:2]] == ["system", "user"]
-    assert agent.reply_positions == [len(agent.messages) - 1] and len(agent.tokens.turns) == 1
+    # The task as the harness opened it and the first reply: every sample of a group starts from
+    # the same prompt, as GRPO needs; the other segments are kept beside it.
+    assert [m["role"] for m in agent.messages] == ["system", "user", "assistant"]
+    assert agent.messages[-1]["content"] == "I am not sure."
+    assert agent.reply_positions == [2] and len(agent.tokens.turns) == 1
+    assert len(harness["earlier_segments"]) == harness["segments"] - 1
     assert 0 < harness["delivered_share"] < 1
