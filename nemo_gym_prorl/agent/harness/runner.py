@@ -108,12 +108,7 @@ class HarnessRunner:
         if not run.messages:  # a harness that keeps no chat messages of its own
             run = run.model_copy(update={"messages": session.conversation})
         return agent_trajectory(
-            run,
-            session.record(),
-            commands,
-            limits,
-            seconds=time.monotonic() - started,
-            timed_out=timed_out,
+            run, session.record(), commands, limits, seconds=time.monotonic() - started, timed_out=timed_out
         )
 
 

@@ -129,11 +129,12 @@ class PublishPolicyCallback(TrainerCallback):
             raise PublishError("the trainer passed no model to the callback; nothing to publish")
         started = time.monotonic()
         version = self.version_offset + int(state.global_step)
-        policy = PublishedPolicy(version, save_adapter(model, self.root, version))
+        adapter = save_adapter(model, self.root, version)
+        weights = None
         if self.form == "weights":
-            assert self.model_dir is not None
+            assert self.model_dir is not None  # checked in __init__
             weights = write_merged(model, self.model_dir, weights_dir(self.root, version).resolve())
-            policy = PublishedPolicy(version, policy.adapter_path, weights)
+        policy = PublishedPolicy(version, adapter, weights)
         try:
             self.publish(policy.weights_path or policy.adapter_path, version)
         except ServiceError as exc:
