@@ -83,6 +83,13 @@ class GrpoSettings(GrpoAlgorithm):
         description="of each step's prompts, how many are demonstrated families' tasks (the rest: "
         "the RL families'), so RL keeps what SFT taught",
     )
+    guide_rehearsal: bool = Field(
+        True,
+        description="one member of each rehearsal group is the task's program-written demonstration, "
+        "beside the policy's own samples (off-policy guidance, as in LUFFY): a demonstrated family the "
+        "policy has drifted away from still has a rewarded sample in its group, so the group still "
+        "teaches. The RL families' groups are never guided.",
+    )
 
     @model_validator(mode="after")
     def _rehearsal_leaves_room(self) -> GrpoSettings:

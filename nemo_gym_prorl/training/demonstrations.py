@@ -51,7 +51,8 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar
@@ -103,6 +104,7 @@ __all__ = [
     "TokenStats",
     "answer_text",
     "collect_demonstrations",
+    "demonstrate_rows",
     "program_code",
     "read_demonstrations",
     "tool_call_text",
@@ -353,11 +355,6 @@ async def collect_demonstrations(
     config = config or DemonstrationConfig()
     if n < 1:
         raise ValueError(f"n must be >= 1, got {n}")
-    if not config.llm.backends:
-        raise DemonstrationError(
-            "demonstrations need the running backend the rollouts use (llm.backends): its tokenizer "
-            "and chat template make the token ids"
-        )
     started = time.monotonic()
     budget = int(n * config.max_tries_factor) + 8
     rows = enumerate(config.split.iter_train_rows())
@@ -366,8 +363,6 @@ async def collect_demonstrations(
     kept: dict[int, Demonstration] = {}
     dropped: Counter[str] = Counter()
     tried = 0
-    llm = LLMAccess.from_config(config.llm)
-    await llm.pool.start()
 
     async def worker() -> None:
         # Workers take tasks in order and stop taking them once n are kept: a prefix of the
@@ -385,20 +380,8 @@ async def collect_demonstrations(
             if progress is not None:
                 progress(f"demonstrations: {min(len(kept), n)}/{n} kept, {sum(dropped.values())} dropped")
 
-    try:
-        demonstrator = Demonstrator(config, llm)
-        await llm.model_name()
-        try:
-            async with asyncio.TaskGroup() as group:
-                for _ in range(config.concurrency):
-                    group.create_task(worker())
-        finally:
-            await demonstrator.close()
-    except ExceptionGroup as errors:
-        # A worker's error (backend gone, sandbox unusable) stops the step: say it plainly.
-        raise errors.exceptions[0] from None
-    finally:
-        await llm.pool.aclose()
+    async with _running(config) as demonstrator:
+        await _in_workers(worker, config.concurrency)
     if not kept:
         raise DemonstrationError(f"no demonstration was rewarded in {tried} tasks (dropped: {dict(dropped)})")
     chosen = [kept[p] for p in sorted(kept)][:n]
@@ -418,6 +401,62 @@ async def collect_demonstrations(
         model_tokens=TokenStats.of(d.model_token_count for d in chosen),
     )
     return chosen, summary
+
+
+async def demonstrate_rows(
+    rows: Sequence[Mapping[str, Any]], config: DemonstrationConfig | None = None
+) -> tuple[dict[str, Demonstration], dict[str, int]]:
+    """A demonstration of each of these training rows, by task id, and how many rows were
+    dropped for each reason (a row whose program's answer was not rewarded has none). The
+    guidance of GRPO's rehearsal groups: one kept demonstration stands beside the policy's own
+    samples of the same task."""
+    config = config or DemonstrationConfig()
+    pending = list(rows)
+    kept: dict[str, Demonstration] = {}
+    dropped: Counter[str] = Counter()
+
+    async def worker() -> None:
+        while pending:
+            row = pending.pop(0)
+            try:
+                kept[str(row["task_id"])] = await demonstrator.demonstrate(row)
+            except DemonstrationDropped as drop:
+                dropped[drop.reason] += 1
+
+    async with _running(config) as demonstrator:
+        await _in_workers(worker, config.concurrency)
+    return kept, dict(dropped)
+
+
+@asynccontextmanager
+async def _running(config: DemonstrationConfig) -> AsyncIterator[Demonstrator]:
+    """A demonstrator on the config's backend, its pool started and everything released after."""
+    if not config.llm.backends:
+        raise DemonstrationError(
+            "demonstrations need the running backend the rollouts use (llm.backends): its tokenizer "
+            "and chat template make the token ids"
+        )
+    llm = LLMAccess.from_config(config.llm)
+    await llm.pool.start()
+    try:
+        demonstrator = Demonstrator(config, llm)
+        try:
+            await llm.model_name()
+            yield demonstrator
+        finally:
+            await demonstrator.close()
+    finally:
+        await llm.pool.aclose()
+
+
+async def _in_workers(worker: Callable[[], Awaitable[None]], concurrency: int) -> None:
+    try:
+        async with asyncio.TaskGroup() as group:
+            for _ in range(concurrency):
+                group.create_task(worker())
+    except ExceptionGroup as errors:
+        # A worker's error (backend gone, sandbox unusable) stops the step: say it plainly.
+        raise errors.exceptions[0] from None
 
 
 def write_demonstrations(

@@ -13,7 +13,10 @@
 5. GRPO through the service, unconstrained, with a new LoRA over the v1 weights: each step's
    groups run on the policy the trainer holds, and each step's policy is published (v2, v3, ...)
    as full weights, the trainer merging its adapter (`grpo.publish_as`); the last one is
-   evaluated;
+   evaluated. Each step mixes the RL families' tasks (never demonstrated) with rehearsal tasks of
+   the demonstrated families, whose groups each hold the task's program-written demonstration
+   beside the policy's own samples (`grpo.guide_rehearsal`), so a family the policy drifts away
+   from keeps a rewarded sample to learn from;
 6. the report: every step's metrics, the three evaluations with 95% intervals, the gains.
 
 Rollouts and evaluations run on merged weights, not adapters: the same policy (log-probs within
@@ -41,8 +44,14 @@ from nemo_gym_prorl.llm.policy import PolicyVersion
 from nemo_gym_prorl.service.client import AsyncRolloutClient
 from nemo_gym_prorl.training import progress
 from nemo_gym_prorl.training.config import TrainConfig
-from nemo_gym_prorl.training.demonstrations import DemonstrationConfig, collect_demonstrations
+from nemo_gym_prorl.training.demonstrations import (
+    DemonstrationConfig,
+    collect_demonstrations,
+    demonstrate_rows,
+)
+from nemo_gym_prorl.training.environment_split import EnvironmentSplit
 from nemo_gym_prorl.training.evaluation import PolicyEvaluation, evaluate
+from nemo_gym_prorl.training.heldout import SeedSplit
 from nemo_gym_prorl.training.report import TrainReport
 from nemo_gym_prorl.training.session import TrainingService, start_service
 from nemo_gym_prorl.training.trainer_jobs import grpo_job, sft_job
@@ -127,6 +136,7 @@ async def run_training(config: TrainConfig, *, say: Say = _print, run_dir: Path 
             )
             (run_dir / "grpo_samples.jsonl").unlink(missing_ok=True)
             (run_dir / "grpo_journal.json").unlink(missing_ok=True)
+            guides = await write_guides(config, service, tasks, grpo_rows, run_dir, report, say)
             job = grpo_job(
                 config,
                 layout,
@@ -138,10 +148,13 @@ async def run_training(config: TrainConfig, *, say: Say = _print, run_dir: Path 
                 version_offset=1,
                 journal=str(run_dir / "grpo_journal.json"),
                 samples_path=str(run_dir / "grpo_samples.jsonl"),
+                guides=str(guides) if guides else None,
             )
             rehearsed = (
                 f", {config.grpo.rehearsal} of them demonstrated families'" if config.grpo.rehearsal else ""
             )
+            if guides:
+                rehearsed += " (each guided by its demonstration)"
             say(
                 f"GRPO ({config.grpo.loss_type}): {config.grpo.steps} steps of {config.grpo.prompts_per_step} "
                 f"prompts{rehearsed} x {config.grpo.num_generations} rollouts through the service, "
@@ -178,6 +191,55 @@ async def run_training(config: TrainConfig, *, say: Say = _print, run_dir: Path 
 
     report.finish(phases, time.monotonic() - started)
     return report
+
+
+async def write_guides(
+    config: TrainConfig,
+    service: TrainingService,
+    tasks: SeedSplit | EnvironmentSplit,
+    rows: list[dict[str, Any]],
+    run_dir: Path,
+    report: TrainReport,
+    say: Say,
+) -> Path | None:
+    """The program-written demonstrations that guide GRPO's rehearsal groups (`grpo_guides.jsonl`,
+    one per rehearsal task whose demonstration was rewarded), or None when the run has none. Only
+    demonstrated families' tasks are guided: what RL learns on the RL families stays its own."""
+    rehearsal = [row for row in rows if tasks.family(row) in tasks.demonstrated]
+    if not (config.grpo.guide_rehearsal and config.grpo.rehearsal and tasks.demonstrated and rehearsal):
+        return None
+    started = time.monotonic()
+    guides, dropped = await demonstrate_rows(rehearsal, demonstration_config(config, service))
+    path = run_dir / "grpo_guides.jsonl"
+    write_jsonl(
+        path,
+        (
+            guides[str(row["task_id"])].model_dump(mode="json")
+            for row in rehearsal
+            if str(row["task_id"]) in guides
+        ),
+    )
+    report.grpo_guides = {
+        "path": str(path),
+        "rehearsal_tasks": len(rehearsal),
+        "guided": len(guides),
+        "dropped": dropped,
+        "seconds": round(time.monotonic() - started, 1),
+    }
+    say(
+        f"{len(guides)} of {len(rehearsal)} rehearsal tasks guided by a program-written demonstration "
+        f"({report.grpo_guides['seconds']:.0f} s)"
+    )
+    return path
+
+
+def demonstration_config(config: TrainConfig, service: TrainingService) -> DemonstrationConfig:
+    """Demonstrations of the run's split, on the backend its rollouts use, with its prompts."""
+    return DemonstrationConfig(
+        split=config.split,
+        llm=LLMConfig(backends=[service.backend_url], tool_prompt=config.tool_prompt),
+        concurrency=config.demonstrations.concurrency,
+    )
 
 
 async def publish_merged(
@@ -218,12 +280,9 @@ async def _demonstrate_and_imitate(
     tasks the demonstrations tried (GRPO's demonstrated-family prompts come after them)."""
     with timed(phases, "demonstrations"):
         say(f"writing {config.demonstrations.n} program-written demonstrations through the real tools")
-        demo_config = DemonstrationConfig(
-            split=config.split,
-            llm=LLMConfig(backends=[service.backend_url], tool_prompt=config.tool_prompt),
-            concurrency=config.demonstrations.concurrency,
+        demos, summary = await collect_demonstrations(
+            config.demonstrations.n, demonstration_config(config, service), progress=None
         )
-        demos, summary = await collect_demonstrations(config.demonstrations.n, demo_config, progress=None)
         demo_path = run_dir / "demonstrations.jsonl"
         write_jsonl(demo_path, (d.model_dump(mode="json") for d in demos))
         report.demonstrations = summary.model_copy(update={"path": str(demo_path)})

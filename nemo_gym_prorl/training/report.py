@@ -54,6 +54,10 @@ class TrainReport(BaseModel):
     sft: dict[str, Any] = Field(default_factory=dict)
     sft_steps: list[dict[str, Any]] = Field(default_factory=list)
     grpo: dict[str, Any] = Field(default_factory=dict)
+    grpo_guides: dict[str, Any] = Field(
+        default_factory=dict,
+        description="the program-written demonstrations that guided GRPO's rehearsal groups (none: unguided)",
+    )
     grpo_steps: list[dict[str, Any]] = Field(default_factory=list)
     evaluations: dict[str, PolicyEvaluation] = Field(default_factory=dict)
     families: dict[str, dict[str, FamilyRow]] = Field(
@@ -156,7 +160,12 @@ class TrainReport(BaseModel):
         credited = (
             ("demonstrations (SFT over base, demonstrated families)", "sft_over_base:demonstrated"),
             ("RL (GRPO over SFT, families without demonstrations)", "rl_over_sft:rl_families"),
-            ("RL on the demonstrated families", "rl_over_sft:demonstrated"),
+            (
+                "GRPO on the demonstrated families (rehearsal guided by demonstrations)"
+                if self.grpo_guides.get("guided")
+                else "RL on the demonstrated families",
+                "rl_over_sft:demonstrated",
+            ),
         )
         for label, key in credited:
             if key in self.gains:

@@ -22,7 +22,11 @@ from nemo_gym_prorl.sandbox import SandboxSpec
 from nemo_gym_prorl.tasks.math import MathTask
 from nemo_gym_prorl.tasks.workspace import open_workspace
 from nemo_gym_prorl.tools.dispatch import ToolBoxConfig
-from nemo_gym_prorl.training.demonstrations import DemonstrationConfig, collect_demonstrations
+from nemo_gym_prorl.training.demonstrations import (
+    DemonstrationConfig,
+    collect_demonstrations,
+    demonstrate_rows,
+)
 from nemo_gym_prorl.training.heldout import SeedSplit
 
 pytestmark = [pytest.mark.vllm, pytest.mark.bwrap, pytest.mark.timeout(900)]
@@ -111,6 +115,24 @@ async def test_two_demonstrations_match_what_the_service_records_for_them(real_v
                 parse=dict,
             )  # fmt: skip
             assert rendered["tokens"][: len(demo.prompt_ids) + len(given[0])] == [*demo.prompt_ids, *given[0]]
+
+
+async def test_given_rows_are_demonstrated_by_task_id_and_a_held_out_row_is_refused(
+    real_vllm: VLLMServer,
+) -> None:
+    config = DemonstrationConfig(llm=LLMConfig(backends=[real_vllm.base_url]), concurrency=2)
+    split = SeedSplit()
+    rows = split.train_rows(3, start=5)
+    guides, dropped = await demonstrate_rows(rows, config)
+    assert guides and set(guides) <= {row["task_id"] for row in rows}
+    assert sum(dropped.values()) + len(guides) == len(rows)  # each row kept or dropped with a reason
+    for row in rows:
+        if row["task_id"] in guides:
+            guide = guides[row["task_id"]]
+            assert guide.reward == 1.0 and guide.recipe.seed == row["reasoning_gym"]["seed"]
+            assert guide.messages[1]["content"] == row["responses_create_params"]["input"][-1]["content"]
+    with pytest.raises(ValueError, match="held-out task"):
+        await demonstrate_rows(split.heldout_rows()[:1], config)
 
 
 def _without_tokens(message: dict[str, Any]) -> dict[str, Any]:

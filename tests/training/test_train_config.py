@@ -65,7 +65,7 @@ def test_each_grpo_setting_is_declared_once_and_a_configs_grpo_section_reaches_t
     for model in (GrpoSettings, GrpoJob):
         assert issubclass(model, GrpoAlgorithm)
         assert not algorithm & set(vars(model).get("__annotations__", {}))
-    assert set(GrpoSettings.model_fields) - algorithm == {"restarts", "rehearsal"}
+    assert set(GrpoSettings.model_fields) - algorithm == {"restarts", "rehearsal", "guide_rehearsal"}
 
     config = load_train_config("default", ["grpo.epsilon=0.1", "grpo.rollout_timeout_s=60", "grpo.beta=0.1"])
     service: Any = SimpleNamespace(url="http://127.0.0.1:1", token=None)

@@ -86,7 +86,10 @@ class TrlSample(BaseModel):
 
     prompt_ids: list[int]
     completion_ids: list[int]
-    logprobs: list[float]
+    logprobs: list[float | None] = Field(
+        description="the sampler's log-prob of each completion token; None where no policy sampled it "
+        "(a demonstration's tokens: TRL reads them as NaN)"
+    )
     env_mask: list[int]
     reward: float | None = Field(description="None when the sample is masked: TRL then leaves it out")
     reward_components: dict[str, float] = Field(default_factory=dict)
@@ -94,6 +97,7 @@ class TrlSample(BaseModel):
     mask_sample: bool = False
     mask_reason: str | None = None
     rollout_id: str
+    origin: str | None = Field(None, description="None: the policy's own sample; else what wrote it")
 
     @property
     def model_tokens(self) -> int:
@@ -240,6 +244,31 @@ def group_samples(
         to_sample(result, placeholder_prompt_ids=placeholder, placeholder_token_id=placeholder_token_id)
         for result in parsed
     ]
+
+
+def guide_sample(record: Mapping[str, Any]) -> TrlSample:
+    """A program-written demonstration (a `Demonstration` record, as JSON) as a member of its
+    task's group: off-policy guidance. Its ids and mask are the ones the demonstration recorded
+    through the service's rollout path; it has no log-probs, as no policy sampled it, and its
+    importance ratio is TRL's on-policy one (the trainer's own log-probs, detached)."""
+    origin = record.get("origin")
+    if not origin:
+        raise ValueError("a guide must be a demonstration record with its `origin`")
+    completion = list(record["completion_ids"])
+    env_mask = list(record["env_mask"])
+    if len(env_mask) != len(completion) or not any(env_mask):
+        raise ValueError(f"guide {record.get('task_id')!r}: its env_mask does not cover its model tokens")
+    return TrlSample(
+        prompt_ids=list(record["prompt_ids"]),
+        completion_ids=completion,
+        logprobs=[None] * len(completion),
+        env_mask=env_mask,
+        reward=float(record["reward"]),
+        reward_components=dict(record.get("reward_components") or {}),
+        stop_reason="demonstration",
+        rollout_id=f"demonstration-{record['task_id']}",
+        origin=str(origin),
+    )
 
 
 def to_fields(samples: Sequence[TrlSample]) -> dict[str, list[Any]]:

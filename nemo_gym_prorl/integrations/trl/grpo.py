@@ -8,7 +8,9 @@
 TRL's `GRPOTrainer` (no vLLM of its own) trains the LoRA on groups the rollout service runs
 (`ServiceRollout`) and publishes the policy after every optimizer step (`PublishPolicyCallback`;
 full weights by default, `publish_as`), so each step's rollouts come from the policy the trainer
-holds. Every step prints a `step`
+holds. A group whose task has a program-written demonstration in the job's `guides` runs one
+rollout fewer and gets the demonstration as its last member (off-policy guidance of rehearsal
+groups; `ServiceRollout`). Every step prints a `step`
 event once the trainer has logged it: the step's loss, the rollouts' reward, informative groups,
 tool use, staleness, policy versions and why any was masked (`RolloutStats`), the
 trainer-vs-rollout log-prob mismatch (`MeasuredGRPOTrainer`), and where the time went. The
@@ -25,6 +27,7 @@ import time
 from typing import Any
 
 from nemo_gym_prorl.integrations.trl.client import ServiceClient
+from nemo_gym_prorl.integrations.trl.fields import guide_sample
 from nemo_gym_prorl.integrations.trl.jobs import GrpoJob, emit, load_job
 from nemo_gym_prorl.integrations.trl.rollout import ServiceRollout, prompt_column, split_groups
 from nemo_gym_prorl.integrations.trl.stats import RolloutStats
@@ -58,6 +61,7 @@ def rollout_fields(stats: RolloutStats, rollout: ServiceRollout) -> dict[str, An
         "stale": stats.stale,
         "stop_reasons": stats.stop_reasons,
         "mask_reasons": stats.mask_reasons,
+        "guided_groups": rollout.last_guided,
         "rollout_s": round(rollout.last_seconds, 2),
         "rollout_tokens_per_s": round(stats.generated_tokens / max(rollout.last_seconds, 1e-9), 1),
     }
@@ -138,6 +142,9 @@ def service_rollout(job: GrpoJob, prompts: list[str], client: ServiceClient) -> 
         timeout_s=job.rollout_timeout_s,
         ahead=prompts if job.collect_ahead else None,
         journal=job.journal,
+        guides={str(row["task_id"]): guide_sample(row) for row in read_rows(job.guides)}
+        if job.guides
+        else None,
     )
 
 

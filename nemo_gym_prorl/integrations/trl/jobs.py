@@ -218,6 +218,12 @@ class GrpoJob(GrpoAlgorithm):
     samples_path: str | None = Field(
         None, description="append every step's TRL samples (ids, log-probs, env_mask, versions) here as JSONL"
     )
+    guides: str | None = Field(
+        None,
+        description="JSONL of program-written demonstrations (`Demonstration` records): a group whose task "
+        "has one gets it as its last member, off-policy guidance beside num_generations - 1 samples of "
+        "the policy",
+    )
     threads: int | None = Field(None, ge=1)
     device: Device = Field("auto", description=DEVICE_HELP)
     simulated_step_s: float | None = Field(

@@ -120,6 +120,11 @@ class ServiceRollout:
     `max_staleness`. If the trainer asks for other prompts than expected, the prepared jobs are
     cancelled and the asked-for ones submitted (`ahead_misses`).
 
+    `guides`: program-written demonstrations by task id (`guide_sample`). A group whose task has
+    one runs `num_generations - 1` rollouts and gets the demonstration as its last member:
+    off-policy guidance, which keeps a rewarded sample in the group of a task the policy no
+    longer solves (`last_guided` counts them per call).
+
     `journal`: a file listing the jobs submitted for steps not yet published (`settle`). A
     trainer that dies mid-step, waiting for them, training on them or publishing, loses nothing:
     the service keeps running and retaining those rollouts, and a trainer restarted with the
@@ -136,6 +141,7 @@ class ServiceRollout:
         timeout_s: float = 3600.0,
         ahead: Sequence[Any] | None = None,
         journal: str | Path | None = None,
+        guides: Mapping[str, TrlSample] | None = None,
     ) -> None:
         self.client = client
         self.task = task
@@ -149,6 +155,8 @@ class ServiceRollout:
         self._cursor = 0  # where in `ahead` the next step's prompts start
         self.journal = SubmissionJournal(Path(journal)) if journal is not None else None
         self.carried_over = 0
+        self.guides = dict(guides or {})
+        self.last_guided = 0
         self._prepared: tuple[list[Any], int, list[str]] | None = None  # (group prompts, size, ids)
         self._unsettled: list[str] = []  # the last results' jobs, until their step is published
         self.last_samples: list[TrlSample] = []
@@ -160,7 +168,7 @@ class ServiceRollout:
         for index, group in enumerate(groups):
             instance = instance_of(group[0])
             group_id = f"trl-{self.run_id}-{self.calls}-{index}"
-            for sample in range(len(group)):
+            for sample in range(len(group) - (self.guide(group[0]) is not None)):
                 job: dict[str, Any] = {
                     # The trainer's own id: a submit retried after a lost answer is the same job.
                     "id": f"{group_id}-{sample}",
@@ -212,13 +220,28 @@ class ServiceRollout:
         groups = split_groups(prompts, size)
         results = self.collect(groups, step=trainer.state.global_step)
         eos = _eos_id(trainer)
-        fallback = [eos if eos is not None else 0]
         samples: list[TrlSample] = []
-        for start in range(0, len(results), size):
-            members = results[start : start + size]
-            samples += group_samples(members, fallback_prompt_ids=fallback, placeholder_token_id=eos)
+        start = 0
+        self.last_guided = 0
+        for group in groups:
+            guide = self.guide(group[0])
+            rollouts = size - (guide is not None)
+            fallback = guide.prompt_ids if guide is not None else [eos if eos is not None else 0]
+            samples += group_samples(
+                results[start : start + rollouts], fallback_prompt_ids=fallback, placeholder_token_id=eos
+            )
+            start += rollouts
+            if guide is not None:
+                samples.append(guide.model_copy(deep=True))
+                self.last_guided += 1
         self.last_samples = samples
         return to_fields(samples)
+
+    def guide(self, prompt: Any) -> TrlSample | None:
+        """The demonstration that guides this prompt's group, if it has one."""
+        if not self.guides:
+            return None
+        return self.guides.get(str(instance_of(prompt).get("task_id")))
 
     def settle(self) -> None:
         """The step that trained on the last results is published: their jobs leave the journal.
