@@ -67,6 +67,7 @@ def run_of(data: dict[str, Any], recorded_in: str) -> dict[str, Any]:
             "prompts_per_step": grpo.get("prompts_per_step"),
             "num_generations": grpo.get("num_generations"),
             "rehearsal": grpo.get("rehearsal", 0),
+            "guide_rehearsal": bool(grpo.get("guide_rehearsal", False)),  # older runs: unguided
             "beta": grpo.get("beta"),
             "learning_rate": _get(grpo, "optimizer", "learning_rate"),
             "micro_batch": _get(grpo, "optimizer", "batch_size"),
@@ -81,11 +82,30 @@ def run_of(data: dict[str, Any], recorded_in: str) -> dict[str, Any]:
             for name, gain in gains.items()
             if name.partition(":")[2] in ("all", "demonstrated", "rl_families")
         },
+        "worst_demonstrated_family": worst_demonstrated_family(figures),
         "checks": figures.get("checks") or {},
         "minutes": round(figures["total_seconds"] / 60, 1) if figures.get("total_seconds") else None,
         "grpo_minutes": round(grpo_s / 60, 1) if (grpo_s := _get(figures, "seconds", "grpo")) else None,
         "rollout_s_per_step": round(sum(rollout_s) / len(rollout_s), 1) if rollout_s else None,
     }
+
+
+def worst_demonstrated_family(figures: dict[str, Any]) -> dict[str, Any] | None:
+    """The demonstrated family RL moved most downward (what forgetting looks like), with its gain."""
+    gains = figures.get("gains") or {}
+    moved = [
+        {"family": family, **{k: gain[k] for k in ("mean", "low", "high")}}
+        for family in figures.get("demonstrated_families") or []
+        if (gain := gains.get(f"rl_over_sft:{family}")) is not None
+    ]
+    return min(moved, key=lambda g: g["mean"]) if moved else None
+
+
+def _worst(run: dict[str, Any]) -> str:
+    worst = run["worst_demonstrated_family"]
+    if worst is None:
+        return "-"
+    return f"{worst['family']} {worst['mean']:+.2f} [{worst['low']:+.2f}, {worst['high']:+.2f}]"
 
 
 def recorded_runs() -> list[dict[str, Any]]:
@@ -117,11 +137,11 @@ def render(figures: dict[str, Any]) -> str:
             f"{run['grpo_minutes']} min, rollouts {run['rollout_s_per_step']} s a step on the published "
             f"{s['publish_as']}",
             f"  GRPO {s['grpo_steps']} steps x {s['prompts_per_step']} prompts x {s['num_generations']}, rehearsal "
-            f"{s['rehearsal'] or 0}, beta {s['beta']}, lr {s['learning_rate']}, micro-batch {s['micro_batch']}, "
+            f"{s['rehearsal'] or 0}{' guided' if s['guide_rehearsal'] else ''}, beta {s['beta']}, lr {s['learning_rate']}, micro-batch {s['micro_batch']}, "
             f"tools via {s['tool_prompt']}, tool output {s['tool_output_bytes'] or 'default'} bytes",
             f"  held-out reward: {rewards}",
             f"  RL over SFT: RL families {_gain(run, 'rl_over_sft:rl_families')}, "
-            f"demonstrated {_gain(run, 'rl_over_sft:demonstrated')}",
+            f"demonstrated {_gain(run, 'rl_over_sft:demonstrated')}, its worst family {_worst(run)}",
         ]
     return "\n".join(lines)
 
@@ -133,8 +153,9 @@ def summary(figures: dict[str, Any]) -> str:
         if "rl_over_sft:rl_families" not in run["gains"]:
             continue
         parts.append(
-            f"rehearsal {s['rehearsal'] or 0}, beta {s['beta']}, published as {s['publish_as']}: RL families "
-            f"{_gain(run, 'rl_over_sft:rl_families')}, demonstrated {_gain(run, 'rl_over_sft:demonstrated')}, "
+            f"rehearsal {s['rehearsal'] or 0}{' guided' if s['guide_rehearsal'] else ''}, beta {s['beta']}, "
+            f"published as {s['publish_as']}: RL families {_gain(run, 'rl_over_sft:rl_families')}, demonstrated "
+            f"{_gain(run, 'rl_over_sft:demonstrated')} (worst family {_worst(run)}), "
             f"{run['minutes']} min ({run['commit']})"
         )
     return f"{len(figures['runs'])} recorded runs; " + "; ".join(parts)

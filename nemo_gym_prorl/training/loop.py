@@ -205,9 +205,11 @@ async def write_guides(
     """The program-written demonstrations that guide GRPO's rehearsal groups (`grpo_guides.jsonl`,
     one per rehearsal task whose demonstration was rewarded), or None when the run has none. Only
     demonstrated families' tasks are guided: what RL learns on the RL families stays its own."""
-    rehearsal = [row for row in rows if tasks.family(row) in tasks.demonstrated]
-    if not (config.grpo.guide_rehearsal and config.grpo.rehearsal and tasks.demonstrated and rehearsal):
+    if not (config.grpo.guide_rehearsal and config.grpo.rehearsal and isinstance(tasks, SeedSplit)):
         return None
+    if not tasks.rl_families:  # every prompt is a demonstrated family's: none is rehearsal
+        return None
+    rehearsal = [row for row in rows if tasks.family(row) in tasks.demonstrated]
     started = time.monotonic()
     guides, dropped = await demonstrate_rows(rehearsal, demonstration_config(config, service))
     path = run_dir / "grpo_guides.jsonl"
