@@ -54,7 +54,8 @@ def grpo_step_line(step: Mapping[str, Any], steps: int) -> str:
         )
     return (
         f"GRPO step {step['step']}/{steps}: reward {step['reward']:.3f}, "
-        f"{step['informative_groups']}/{step['groups']} informative groups, "
+        f"{step['informative_groups']}/{step['groups']} informative groups"
+        f"{f' ({g} guided by a demonstration)' if (g := step.get('guided_groups')) else ''}, "
         f"{step['tool_calls']:.2f} tool calls, {step['turns']:.2f} turns per rollout, "
         f"staleness {step['staleness']}, versions {step['policy_versions']}, {step['masked']} masked; "
         f"rollouts {step['rollout_s']:.0f}s at {step['rollout_tokens_per_s']:.0f} tok/s; {train}"

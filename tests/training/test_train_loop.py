@@ -38,7 +38,8 @@ import json, sys, torch
 from peft import PeftModel
 from transformers import AutoModelForCausalLM
 cfg = json.load(sys.stdin)
-samples = [s for s in map(json.loads, open(cfg["samples"])) if s["step"] == cfg["step"] and any(s["env_mask"])]
+samples = [s for s in map(json.loads, open(cfg["samples"]))
+           if s["step"] == cfg["step"] and any(s["env_mask"]) and s["origin"] is None]
 def mean_diff(model):
     diffs = []
     for s in samples:
@@ -109,6 +110,26 @@ def test_after_each_publish_the_next_rollouts_report_the_new_version(run: tuple[
     assert [s["policy_versions"] for s in report.grpo_steps] == [[1], [2]]
     assert [p["version"] for p in report.grpo["published"]] == [2, 3]
     assert all(s["staleness"] == 0 and s["masked"] == 0 for s in report.grpo_steps)
+
+
+def test_each_rehearsal_group_ends_with_its_demonstration_and_no_rl_familys_group_has_one(
+    run: tuple[TrainReport, Path],
+) -> None:
+    report, run_dir = run
+    samples = [json.loads(line) for line in (run_dir / "grpo_samples.jsonl").read_text().splitlines()]
+    guides = [s for s in samples if s["origin"] is not None]
+    assert report.grpo_guides["guided"] == len(guides) >= 1
+    assert [s["guided_groups"] for s in report.grpo_steps] == [1, 1]
+    for step in (1, 2):
+        group = [s for s in samples if s["step"] == step]
+        # step order: the RL family's group (2 rollouts), then the rehearsal group (1 rollout + its demonstration)
+        assert [s["origin"] for s in group] == [None, None, None, "program-written demonstration"]
+        assert (
+            group[-1]["logprobs"] == [None] * len(group[-1]["completion_ids"]) and group[-1]["reward"] == 1.0
+        )
+        assert group[-1]["prompt_ids"] == group[-2]["prompt_ids"]  # the demonstration answers the same prompt
+    rl_family = {"chain_sum", "products"}
+    assert not any(family in s["rollout_id"] for s in guides for family in rl_family)
 
 
 def test_the_rollouts_log_probs_come_from_the_adapter(
