@@ -261,7 +261,9 @@ def collect_on_stack(
                 say(f"{signals.stop_name}: stopping everything the demo started")
             else:
                 say("4/4 shutting everything down")
-            gym_launcher.down(STATE_DIR, echo=say)
+            # A start cut short stops what it had started itself, and records no stack to stop.
+            if gym_launcher.load_state(STATE_DIR.resolve()) is not None:
+                gym_launcher.down(STATE_DIR, echo=say)
 
 
 def report_interrupted(stop: Interrupted, judged: list[tuple[GroupResult, bool]]) -> int:

@@ -285,6 +285,8 @@ def up(
     except BaseException:
         for group in reversed(groups):
             stop_group(group, echo=lambda *_: None)
+        if groups:
+            echo(f"[gym] the start did not finish: stopped the {len(groups)} process group(s) it had started")
         raise
 
 
