@@ -253,7 +253,7 @@ class DapoScheduler:
             return
         try:
             self._submit_retries(stats)  # first: each one holds a whole group back
-            while len(self._prompts) < self.config.max_prompts_in_flight:
+            while len(self._prompts) < self.config.max_prompts_in_flight and self._room_for_a_group():
                 if self._next is None:
                     if self._source_done:
                         return
@@ -265,6 +265,15 @@ class DapoScheduler:
                 self._next = None
         except QueueFullError:
             self._backoff_until = time.monotonic() + _QUEUE_FULL_BACKOFF_S
+
+    def _room_for_a_group(self) -> bool:
+        """Whether G more rollouts fit under R, counting every sample not yet done (running,
+        queued, or waiting to be retried)."""
+        limit = self.config.max_rollouts_in_flight
+        if limit is None:
+            return True
+        owed = sum(not sample.done for prompt in self._prompts.values() for sample in prompt.samples)
+        return owed + self.config.group_size <= limit
 
     def _submit_retries(self, stats: BatchStats) -> None:
         while self._retry:

@@ -6,9 +6,9 @@
 from __future__ import annotations
 
 import time
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from nemo_gym_prorl.pipeline.groups import GroupResult, GroupStatus, UniformRule
 from nemo_gym_prorl.pipeline.job import Budget
@@ -20,6 +20,14 @@ class DapoConfig(BaseModel):
     group_size: int = Field(8, ge=1, le=1024, description="G: samples per prompt.")
     batch_groups: int = Field(16, ge=1, le=100_000, description="B: informative groups per batch (default).")
     max_prompts_in_flight: int = Field(32, ge=1, le=100_000, description="M: prompts running at once.")
+    max_rollouts_in_flight: int | None = Field(
+        None,
+        ge=1,
+        le=10_000_000,
+        description="R: rollouts running at once. A new prompt starts as soon as its G samples fit, "
+        "so the samples of a group that finish early make room while its last one still runs "
+        "(default: only M bounds).",
+    )
     uniform: UniformRule = Field(default_factory=UniformRule)
     on_ready: Literal["carry_over", "cancel"] = Field(
         "carry_over", description="What happens to in-flight jobs once B groups are ready."
@@ -45,6 +53,15 @@ class DapoConfig(BaseModel):
     task: str | None = Field(None, description="Task handler; default: each row's `data_source`.")
     sampling_params: dict[str, Any] = Field(default_factory=dict)
     budget: Budget = Field(default_factory=Budget)
+
+    @model_validator(mode="after")
+    def _a_group_fits(self) -> Self:
+        if self.max_rollouts_in_flight is not None and self.max_rollouts_in_flight < self.group_size:
+            raise ValueError(
+                f"max_rollouts_in_flight={self.max_rollouts_in_flight} is below group_size={self.group_size}: "
+                "no prompt could ever start"
+            )
+        return self
 
 
 BatchStatus = Literal["running", "complete", "exhausted", "failed", "cancelled"]

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 from support.scripted_groups import GroupScriptedHandler
 
 from nemo_gym_prorl.pipeline import HandlerRegistry, Pipeline, PipelineConfig, Stage
@@ -120,6 +121,27 @@ async def test_replenishes_around_a_straggler(make: Any) -> None:
     assert time.monotonic() - started < 1.0
     assert "slow" not in {g.prompt_key for g in groups}
     assert stats.carried_prompts == 1 and stats.carried_finished_rollouts >= 3
+
+
+async def test_rollouts_in_flight_bound_the_work_and_a_groups_early_finishers_make_room(make: Any) -> None:
+    """R counts rollouts, not prompts: while the last sample of a group still runs, the room its
+    finished siblings left goes to the next prompts, and never more than R run at once."""
+    slow = informative("slow")
+    slow["samples"][0]["run_s"] = 1.0
+    rows = [slow] + [informative(f"i{i}", run_s=0.05) for i in range(20)]
+    handler = CountingHandler()
+    scheduler, _ = await make(
+        rows, handler=handler, batch_groups=6, max_prompts_in_flight=10, max_rollouts_in_flight=9
+    )
+    groups, stats = await scheduler.next_batch()
+    assert stats.informative_groups == 6 and "slow" not in {g.prompt_key for g in groups}
+    # The straggler alone (1) beside two whole groups (4 + 4): 9, never more.
+    assert handler.max_live == 9
+
+
+def test_a_rollout_limit_below_the_group_size_is_refused() -> None:
+    with pytest.raises(ValidationError, match="no prompt could ever start"):
+        DapoConfig(group_size=4, max_rollouts_in_flight=3)
 
 
 async def test_carry_over_keeps_every_finished_rollout(make: Any) -> None:
