@@ -46,7 +46,7 @@ from nemo_gym_prorl.demo.verdict import judge
 from nemo_gym_prorl.integrations.gym import launcher as gym_launcher
 from nemo_gym_prorl.integrations.gym.contract import check_group, check_result, group_by_task
 from nemo_gym_prorl.integrations.gym.result import run_result
-from nemo_gym_prorl.llm.embedded import EmbeddedLayout, LoraServing
+from nemo_gym_prorl.llm.embedded import CPU_MAX_NUM_SEQS, EmbeddedLayout, LoraServing
 from nemo_gym_prorl.pipeline.dapo import BatchEvent
 from nemo_gym_prorl.pipeline.groups import GroupResult
 from nemo_gym_prorl.service.client import AsyncRolloutClient
@@ -68,18 +68,21 @@ CONSTRAINED_OVERRIDES = (
     f"{_AGENT}.agent.max_turns=6",
 )
 
+# Every rollout ends within the demo's few minutes: the loop stops generating after
+# `agent.max_time_s` and the rollout is graded as it stands; past the active-time budget the
+# pipeline ends it as a timeout, whatever it was waiting on.
+TIME_BUDGET_OVERRIDES = (f"{_AGENT}.agent.max_time_s=150", f"{_AGENT}.pipeline.active_time_s=240")
+
 
 def say(message: str) -> None:
     print(f"\033[1m[demo]\033[0m {message}", flush=True)
 
 
-def demo_rows(quick: bool, environments: Sequence[str] = ()) -> list[dict[str, Any]]:
+def demo_rows(environments: Sequence[str] = ()) -> list[dict[str, Any]]:
     """The example rows each resources server ships (real data), SWE kept small: its EVAL runs a
     project's test suite. With `environments`, those dataset environments' rows instead: their
     prepared validation rows (`prorl data prepare --environment NAME`), else their example rows."""
-    per_domain = {"math": 5, "stem": 5, "code": 5, "swe": 1}
-    if quick:
-        per_domain = {"math": 2, "stem": 2, "code": 2, "swe": 1}
+    per_domain = {"math": 2, "stem": 2, "code": 2, "swe": 1}
     if environments:
         return [row for name in environments for row in environment_rows(name, per_domain)]
     rows: list[dict[str, Any]] = []
@@ -167,10 +170,13 @@ async def collect(
     stats = None
     config = {
         "group_size": group_size,
-        "max_prompts_in_flight": 6,
+        "max_prompts_in_flight": len(rows),
+        # As many rollouts as the embedded vLLM runs sequences at once: a prompt starts as soon as
+        # its group fits, so the pipeline stays full while a group's last sample still runs.
+        "max_rollouts_in_flight": max(CPU_MAX_NUM_SEQS, group_size),
         "dropped_with_samples": True,
         "on_sample_failure": "mask",
-        "sampling_params": {"temperature": 1.0, "top_p": 1.0, "max_tokens": 160},
+        "sampling_params": {"temperature": 1.0, "top_p": 1.0, "max_tokens": 128},
     }
     async with AsyncRolloutClient(agent_url, timeout=600) as client:
         batch = await client.start_batch(groups=len(rows), source={"rows": rows}, config=config)
@@ -234,7 +240,11 @@ def collect_on_stack(
                 serve_model=True,
                 # A free port: another stack (a `prorl gym up`, a second checkout) may hold the default.
                 head_port=gym_launcher.free_port(),
-                extra_overrides=[*(CONSTRAINED_OVERRIDES if constrained else ()), *overrides],
+                extra_overrides=[
+                    *TIME_BUDGET_OVERRIDES,
+                    *(CONSTRAINED_OVERRIDES if constrained else ()),
+                    *overrides,
+                ],
                 model_lora=LoraServing() if policy is not None and is_adapter(policy) else None,
                 model_checkpoint=str(policy) if policy is not None and not is_adapter(policy) else None,
                 echo=say,
@@ -316,7 +326,7 @@ def run_demo(
         return 2
     group_size = 2 if quick or harness else 4
     try:
-        rows = harness_rows(quick) if harness else demo_rows(quick, environments)
+        rows = harness_rows(quick) if harness else demo_rows(environments)
     except KeyError as exc:
         say(str(exc.args[0]))
         return 2

@@ -19,11 +19,12 @@ def test_environment_rows_are_its_examples_until_prepared(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    rows = demo_rows(quick=True, environments=["gsm8k"])
+    rows = demo_rows(environments=["gsm8k"])
     assert len(rows) == 2 and all(r["dataset"] == "gsm8k" for r in rows)
     prepared = [{"task_id": "prepared-1", "data_source": "prorl_math"}] * 3
     write_jsonl(tmp_path / "data" / "gsm8k" / "validation.jsonl", prepared)
-    assert [r["task_id"] for r in demo_rows(quick=False, environments=["gsm8k"])] == ["prepared-1"] * 3
+    # The demo takes its two math rows from the prepared split.
+    assert [r["task_id"] for r in demo_rows(environments=["gsm8k"])] == ["prepared-1"] * 2
 
 
 def test_an_unknown_environment_stops_the_demo_before_anything_starts(

@@ -5,6 +5,7 @@
 
 from nemo_gym_prorl.llm.embedded.paths import MODEL_NAME, EmbeddedLayout, prorl_home
 from nemo_gym_prorl.llm.embedded.server import (
+    CPU_MAX_NUM_SEQS,
     LoraServing,
     ServerSpec,
     ServerStartError,
@@ -16,6 +17,7 @@ from nemo_gym_prorl.llm.embedded.server import (
 from nemo_gym_prorl.llm.embedded.setup import SetupError, find_python311, setup
 
 __all__ = [
+    "CPU_MAX_NUM_SEQS",
     "MODEL_NAME",
     "EmbeddedLayout",
     "LoraServing",

@@ -44,7 +44,8 @@ CPU_ENV = {
     "VLLM_NO_USAGE_STATS": "1",
     "DO_NOT_TRACK": "1",
 }
-CPU_ARGS = ["--dtype", "float32", "--max-num-seqs", "16", "--enforce-eager"]
+CPU_MAX_NUM_SEQS = 16
+CPU_ARGS = ["--dtype", "float32", "--max-num-seqs", str(CPU_MAX_NUM_SEQS), "--enforce-eager"]
 CPU_MAX_MODEL_LEN = 2048
 
 # The ranks vLLM 0.32 accepts for --max-lora-rank (vllm/config/lora.py).
