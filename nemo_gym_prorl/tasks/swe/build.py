@@ -23,6 +23,7 @@ The instances go to `instances.jsonl` next to the repositories.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import shlex
@@ -32,6 +33,7 @@ from typing import Any
 
 from pydantic import Field
 
+from nemo_gym_prorl.files import exclusive
 from nemo_gym_prorl.tasks.swe.config import REPO_MOUNT, SweConfig
 from nemo_gym_prorl.tasks.swe.sdist_repo import (
     SdistPin,
@@ -201,8 +203,16 @@ def load_instances(config: SweConfig | None = None) -> list[dict[str, Any]]:
 
 
 async def ensure_built(config: SweConfig | None = None) -> list[dict[str, Any]]:
-    """The built instances, building those the cache lacks first (needs PyPI once per sdist)."""
+    """The built instances, building those the cache lacks first (needs PyPI once per sdist).
+    One build at a time per cache: a second process waits for the first, then finds it built."""
     config = config or SweConfig()
+    with contextlib.ExitStack() as held:
+        # Waiting for the lock blocks a thread, not the event loop.
+        await asyncio.to_thread(held.enter_context, exclusive(config.cache_dir / "build.lock", logger.info))
+        return await _ensure_built_locked(config)
+
+
+async def _ensure_built_locked(config: SweConfig) -> list[dict[str, Any]]:
     have = {i["instance_id"]: i for i in load_instances(config)}
     wanted = [r.instance_id for r in load_recipes()]
     todo = [
