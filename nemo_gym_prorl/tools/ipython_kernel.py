@@ -23,6 +23,7 @@ import json
 import queue
 import secrets
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, Self
 
@@ -250,7 +251,11 @@ class IPythonKernel:
         client.start_channels(hb=False)
         self._client = client
         try:
-            await self._wait_ready(client)
+            await self._wait_ready(client, client.get_shell_msg)
+            # Answered on the shell channel is not yet ready: a cell's output comes on IOPub, whose
+            # subscription may still be joining (a message published before it is lost, and the
+            # cell would wait out its timeout). Ready when IOPub carries our requests' status too.
+            await self._wait_ready(client, client.get_iopub_msg)
         except BaseException:
             await self._shutdown_process()
             raise
@@ -258,9 +263,12 @@ class IPythonKernel:
         await self._drain(client)
         self._ever_started = True
 
-    async def _wait_ready(self, client: AsyncKernelClient) -> None:
-        """Ask for kernel_info until one is answered. A request sent before the kernel bound its
-        sockets is queued by zmq, but asking again every half second costs nothing."""
+    async def _wait_ready(
+        self, client: AsyncKernelClient, receive: Callable[[], Awaitable[dict[str, Any]]]
+    ) -> None:
+        """Ask for kernel_info until `receive` (a channel's next message) brings a message about
+        one of the requests. A request sent before the kernel bound its sockets is queued by zmq,
+        but asking again every half second costs nothing."""
         assert self._exited is not None
         deadline = time.monotonic() + self.start_timeout
         asked: set[str] = set()  # an answer to any of our requests will do
@@ -268,7 +276,7 @@ class IPythonKernel:
             asked.add(client.kernel_info())
             wait_until = time.monotonic() + min(0.5, remaining)
             while (left := wait_until - time.monotonic()) > 0:
-                getter = asyncio.ensure_future(client.get_shell_msg())
+                getter = asyncio.ensure_future(receive())
                 done, _ = await asyncio.wait(
                     {getter, self._exited}, timeout=left, return_when=asyncio.FIRST_COMPLETED
                 )
