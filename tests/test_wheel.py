@@ -78,8 +78,12 @@ def test_the_wheel_bundles_the_project_directories_under_the_package(wheel: Path
 
 
 def run_prorl(venv: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    # As on a user's machine: nothing of the checkout, and Python caches its bytecode (this
+    # machine's PYTHONDONTWRITEBYTECODE would make every command compile its imports again).
     env = {
-        k: v for k, v in os.environ.items() if k not in ("PRORL_PROJECT_ROOT", "VIRTUAL_ENV", "PYTHONPATH")
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("PRORL_PROJECT_ROOT", "VIRTUAL_ENV", "PYTHONPATH", "PYTHONDONTWRITEBYTECODE")
     }
     return subprocess.run(
         [str(venv / "bin" / "prorl"), *args],

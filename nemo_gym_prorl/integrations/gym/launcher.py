@@ -440,17 +440,31 @@ def run_server_tests(
         "UV_PYTHON_DOWNLOADS": "never",
     }
     ng_test = str(Path(sys.executable).parent / "ng_test")
-    failed = 0
-    for rel in dirs:
-        cmd = [ng_test, f"+entrypoint={rel}", "+skip_venv_if_present=true", f"+uv_venv_dir={venvs}"]
-        echo(f"[gym] ng_test {rel}")
-        done = subprocess.run(cmd, cwd=project_root(), env=env, capture_output=True, text=True, check=False)
-        summary = (done.stdout.strip().splitlines() or ["(no output)"])[-1]
-        echo(f"[gym]   {'ok' if done.returncode == 0 else 'FAILED'}: {summary}")
-        if done.returncode != 0:
-            failed += 1
-            echo(_tail_text(done.stdout + done.stderr))
-    return failed
+    # The servers' tests are independent and each mostly waits on imports: they run side by side,
+    # each in its own process group with its output in a file, and are reported in order.
+    logs = state_dir.resolve() / "ng_test"
+    running: list[tuple[str, subprocess.Popen[bytes], GroupRecord]] = []
+    try:
+        for rel in dirs:
+            cmd = [ng_test, f"+entrypoint={rel}", "+skip_venv_if_present=true", f"+uv_venv_dir={venvs}"]
+            echo(f"[gym] ng_test {rel}")
+            log = logs / f"{Path(rel).name}.log"
+            proc = spawn(cmd, cwd=project_root(), env=env, log=log)
+            running.append((rel, proc, record("ng_test", proc, log)))
+        failed = 0
+        for rel, proc, group in running:
+            code = proc.wait()
+            output = Path(group.log).read_text(errors="replace")
+            summary = (output.strip().splitlines() or ["(no output)"])[-1]
+            echo(f"[gym]   {'ok' if code == 0 else 'FAILED'}: {rel}: {summary}")
+            if code != 0:
+                failed += 1
+                echo(_tail_text(output))
+        return failed
+    finally:  # an interrupted run leaves none of the servers' tests behind
+        for _, proc, group in running:
+            if proc.poll() is None:
+                stop_group(group, echo=echo, grace_s=5.0)
 
 
 def _tail_text(text: str, n: int = 40) -> str:

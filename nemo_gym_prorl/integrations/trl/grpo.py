@@ -29,6 +29,7 @@ from typing import Any
 from nemo_gym_prorl.integrations.trl.client import ServiceClient
 from nemo_gym_prorl.integrations.trl.fields import guide_sample
 from nemo_gym_prorl.integrations.trl.jobs import GrpoJob, emit, load_job
+from nemo_gym_prorl.integrations.trl.no_vllm import hide_vllm
 from nemo_gym_prorl.integrations.trl.rollout import ServiceRollout, prompt_column, split_groups
 from nemo_gym_prorl.integrations.trl.stats import RolloutStats
 
@@ -268,6 +269,7 @@ def write_samples(path: str, step: int, rollout: ServiceRollout) -> None:
 
 
 def main() -> None:
+    hide_vllm()  # before TRL is imported: this trainer generates through the service only
     job: GrpoJob = load_job(GrpoJob)
     if job.threads:
         import torch

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from nemo_gym_prorl.integrations.trl.jobs import SftJob, emit, load_job
+from nemo_gym_prorl.integrations.trl.no_vllm import hide_vllm
 
 
 def sequences(path: str) -> dict[str, list[list[int]]]:
@@ -70,6 +71,7 @@ def sft_config(job: SftJob) -> Any:
 
 
 def main() -> None:
+    hide_vllm()  # before TRL is imported: SFT generates nothing
     import torch
     from datasets import Dataset
     from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback

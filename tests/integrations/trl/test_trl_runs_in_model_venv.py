@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 import subprocess
 
-from trl_venv import REPO, TRL_PACKAGE, model_python
+from trl_venv import REPO, TRL_PACKAGE, model_python, run_in_model_venv
 
 SHARED = ("nemo_gym_prorl.intervals",)
 MODULES = sorted(TRL_PACKAGE.glob("*.py")) + [REPO / (name.replace(".", "/") + ".py") for name in SHARED]
@@ -54,3 +54,17 @@ def test_the_modules_import_only_each_other_and_the_shared_modules_from_this_pac
                 and name not in SHARED
             ]
     assert outside == []
+
+
+def test_a_trainer_process_imports_trl_with_no_vllm_and_no_vllm_warnings() -> None:
+    # run_in_model_venv runs its script as the trainer programs run: hide_vllm() first.
+    seen = run_in_model_venv(
+        "import importlib.util, json, sys, warnings\n"
+        "warnings.simplefilter('always')\n"
+        "with warnings.catch_warnings(record=True) as caught:\n"
+        "    from trl import GRPOTrainer, SFTTrainer\n"
+        "print(json.dumps({'spec': importlib.util.find_spec('vllm') is None,\n"
+        "    'loaded': sorted(m for m in sys.modules if m.startswith('vllm.')),\n"
+        "    'warnings': [str(w.message) for w in caught if 'vLLM' in str(w.message)]}))\n"
+    )
+    assert seen == {"spec": True, "loaded": [], "warnings": []}

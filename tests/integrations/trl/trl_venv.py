@@ -23,6 +23,7 @@ from nemo_gym_prorl.llm.embedded import EmbeddedLayout
 
 REPO = Path(__file__).resolve().parents[3]
 TRL_PACKAGE = REPO / "nemo_gym_prorl" / "integrations" / "trl"
+HIDE_VLLM = "from nemo_gym_prorl.integrations.trl.no_vllm import hide_vllm; hide_vllm()\n"
 
 
 def model_python() -> Path:
@@ -43,7 +44,8 @@ def trl_python() -> Path:
 
 
 def run_in_model_venv(script: str, payload: Any = None, *, timeout_s: float = 300) -> Any:
-    """Run `script` with the payload as JSON on stdin; return the JSON its last stdout line holds."""
+    """Run `script` with the payload as JSON on stdin; return the JSON its last stdout line holds.
+    It runs as the trainer programs do: with no vLLM in the process (`hide_vllm`)."""
     env = {
         **os.environ,
         "PYTHONPATH": str(REPO),
@@ -53,7 +55,7 @@ def run_in_model_venv(script: str, payload: Any = None, *, timeout_s: float = 30
         "PYTHONWARNINGS": "ignore",
     }
     proc = subprocess.run(
-        [str(trl_python()), "-c", script],
+        [str(trl_python()), "-c", HIDE_VLLM + script],
         input=json.dumps(payload),
         capture_output=True,
         text=True,
