@@ -109,7 +109,10 @@ def add_gym_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentP
     p_down.add_argument("--state-dir", default=".prorl/gym")
     p_down.set_defaults(func=_down)
 
-    p_test = sub.add_parser("test", help="run resources-server tests the NeMo Gym way (ng_test, shared venv)")
+    p_test = sub.add_parser(
+        "test",
+        help="run resources-server tests the NeMo Gym way (ng_test, shared venv, the servers side by side)",
+    )
     p_test.add_argument(
         "--domain", action="append", help="math, stem, code, swe (repeatable) or mixed (default)"
     )
