@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import shutil
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -36,6 +37,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         for item in items:
             if marker in item.keywords:
                 item.add_marker(skip)
+    # pytest-xdist schedules tests by node id: two tests with one id would run once, silently.
+    duplicated = sorted(nodeid for nodeid, n in Counter(item.nodeid for item in items).items() if n > 1)
+    if duplicated:
+        raise pytest.UsageError(
+            f"tests share a node id, so `make test` would run only one of each: {duplicated}"
+        )
     # Modules with slow tests first, the whole training loop (minutes) before them, each module
     # kept whole: `make test`'s workers take whole modules, so the long ones overlap the many
     # short ones instead of ending the run alone.

@@ -9,8 +9,9 @@ from collections.abc import Iterator
 
 import pytest
 import schemathesis
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, given, settings
 from schemathesis.checks import not_a_server_error
+from schemathesis.schemas import APIOperation
 from service_helpers import live_server, make_service
 
 from nemo_gym_prorl.service import create_app
@@ -28,12 +29,22 @@ def base_url() -> Iterator[str]:
         yield url
 
 
-@schema.parametrize()
-@settings(
-    max_examples=25,
-    deadline=None,
-    derandomize=True,
-    suppress_health_check=list(HealthCheck),
-)
-def test_no_request_causes_a_server_error(case: schemathesis.Case, base_url: str) -> None:
-    case.call_and_validate(base_url=base_url, checks=[not_a_server_error], timeout=30)
+# One test per operation, each with its own id (schemathesis's own `parametrize` gives every
+# operation the same node id, which pytest-xdist's scheduler takes for one test).
+OPERATIONS = [result.ok() for result in schema.get_all_operations()]
+
+
+@pytest.mark.parametrize("operation", OPERATIONS, ids=[operation.label for operation in OPERATIONS])
+def test_no_request_causes_a_server_error(operation: APIOperation, base_url: str) -> None:
+    @given(case=operation.as_strategy())
+    @settings(max_examples=25, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+    def no_server_error(case: schemathesis.Case) -> None:
+        case.call_and_validate(base_url=base_url, checks=[not_a_server_error], timeout=30)
+
+    no_server_error()
+
+
+def test_every_operation_but_stop_is_fuzzed() -> None:
+    labels = {operation.label for operation in OPERATIONS}
+    assert len(labels) == len(OPERATIONS) >= 20
+    assert {"POST /v1/rollouts", "POST /process"} <= labels and not any("/stop" in label for label in labels)
