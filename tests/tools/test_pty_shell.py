@@ -222,8 +222,9 @@ async def test_a_quiet_command_that_reads_no_terminal_runs_to_its_end(sandbox: S
 
 async def test_a_job_ignoring_ctrl_c_is_killed_and_the_shell_state_kept(shell: PtyShell) -> None:
     await shell.run("export KEPT=yes")
-    result = await shell.run("trap '' INT; sleep 30", timeout=0.5)
-    assert result.timed_out and not result.restarted
+    # "ready" is printed once the trap is set: a limit that fell before it would test nothing.
+    result = await shell.run("trap '' INT; echo ready; sleep 30", timeout=3)
+    assert result.timed_out and not result.restarted and "ready" in result.output
     assert "killed" in (result.hint or "")
     assert (await shell.run("echo $KEPT")).output == "yes\n"
 
@@ -231,7 +232,8 @@ async def test_a_job_ignoring_ctrl_c_is_killed_and_the_shell_state_kept(shell: P
 async def test_a_shell_that_cannot_be_interrupted_is_restarted_and_says_so(shell: PtyShell) -> None:
     # The shell itself ignores SIGINT and spins: there is no job to kill, only a new shell helps.
     await shell.run("cd /tmp && export LOST=yes")
-    result = await shell.run("echo partial; trap '' INT; while :; do :; done", timeout=0.5)
+    # "partial" is printed once the trap is set, so the limit always falls on the spinning shell.
+    result = await shell.run("trap '' INT; echo partial; while :; do :; done", timeout=3)
     assert result.timed_out and result.restarted
     assert "partial" in result.output
     assert "restarted" in (result.hint or "")
