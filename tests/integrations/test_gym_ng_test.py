@@ -13,6 +13,7 @@ from nemo_gym_prorl.integrations.gym.launcher import LaunchError, run_server_tes
 
 
 @pytest.mark.bwrap
+@pytest.mark.slow
 def test_ng_test_passes_for_all_four_servers(tmp_path: Path) -> None:
     lines: list[str] = []
     failed = run_server_tests(["mixed"], state_dir=tmp_path, echo=lines.append)

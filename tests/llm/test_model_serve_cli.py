@@ -19,7 +19,7 @@ from support.processes import alive
 from nemo_gym_prorl.llm.embedded import EmbeddedLayout
 from nemo_gym_prorl.llm.embedded.server import free_port
 
-pytestmark = pytest.mark.vllm
+pytestmark = [pytest.mark.vllm, pytest.mark.slow]
 
 
 def _ignore_sigint() -> None:

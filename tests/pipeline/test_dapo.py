@@ -43,6 +43,19 @@ class CountingHandler(GroupScriptedHandler):
         return state
 
 
+class EvaluatedHandler(GroupScriptedHandler):
+    """Remembers the task of every rollout evaluated, in order."""
+
+    def __init__(self, **kw: Any) -> None:
+        super().__init__(**kw)
+        self.evaluated: list[str] = []
+
+    async def evaluate(self, job: Any, state: Any, trajectory: Any) -> Any:
+        evaluation = await super().evaluate(job, state, trajectory)
+        self.evaluated.append(job.instance["task_id"])
+        return evaluation
+
+
 @pytest.fixture
 async def make() -> Any:
     made: list[tuple[Pipeline, DapoScheduler]] = []
@@ -148,11 +161,15 @@ async def test_carry_over_keeps_every_finished_rollout(make: Any) -> None:
     slow = informative("slow")
     slow["samples"][0]["run_s"] = 0.4
     rows = [slow] + [informative(f"i{i}") for i in range(40)]
-    scheduler, _ = await make(rows, batch_groups=4, max_prompts_in_flight=3)
+    handler = EvaluatedHandler()
+    scheduler, _ = await make(rows, handler=handler, batch_groups=4, max_prompts_in_flight=3)
     _, s1 = await scheduler.next_batch()
     assert s1.discarded_finished_rollouts == 0 and s1.cancelled_rollouts == 0
     assert s1.carried_prompts >= 1
-    await asyncio.sleep(0.5)  # the straggler finishes between batches
+    deadline = time.monotonic() + 10  # the straggler finishes between batches
+    while handler.evaluated.count("slow") < 4:
+        assert time.monotonic() < deadline, "the straggler never finished"
+        await asyncio.sleep(0.01)
     second, s2 = await scheduler.next_batch()
     carried = second[: s1.carried_prompts]  # groups completed in between are delivered first
     assert "slow" in {g.prompt_key for g in carried}

@@ -66,6 +66,11 @@ class KillingService:
         with self.lock:
             request = httpx.Request(method, f"http://service{path}", content=body)
             payload = json.loads(body or b"{}")
+            if path == "/v1/policy" and payload.get("version") == 4 and self.training_kill_due():
+                # A loaded machine delayed the timer past step 3's training: the kill lands now,
+                # still before the step's publish reaches the service.
+                self.kill("training")
+                return httpx.Response(503, json={"error": "the trainer was killed"})
             if path == "/v1/policy" and payload.get("version") == 5 and "publishing" not in self.kills:
                 self.service.handle(request)  # the service takes it ...
                 self.kill("publishing")  # ... and the trainer dies before hearing back
@@ -80,7 +85,7 @@ class KillingService:
                 elif self.seeds_of(payload["ids"]) == {2} and "training" not in self.kills:
                     # Step 3's results go back; the trainer is killed while it trains on them.
                     self.published_before_training_kill = [p["version"] for p in self.service.policies]
-                    threading.Timer(0.05, self.kill, args=("training",)).start()
+                    threading.Timer(0.05, self.kill_training).start()
                     self.kills.append("training (planned)")
             return response
 
@@ -89,6 +94,14 @@ class KillingService:
 
     def seeds_of(self, ids: list[str]) -> set[int]:
         return self.seeds([self.service.jobs[int(i.split("-")[1])] for i in ids])
+
+    def training_kill_due(self) -> bool:
+        return "training (planned)" in self.kills and "training" not in self.kills
+
+    def kill_training(self) -> None:
+        with self.lock:
+            if self.training_kill_due():
+                self.kill("training")
 
     def kill(self, point: str) -> None:
         trainers = [p for p in psutil.Process().children(recursive=True) if TRAINER in " ".join(p.cmdline())]
