@@ -39,6 +39,33 @@ _CHANNEL_PORTS = {"shell_port": 1, "iopub_port": 2, "stdin_port": 3, "control_po
 _RESULT_MAX_CHARS = 20_000
 
 
+# Run by the kernel at start-up (an IPython profile startup file). ipykernel copies what the cell's
+# subprocesses write to fd 1 and 2 from a pipe, in a thread of its own; on a loaded machine that
+# thread may not have read the pipe when the cell ends, and the output would land in the next
+# cell. After each cell, wait (at most 1 s) until each pipe is empty and its thread is back in
+# os.read, seen twice across a GIL release (a chunk just read is then written first).
+_SYNC_FD_OUTPUT = """\
+def _prorl_sync_fd_output(*_):
+    import fcntl, linecache, struct, sys, termios, time
+    def idle(fid, thread):
+        if struct.unpack("i", fcntl.ioctl(fid, termios.FIONREAD, b"\\0\\0\\0\\0"))[0]:
+            return False
+        frame = sys._current_frames().get(thread.ident)
+        return frame is None or "os.read(" in linecache.getline(frame.f_code.co_filename, frame.f_lineno)
+    deadline = time.monotonic() + 1.0
+    for stream in (sys.stdout, sys.stderr):
+        fid, thread = getattr(stream, "_fid", None), getattr(stream, "watch_fd_thread", None)
+        if fid is None or thread is None:
+            continue
+        seen = 0
+        while seen < 2 and time.monotonic() < deadline:
+            seen = seen + 1 if idle(fid, thread) else 0
+            time.sleep(0.001)
+get_ipython().events.register("post_run_cell", _prorl_sync_fd_output)
+del _prorl_sync_fd_output
+"""
+
+
 class KernelError(RuntimeError):
     """The kernel could not be started or used (closed, failed start-up)."""
 
@@ -224,6 +251,10 @@ class IPythonKernel:
         conn_file.write_text(json.dumps(info))
         conn_file.chmod(0o600)
         self._files = [conn_file, *(Path(f"{host_ip}-{port}") for port in _CHANNEL_PORTS.values())]
+
+        startup = base / "ipython" / "profile_default" / "startup"
+        startup.mkdir(parents=True, exist_ok=True)
+        (startup / "00-prorl-sync-fd-output.py").write_text(_SYNC_FD_OUTPUT)
 
         self._stderr = CappedBuffer(16 * 1024)
         env = {
