@@ -32,7 +32,8 @@ USER = {"role": "user", "content": "Hi."}
 
 
 def pool_for(*urls: str) -> LLMBackendPool:
-    return fast_pool(*urls, balancer={"acquire_timeout_s": 5}, retry_backoff_max_s=0.05, health_timeout_s=0.5)
+    # A probe gets 5 s: on a loaded machine (three test workers on two cores) 0.5 s was missed.
+    return fast_pool(*urls, balancer={"acquire_timeout_s": 5}, retry_backoff_max_s=0.05, health_timeout_s=5)
 
 
 def adapter(tmp_path: Path, name: str) -> PolicySource:
