@@ -21,7 +21,6 @@ Without xdist (or with `-n 0`) nothing here runs: `real_vllm` starts a server of
 
 from __future__ import annotations
 
-import contextlib
 import json
 import shutil
 import tempfile
@@ -43,16 +42,18 @@ class SharedVLLMController:
     """The xdist controller's side: hands each worker the directory, starts and stops the server."""
 
     def __init__(self) -> None:
-        self.directory = Path(tempfile.mkdtemp(prefix="prorl-shared-vllm-"))
+        self.directory: Path | None = None  # made for the first worker: a run without any has none
         self.server: VLLMServer | None = None
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
+        if self.directory is None:
+            self.directory = Path(tempfile.mkdtemp(prefix="prorl-shared-vllm-"))
         node.workerinput[WORKER_INPUT_KEY] = str(self.directory)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
-        if self.server is not None or not (self.directory / "wanted").exists():
+        if self.directory is None or self.server is not None or not (self.directory / "wanted").exists():
             return
         layout = EmbeddedLayout.default()
         if not layout.is_ready():
@@ -68,7 +69,8 @@ class SharedVLLMController:
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         if self.server is not None:
             self.server.stop()
-        shutil.rmtree(self.directory, ignore_errors=True)
+        if self.directory is not None:
+            shutil.rmtree(self.directory, ignore_errors=True)
 
 
 def shared_directory(config: pytest.Config) -> Path | None:
@@ -107,12 +109,8 @@ def attach(directory: Path, layout: EmbeddedLayout) -> VLLMServer:
         while True:
             if not _alive(info["pid"]):
                 raise RuntimeError(f"the shared vLLM server exited during start-up\n{server.log_tail()}")
-            with contextlib.suppress(httpx.HTTPError):
-                if (
-                    client.get(server.root_url + "/health").status_code == 200
-                    and client.get(server.root_url + "/v1/models").status_code == 200
-                ):
-                    return server
+            if server.answers(client):
+                return server
             if time.monotonic() > deadline:
                 raise TimeoutError(f"the shared vLLM server did not answer within {READY_TIMEOUT_S:.0f}s")
             time.sleep(0.5)

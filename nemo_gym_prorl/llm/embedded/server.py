@@ -241,18 +241,23 @@ class VLLMServer:
                 code = self.proc.poll()
                 if code is not None:
                     raise ServerStartError(f"vLLM exited with code {code} during start-up\n{self.log_tail()}")
-                with contextlib.suppress(httpx.HTTPError):
-                    if (
-                        client.get(self.root_url + "/health").status_code == 200
-                        and client.get(self.root_url + "/v1/models").status_code == 200
-                    ):
-                        return
+                if self.answers(client):
+                    return
                 if time.monotonic() > deadline:
                     self.stop()
                     raise ServerStartError(
                         f"vLLM did not become ready within {self.ready_timeout_s:.0f}s\n{self.log_tail()}"
                     )
                 time.sleep(0.5)
+
+    def answers(self, client: httpx.Client) -> bool:
+        """Whether /health and /v1/models both answer 200 now."""
+        with contextlib.suppress(httpx.HTTPError):
+            return (
+                client.get(self.root_url + "/health").status_code == 200
+                and client.get(self.root_url + "/v1/models").status_code == 200
+            )
+        return False
 
     def stop(self) -> None:
         """SIGTERM to the server's process group, SIGKILL after the grace period. Idempotent."""
