@@ -4,7 +4,8 @@
 """A generic, protocol-agnostic balancer over replicated endpoints.
 
 It knows nothing about HTTP or LLMs: an endpoint is an address string, work is a lease, and
-health is whatever an injected async `probe(address) -> bool` says. The LLM pool
+health is whatever an injected async `probe(address)` says: True (up), False (down) or None (no
+answer in time: inconclusive, since a busy server can answer late). The LLM pool
 (`pool.py`) puts HTTP and retries on top; replicated resources servers can reuse it as is.
 
 Policy (why each part exists):
@@ -19,7 +20,9 @@ Policy (why each part exists):
 - a concurrency cap per endpoint; when every usable endpoint is full the caller waits, but
   never longer than `acquire_timeout_s`.
 - health: failures reported by callers trigger an immediate probe (and enough consecutive
-  failures eject outright); a periodic probe re-admits ejected endpoints.
+  failures eject outright); a periodic probe re-admits ejected endpoints. A probe left
+  unanswered ejects only when enough in a row are: one slow answer from a loaded server must
+  not take the only backend out of service.
 """
 
 from __future__ import annotations
@@ -48,7 +51,7 @@ from nemo_gym_prorl.llm.errors import (
 
 log = logging.getLogger(__name__)
 
-Probe = Callable[[str], Awaitable[bool]]
+Probe = Callable[[str], Awaitable[bool | None]]
 
 __all__ = [
     "Balancer",
@@ -406,6 +409,16 @@ class Balancer:
         state = self._endpoints.get(address)
         if state is None:
             return
+        if ok is None:
+            state.consecutive_ok_probes = 0
+            state.consecutive_probe_timeouts += 1
+            if state.consecutive_probe_timeouts >= self.config.eject_after_probe_timeouts:
+                timeouts = state.consecutive_probe_timeouts
+                self._eject(
+                    state, state.last_error or f"{timeouts} health probes in a row got no answer in time"
+                )
+            return
+        state.consecutive_probe_timeouts = 0
         if ok:
             state.consecutive_ok_probes += 1
             if not state.healthy and state.consecutive_ok_probes >= self.config.readmit_after_successes:

@@ -23,6 +23,12 @@ class BalancerConfig(BaseModel):
     eject_after_failures: int = Field(
         3, ge=1, description="consecutive failures that eject without waiting for a probe"
     )
+    eject_after_probe_timeouts: int = Field(
+        3,
+        ge=1,
+        description="health probes in a row left unanswered in time before a healthy endpoint is "
+        "ejected (a busy server can answer late; a refused connection ejects at once)",
+    )
     readmit_after_successes: int = Field(1, ge=1, description="good probes before re-admission")
     health_interval_s: float = Field(5.0, gt=0, description="period of the background probe")
 
@@ -42,6 +48,7 @@ class EndpointState:
     removed: bool = False
     consecutive_failures: int = 0
     consecutive_ok_probes: int = 0
+    consecutive_probe_timeouts: int = 0
     last_error: str | None = None
     version: int = 0  # renewed on every change of the heap key; stale heap entries are skipped
 

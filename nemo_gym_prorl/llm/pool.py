@@ -198,12 +198,13 @@ class LLMBackendPool:
         """Add a backend after one probe; returns whether it is healthy now. A backend that
         is down is still added (ejected) and the periodic check admits it when it answers."""
         address = normalize_base_url(url)
-        healthy = await self.probe(address)
+        probed = await self.probe(address)
+        healthy = probed is True
         self.balancer.add(address, max_in_flight=max_in_flight, healthy=healthy)
         if not healthy:
             state = self.balancer.state(address)
             if state is not None:
-                state.last_error = "down when added"
+                state.last_error = "down when added" if probed is False else "no answer in time when added"
             log.warning("backend %s is down; it joins when its health check passes", address)
         return healthy
 
@@ -225,19 +226,26 @@ class LLMBackendPool:
 
     # --- health -------------------------------------------------------------------------------
 
-    async def probe(self, address: str) -> bool:
-        """Ready = alive, and serving the current policy version (loaded now if it is not)."""
-        return await self._alive(address) and await self.policy.ready(address)
+    async def probe(self, address: str) -> bool | None:
+        """Ready = alive, and serving the current policy version (loaded now if it is not).
+        None: no answer within `health_timeout_s` (the balancer decides what that means)."""
+        alive = await self._alive(address)
+        if alive is not True:
+            return alive
+        return await self.policy.ready(address)
 
-    async def _alive(self, address: str) -> bool:
+    async def _alive(self, address: str) -> bool | None:
         """Alive = the server answers HTTP below 500 on `health_path` (vLLM: /health is 200;
-        NeMo RL's policy server has no /health route, and its 404 still proves it is up)."""
+        NeMo RL's policy server has no /health route, and its 404 still proves it is up).
+        None = no answer in time: a server busy generating can be slow to answer."""
         if self.config.health_path is None:
             return True
         try:
             response = await self._client.get(
                 address + self.config.health_path, timeout=self.config.health_timeout_s
             )
+        except httpx.TimeoutException:
+            return None
         except httpx.HTTPError:
             return False
         return response.status_code < 500

@@ -167,6 +167,35 @@ async def test_a_failure_triggers_an_immediate_probe() -> None:
     await balancer.close()
 
 
+async def test_a_probe_left_unanswered_ejects_only_when_enough_in_a_row_are() -> None:
+    answers: list[bool | None] = [None, None, True, None, None, None]
+
+    async def probe(address: str) -> bool | None:
+        return answers.pop(0)
+
+    balancer = Balancer(BalancerConfig(health_interval_s=3600, eject_after_probe_timeouts=3), probe=probe)
+    balancer.add("a")
+    health = []
+    for _ in range(6):
+        await balancer.probe_all()
+        health.append(balancer.state("a").healthy)  # type: ignore[union-attr]
+    # a loaded server answering late is not taken out; the third silence in a row is
+    assert health == [True, True, True, True, True, False]
+    assert "3 health probes in a row got no answer" in (balancer.state("a").last_error or "")  # type: ignore[union-attr]
+    await balancer.close()
+
+
+async def test_a_probe_left_unanswered_does_not_readmit_an_ejected_endpoint() -> None:
+    async def probe(address: str) -> bool | None:
+        return None
+
+    balancer = Balancer(BalancerConfig(health_interval_s=3600), probe=probe)
+    balancer.add("a", healthy=False)
+    await balancer.probe_all()
+    assert not balancer.state("a").healthy  # type: ignore[union-attr]
+    await balancer.close()
+
+
 async def test_drain_stops_new_trajectories_waits_for_in_flight_then_removes() -> None:
     balancer = make("a", "b")
     on_a = await balancer.acquire("t1")

@@ -76,6 +76,29 @@ async def test_a_backend_down_at_start_is_ejected_and_joins_when_it_comes_up(fak
         assert reply.backend == late.url  # least loaded: nothing bound to it yet
 
 
+async def test_a_health_probe_tells_down_from_no_answer_in_time(fake_llm: FakeFactory) -> None:
+    async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            await reader.read()  # accepts, never answers: a server too busy to answer in time
+        finally:
+            writer.close()
+
+    listener = await asyncio.start_server(silent, "127.0.0.1", 0)
+    busy = f"http://127.0.0.1:{listener.sockets[0].getsockname()[1]}"
+    up = await fake_llm()
+    try:
+        async with LLMBackendPool(config(health_interval_s=3600)) as pool:
+            assert await pool.probe(up.url) is True
+            assert await pool.probe(dead_url()) is False  # refused: the process is gone
+            assert await pool.probe(busy) is None  # inconclusive: the balancer counts these
+            assert not await pool.add_backend(busy)
+            assert pool.balancer.state(busy).last_error == "no answer in time when added"  # type: ignore[union-attr]
+    finally:
+        listener.close()
+        listener.close_clients()
+        await listener.wait_closed()
+
+
 async def test_all_backends_down_is_a_typed_error_within_bounded_time() -> None:
     async with LLMBackendPool(config(dead_url(), dead_url())) as pool:
         started = time.monotonic()

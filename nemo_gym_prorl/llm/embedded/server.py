@@ -13,10 +13,12 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -193,6 +195,7 @@ class VLLMServer:
         self.port = spec.port or 0
         self.proc: subprocess.Popen[bytes] | None = None
         self.log_path = Path("/dev/null")  # set by start(), once the port is known
+        self.rpc_dir: Path | None = None  # this server's own ZMQ socket folder, while it runs
 
     @property
     def base_url(self) -> str:
@@ -220,6 +223,10 @@ class VLLMServer:
             *self.spec.command(self.port),
         ]
         env = {**os.environ, **self.spec.env}
+        if "VLLM_RPC_BASE_PATH" not in env:
+            self.rpc_dir = _private_rpc_dir()
+            if self.rpc_dir is not None:
+                env["VLLM_RPC_BASE_PATH"] = str(self.rpc_dir)
         with open(self.log_path, "wb") as log:
             # start_new_session: the supervisor leads a new process group, which the terminal's
             # Ctrl-C does not reach; we stop it ourselves, cleanly, in stop().
@@ -262,20 +269,11 @@ class VLLMServer:
     def stop(self) -> None:
         """SIGTERM to the server's process group, SIGKILL after the grace period. Idempotent."""
         proc, self.proc = self.proc, None
-        if proc is None:
-            return
-        pgid = proc.pid  # the supervisor is its group's leader (start_new_session)
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(pgid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=self.stop_grace_s + 5)
-        except subprocess.TimeoutExpired:
-            pass
-        # Whatever is left of the group (the supervisor normally SIGKILLs it already).
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(pgid, signal.SIGKILL)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(timeout=5)
+        if proc is not None:
+            _stop_group(proc, grace_s=self.stop_grace_s)
+        rpc_dir, self.rpc_dir = self.rpc_dir, None
+        if rpc_dir is not None:
+            shutil.rmtree(rpc_dir, ignore_errors=True)
 
     def running(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
@@ -298,6 +296,29 @@ class VLLMServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def _private_rpc_dir() -> Path | None:
+    """A folder of this server's own for the ZMQ sockets vLLM's processes talk over: by default
+    vLLM names them in the temp dir itself and leaves them there when stopped. None where the
+    temp dir's path is so long that a socket path in a subfolder would pass the kernel's limit
+    (108 bytes, of which a socket's name takes 37): vLLM then uses the temp dir as it would."""
+    if len(tempfile.gettempdir()) + len("/prorl-vllm-12345678") + 37 >= 108:
+        return None
+    return Path(tempfile.mkdtemp(prefix="prorl-vllm-"))
+
+
+def _stop_group(proc: subprocess.Popen[bytes], *, grace_s: float) -> None:
+    pgid = proc.pid  # the supervisor is its group's leader (start_new_session)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pgid, signal.SIGTERM)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=grace_s + 5)
+    # Whatever is left of the group (the supervisor normally SIGKILLs it already).
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pgid, signal.SIGKILL)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=5)
 
 
 @contextlib.contextmanager
