@@ -5,12 +5,14 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from support import cpu_profile
 from support.shared_vllm import SharedVLLMController, attach, mark_wanted, shared_directory
 
 from nemo_gym_prorl.llm.embedded import EmbeddedLayout, VLLMServer, embedded_spec
@@ -33,6 +35,8 @@ SLOWEST_MODULE = Path(__file__).parent / "training" / "test_train_loop.py"
 def pytest_configure(config: pytest.Config) -> None:
     if config.pluginmanager.hasplugin("xdist") and not hasattr(config, "workerinput"):
         config.pluginmanager.register(SharedVLLMController(), "prorl-shared-vllm")
+    if profile := os.environ.get(cpu_profile.ENV):
+        config.pluginmanager.register(cpu_profile.CpuProfile(Path(profile).resolve()), "prorl-cpu-profile")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
