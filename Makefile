@@ -19,13 +19,12 @@ setup: venv
 demo: setup
 	@$(PRORL) demo
 
-# `make test TEST_WORKERS=3`: workers that take whole modules (`--dist loadfile`), in the order
-# the suite's conftest sorts them (the whole training loop, then every slow module, then the
-# rest: `--no-loadscope-reorder` keeps xdist from sorting by test count), sharing one vLLM
-# server, one OpenMP thread per process (or the trainers and the vLLM server spin against each
-# other). On 2 cores: 24 min of pytest in one process, 12-13 in three; one process stays the
-# default until three-worker runs are reliably clean (each so far met a new load-timing flake).
-TEST_WORKERS ?= 1
+# Three pytest workers (pytest-xdist) that take whole modules (`--dist loadfile`), in the order the
+# suite's conftest sorts them (the whole training loop, then every slow module, then the rest:
+# `--no-loadscope-reorder` keeps xdist from sorting by test count), sharing one vLLM server, one
+# OpenMP thread per process (or the trainers and the vLLM server spin against each other). On 2
+# cores: 24 min of pytest in one process, 13-14 in three. `make test TEST_WORKERS=1`: one process.
+TEST_WORKERS ?= 3
 test: setup
 	@if [ "$(TEST_WORKERS)" -gt 1 ]; then \
 		OMP_NUM_THREADS=1 .venv/bin/python -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder; \
