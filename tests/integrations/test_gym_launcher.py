@@ -21,12 +21,17 @@ from nemo_gym_prorl.integrations.gym.launcher import LaunchError, _wait_backend_
 from nemo_gym_prorl.integrations.gym.processes import alive, record, refresh_descendants, spawn, stop_group
 
 
-def test_a_recorded_group_and_its_descendants_are_stopped(tmp_path: Path) -> None:
-    # A leader and a child it started: both go when the group is stopped.
+def test_a_recorded_group_and_its_descendants_are_stopped_and_its_scratch_folder_removed(
+    tmp_path: Path,
+) -> None:
+    # A leader and a child it started: both go when the group is stopped, and so does the folder
+    # they used (vLLM's sockets, for the model).
     script = "import subprocess, time; subprocess.Popen(['sleep', '120']); time.sleep(120)"
     log = tmp_path / "logs" / "stand_in.log"
+    scratch = tmp_path / "scratch"
+    (scratch / "inside").mkdir(parents=True)
     proc = spawn([sys.executable, "-c", script], cwd=tmp_path, env={}, log=log)
-    group = record("model", proc, log)
+    group = record("model", proc, log, scratch_dir=scratch)
     for _ in range(50):
         refresh_descendants(group)
         if group.descendants:
@@ -39,6 +44,7 @@ def test_a_recorded_group_and_its_descendants_are_stopped(tmp_path: Path) -> Non
     assert not alive(group.pid, group.create_time)
     assert not [d for d in group.descendants if alive(d.pid, d.create_time)]
     assert said and "stopped model" in said[0]
+    assert not scratch.exists() and log.exists()
 
 
 def test_serve_model_without_the_embedded_backend_names_the_setup_command(

@@ -47,7 +47,7 @@ from nemo_gym_prorl.integrations.gym.processes import (
     stop_group,
     wait_http,
 )
-from nemo_gym_prorl.llm.embedded import LoraServing, ServerStartError, embedded_spec
+from nemo_gym_prorl.llm.embedded import LoraServing, ServerStartError, embedded_spec, private_rpc_dir
 from nemo_gym_prorl.pipeline.ray_start import local_ray_env
 from nemo_gym_prorl.service.models import BackendsResponse
 
@@ -328,8 +328,10 @@ def _spawn_model(
         raise LaunchError(str(exc)) from None
     cmd = spec.command(port)
     echo(f"[gym] starting the embedded model: {' '.join(cmd)} (log {log})")
-    proc = spawn(cmd, cwd=workdir, env={**env, **spec.env}, log=log)
-    groups.append(record("model", proc, log))
+    model_env = {**env, **spec.env}
+    rpc_dir = private_rpc_dir(model_env)
+    proc = spawn(cmd, cwd=workdir, env=model_env, log=log)
+    groups.append(record("model", proc, log, scratch_dir=rpc_dir))
     return _ModelStart(proc, f"http://{spec.host}:{port}", spec.served_model_name, log, groups[-1])
 
 

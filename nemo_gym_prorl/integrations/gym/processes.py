@@ -13,6 +13,7 @@ alive with the same start time. Nothing is found or killed by name.
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -43,6 +44,9 @@ class GroupRecord(BaseModel):
     create_time: float
     log: str
     descendants: list[ProcRecord] = Field(default_factory=list)
+    # A folder the group's processes use and would leave behind (vLLM's sockets): removed once
+    # the group is stopped.
+    scratch_dir: str | None = None
 
 
 def spawn(cmd: list[str], *, cwd: Path, env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
@@ -61,10 +65,17 @@ def _default_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
-def record(role: str, proc: subprocess.Popen[bytes], log: Path) -> GroupRecord:
+def record(
+    role: str, proc: subprocess.Popen[bytes], log: Path, *, scratch_dir: Path | None = None
+) -> GroupRecord:
     p = psutil.Process(proc.pid)
     return GroupRecord(
-        role=role, pid=proc.pid, pgid=os.getpgid(proc.pid), create_time=p.create_time(), log=str(log)
+        role=role,
+        pid=proc.pid,
+        pgid=os.getpgid(proc.pid),
+        create_time=p.create_time(),
+        log=str(log),
+        scratch_dir=str(scratch_dir) if scratch_dir is not None else None,
     )
 
 
@@ -138,6 +149,8 @@ def stop_group(group: GroupRecord, *, echo: Echo = print, grace_s: float = 60.0)
     for d in leftovers:
         if alive(d.pid, d.create_time):
             _kill(d.pid, signal.SIGKILL)
+    if group.scratch_dir is not None:
+        shutil.rmtree(group.scratch_dir, ignore_errors=True)
     echo(f"[gym] stopped {group.role} (pid {group.pid}, {len(group.descendants)} descendant(s) recorded)")
 
 

@@ -12,6 +12,7 @@ from nemo_gym_prorl.llm.embedded.server import (
     VLLMServer,
     embedded_spec,
     installed_vllm_spec,
+    private_rpc_dir,
     serve_embedded,
 )
 from nemo_gym_prorl.llm.embedded.setup import SetupError, find_python311, setup
@@ -28,6 +29,7 @@ __all__ = [
     "embedded_spec",
     "find_python311",
     "installed_vllm_spec",
+    "private_rpc_dir",
     "prorl_home",
     "serve_embedded",
     "setup",

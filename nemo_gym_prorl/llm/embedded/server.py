@@ -223,10 +223,7 @@ class VLLMServer:
             *self.spec.command(self.port),
         ]
         env = {**os.environ, **self.spec.env}
-        if "VLLM_RPC_BASE_PATH" not in env:
-            self.rpc_dir = _private_rpc_dir()
-            if self.rpc_dir is not None:
-                env["VLLM_RPC_BASE_PATH"] = str(self.rpc_dir)
+        self.rpc_dir = private_rpc_dir(env)
         with open(self.log_path, "wb") as log:
             # start_new_session: the supervisor leads a new process group, which the terminal's
             # Ctrl-C does not reach; we stop it ourselves, cleanly, in stop().
@@ -298,14 +295,18 @@ class VLLMServer:
         self.stop()
 
 
-def _private_rpc_dir() -> Path | None:
-    """A folder of this server's own for the ZMQ sockets vLLM's processes talk over: by default
-    vLLM names them in the temp dir itself and leaves them there when stopped. None where the
-    temp dir's path is so long that a socket path in a subfolder would pass the kernel's limit
-    (108 bytes, of which a socket's name takes 37): vLLM then uses the temp dir as it would."""
-    if len(tempfile.gettempdir()) + len("/prorl-vllm-12345678") + 37 >= 108:
+def private_rpc_dir(env: dict[str, str]) -> Path | None:
+    """Give the vLLM server that `env` will start a new folder of its own for the ZMQ sockets its
+    processes talk over (sets VLLM_RPC_BASE_PATH in `env`), and return it, to be removed once the
+    server is stopped: by default vLLM names them in the temp dir itself and leaves them there.
+    None where `env` already names a folder, or where the temp dir's path is so long that a
+    socket path in a subfolder would pass the kernel's limit (108 bytes, of which a socket's name
+    takes 37): vLLM then does as it would."""
+    if "VLLM_RPC_BASE_PATH" in env or len(tempfile.gettempdir()) + len("/prorl-vllm-12345678") + 37 >= 108:
         return None
-    return Path(tempfile.mkdtemp(prefix="prorl-vllm-"))
+    folder = Path(tempfile.mkdtemp(prefix="prorl-vllm-"))
+    env["VLLM_RPC_BASE_PATH"] = str(folder)
+    return folder
 
 
 def _stop_group(proc: subprocess.Popen[bytes], *, grace_s: float) -> None:
