@@ -13,6 +13,7 @@ version is published once and in order, and the run ends with each of its steps 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -62,15 +63,20 @@ class KillingService:
     published_before_training_kill: list[int] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def handle(self, method: str, path: str, body: bytes) -> httpx.Response:
+    def handle(self, method: str, path: str, body: bytes, client_port: int) -> httpx.Response:
         with self.lock:
             request = httpx.Request(method, f"http://service{path}", content=body)
             payload = json.loads(body or b"{}")
-            if path == "/v1/policy" and payload.get("version") == 4 and self.training_kill_due():
-                # A loaded machine delayed the timer past step 3's training: the kill lands now,
-                # still before the step's publish reaches the service.
-                self.kill("training")
-                return httpx.Response(503, json={"error": "the trainer was killed"})
+            if path == "/v1/policy" and payload.get("version") == 4 and "training (planned)" in self.kills:
+                if self.training_kill_due():
+                    # A loaded machine delayed the timer past step 3's training: the kill lands
+                    # now, still before the step's publish reaches the service.
+                    self.kill("training")
+                    return httpx.Response(503, json={"error": "the trainer was killed"})
+                if not self.sent_by_live_trainer(client_port):
+                    # The timer's kill landed while this publish was on its way, from the trainer
+                    # it killed: dropped, so the kill stays one before the publish, as planned.
+                    return httpx.Response(503, json={"error": "the trainer was killed"})
             if path == "/v1/policy" and payload.get("version") == 5 and "publishing" not in self.kills:
                 self.service.handle(request)  # the service takes it ...
                 self.kill("publishing")  # ... and the trainer dies before hearing back
@@ -103,8 +109,19 @@ class KillingService:
             if self.training_kill_due():
                 self.kill("training")
 
+    def trainers(self) -> list[psutil.Process]:
+        return [p for p in psutil.Process().children(recursive=True) if TRAINER in " ".join(p.cmdline())]
+
+    def sent_by_live_trainer(self, client_port: int) -> bool:
+        """Whether the connection on `client_port` is a trainer's that is still running."""
+        with contextlib.suppress(psutil.NoSuchProcess):
+            for trainer in self.trainers():
+                if any(c.laddr and c.laddr.port == client_port for c in trainer.net_connections("tcp")):
+                    return True
+        return False
+
     def kill(self, point: str) -> None:
-        trainers = [p for p in psutil.Process().children(recursive=True) if TRAINER in " ".join(p.cmdline())]
+        trainers = self.trainers()
         assert len(trainers) == 1, f"one trainer expected at the {point} kill, found {trainers}"
         os.killpg(trainers[0].pid, signal.SIGKILL)  # its own group: the trainer and nothing else
         self.kills.append(point)
@@ -128,7 +145,7 @@ def http_service() -> Iterator[tuple[KillingService, str]]:
     class Handler(BaseHTTPRequestHandler):
         def do(self) -> None:
             body = self.rfile.read(int(self.headers.get("content-length") or 0))
-            response = killing.handle(self.command, self.path, body)
+            response = killing.handle(self.command, self.path, body, self.client_address[1])
             self.send_response(response.status_code)
             self.send_header("content-type", "application/json")
             self.send_header("content-length", str(len(response.content)))
