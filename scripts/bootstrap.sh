@@ -84,7 +84,9 @@ if ! uv_ok "$UV"; then
     step "installing uv $UV_VERSION into $PRORL_HOME/uv-$UV_VERSION"
     rm -rf "$PRORL_HOME/uv-$UV_VERSION"
     "$PY" -m venv "$PRORL_HOME/uv-$UV_VERSION"
-    "$PRORL_HOME/uv-$UV_VERSION/bin/python" -m pip install -q --disable-pip-version-check "uv==$UV_VERSION"
+    # -qq: errors only. A machine's pip config may name index folders that hold no uv, which pip
+    # warns about on every install: not the user's business here.
+    "$PRORL_HOME/uv-$UV_VERSION/bin/python" -m pip install -qq --disable-pip-version-check "uv==$UV_VERSION"
     uv_ok "$UV" || { echo "error: could not install uv $UV_VERSION" >&2; exit 1; }
   fi
 fi
