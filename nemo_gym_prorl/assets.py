@@ -49,6 +49,11 @@ def project_root() -> Path:
     return _checked(BUNDLE_DIR, "the installed package")
 
 
+def is_installed_bundle() -> bool:
+    """Whether the project files are the installed wheel's (not a checkout or a fork's copy)."""
+    return project_root() == BUNDLE_DIR
+
+
 def _checked(root: Path, where: str) -> Path:
     missing = [name for name in ("configs", "resources_servers") if not (root / name).is_dir()]
     if missing:

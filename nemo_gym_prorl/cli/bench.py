@@ -57,6 +57,7 @@ def add_bench_parser(subparsers: argparse._SubParsersAction) -> None:
     bench.add_argument("name", choices=(*benchmark_names(), "report"), help="a benchmark, or `report`: "
                        "regenerate the README table from benchmarks/results/*.json")  # fmt: skip
     bench.add_argument("--json", action="store_true",
-                       help="print one JSON object and write benchmarks/results/NAME.json")  # fmt: skip
+                       help="print one JSON object and write benchmarks/results/NAME.json "
+                       "(from an installed package: outputs/results/NAME.json)")  # fmt: skip
     bench.add_argument("--check", action="store_true", help="report: fail if the README table is stale")
     bench.set_defaults(func=_bench)
