@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 import httpx
+import psutil
 import pytest
 from support.processes import alive
 
@@ -36,6 +37,13 @@ def cgroup_members(path: str) -> list[int]:
         return [int(p) for p in Path(path, "cgroup.procs").read_text().split()]
     except OSError:
         return []
+
+
+def created(pid: int) -> float | None:
+    try:
+        return psutil.Process(pid).create_time()
+    except psutil.NoSuchProcess:
+        return None
 
 
 def start_service(tmp_path: Path, record: Path) -> tuple[subprocess.Popen[str], str]:
@@ -88,6 +96,8 @@ def test_kill_minus_9_leaves_no_sandbox_process(tmp_path: Path) -> None:
         assert len(pids) == 3 and all(alive(p) for p in pids)
         members_before = {cg: cgroup_members(cg) for cg in cgroups}
         assert all(members_before.values()), "the sandboxes' cgroups should hold their processes"
+        # With start times: on a busy machine a pid can be reused within seconds of its process's end.
+        started = {p: created(p) for members in members_before.values() for p in members}
 
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=30)
@@ -100,7 +110,7 @@ def test_kill_minus_9_leaves_no_sandbox_process(tmp_path: Path) -> None:
             )
             time.sleep(0.05)
         # Every process that was ever in a sandbox cgroup is gone too (not only the recorded ones).
-        assert not any(alive(p) for members in members_before.values() for p in members)
+        assert not any(alive(p, t) for p, t in started.items() if t is not None)
     finally:
         if proc.poll() is None:
             proc.kill()
