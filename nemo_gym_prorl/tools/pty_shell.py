@@ -17,7 +17,7 @@ import os
 import secrets
 import signal
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Self
 
 import ptyprocess
@@ -33,6 +33,7 @@ from nemo_gym_prorl.tools.shell_protocol import (
     ShellResult,
     encode_command,
     foreground_job,
+    foreground_reads_terminal,
     recovery_hint,
     render_terminal_text,
     restart_hint,
@@ -411,30 +412,43 @@ class PtyShell:
     async def _recover(self, grace: float) -> str:
         """Bring the shell back to a prompt: Ctrl-C, else kill the terminal's foreground job,
         else a new shell. Returns "interrupted", "killed" or "restarted"."""
-        loop = asyncio.get_running_loop()
         if self._proc is not None and self._proc.isalive():
-            event: asyncio.Future[Prompt | Exited] = loop.create_future()
-            self._event = event
-            await self.interrupt()
-            await asyncio.wait({event}, timeout=grace)
-            if event.done() and isinstance(event.result(), Prompt):
+            if await self._back_at_prompt_after(self.interrupt, grace):
                 return "interrupted"
-            if not event.done():
-                fg = foreground_job(self._fd, self._shell_pgrp)
-                if fg is not None:
-                    # The terminal's foreground group other than bash's own is a job of this
-                    # shell: a process we started, inside this sandbox.
+            fg = foreground_job(self._fd, self._shell_pgrp)
+            if fg is not None:
+                # The terminal's foreground group other than bash's own is a job of this shell:
+                # a process we started, inside this sandbox.
+                async def kill_job() -> None:
                     with contextlib.suppress(ProcessLookupError, PermissionError):
                         os.killpg(fg, signal.SIGKILL)
-                    await asyncio.wait({event}, timeout=grace)
-                    if event.done() and isinstance(event.result(), Prompt):
-                        return "killed"
+
+                if await self._back_at_prompt_after(kill_job, grace):
+                    return "killed"
         # A new shell starts with an empty buffer; what the stuck command printed still belongs
         # to this result.
         salvaged = self._take_output()
         await self._respawn()
         self._buf = salvaged
         return "restarted"
+
+    async def _back_at_prompt_after(self, action: Callable[[], Awaitable[None]], grace: float) -> bool:
+        """Do `action`, then wait up to `grace` for bash to be back at its prompt: a prompt
+        marker, and bash itself in the foreground reading the terminal. A marker alone is not
+        enough: one that is not this recovery's (a late one from earlier) must not report a shell
+        still spinning in a command as ready."""
+        event: asyncio.Future[Prompt | Exited] = asyncio.get_running_loop().create_future()
+        self._event = event
+        await action()
+        await asyncio.wait({event}, timeout=grace)
+        if not (event.done() and isinstance(event.result(), Prompt)):
+            return False
+        settle_by = time.monotonic() + grace
+        while foreground_reads_terminal(self._fd, self._shell_pgrp) is False:
+            if time.monotonic() >= settle_by:
+                return False
+            await asyncio.sleep(0.01)
+        return True  # reading the terminal, or unknowable here: the marker is all there is
 
     def _result(
         self,

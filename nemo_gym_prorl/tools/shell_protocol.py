@@ -239,15 +239,27 @@ _POLLS = {"x86_64": frozenset({7, 23, 270, 271}), "aarch64": frozenset({72, 73})
 
 def waiting_for_terminal_input(fd: int) -> bool:
     """Whether the terminal's foreground process is blocked reading the terminal: a `cat`,
-    `uniq` or `python` typed with no input, waiting for keys nobody will press. Read from
+    `uniq` or `python` typed with no input, waiting for keys nobody will press. False wherever
+    that cannot be known."""
+    return foreground_reads_terminal(fd) is True
+
+
+def foreground_reads_terminal(fd: int, pgrp: int | None = None) -> bool | None:
+    """Whether the terminal's foreground process (the leader of its foreground group) is blocked
+    reading the terminal; with `pgrp`, also that this group is the foreground one. Read from
     /proc (the sandbox's processes are this process's descendants, so their system call and
-    descriptors are readable); False wherever that cannot be known."""
+    descriptors are readable). None where that cannot be known."""
     try:
         fg = os.tcgetpgrp(fd)
+    except OSError:
+        return None
+    if pgrp is not None and fg != pgrp:
+        return False
+    try:
         fields = Path(f"/proc/{fg}/syscall").read_text().split()
     except (OSError, ValueError):
-        return False
-    if len(fields) < 2 or not fields[0].isdigit():  # "running", or not in a system call
+        return None
+    if len(fields) < 2 or not fields[0].isdigit():  # "running", or blocked outside a system call
         return False
     call, machine = int(fields[0]), platform.machine()
     if call in _READS.get(machine, ()):
@@ -259,7 +271,7 @@ def waiting_for_terminal_input(fd: int) -> bool:
     try:
         target = os.readlink(f"/proc/{fg}/fd/{descriptor}")
     except OSError:
-        return False
+        return None
     return target.startswith("/dev/pts/") or target in ("/dev/tty", "/dev/console")
 
 

@@ -16,6 +16,7 @@ from support.busy import second_call_is_refused
 
 from nemo_gym_prorl.sandbox import Sandbox, SandboxLimits, SandboxSpec, open_sandbox
 from nemo_gym_prorl.tools.pty_shell import PtyShell, ShellBusyError, ShellError, encode_command
+from nemo_gym_prorl.tools.shell_protocol import Prompt
 
 pytestmark = pytest.mark.bwrap
 
@@ -240,6 +241,24 @@ async def test_a_shell_that_cannot_be_interrupted_is_restarted_and_says_so(shell
     after = await shell.run('echo "[$LOST]"; pwd')
     assert after.output == "[]\n/tmp\n"  # env gone, working directory kept
     assert shell.restarts == 1
+
+
+async def test_a_prompt_marker_while_bash_still_spins_is_not_taken_as_recovery(
+    shell: PtyShell, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A marker that is not this recovery's (one late from earlier) arrives right after the Ctrl-C.
+    # bash is still in the loop, not reading its terminal: the shell must not be reported ready.
+    await shell.run("trap '' INT")
+    send_ctrl_c = shell.interrupt
+
+    async def ctrl_c_then_a_stray_prompt() -> None:
+        await send_ctrl_c()
+        shell._on_event(Prompt(exit_code=0, cwd=shell.cwd))
+
+    monkeypatch.setattr(shell, "interrupt", ctrl_c_then_a_stray_prompt)
+    result = await shell.run("while :; do :; done", timeout=2)
+    assert result.timed_out and result.restarted
+    assert (await shell.run("echo ok")).output == "ok\n"
 
 
 async def test_cancelled_command_is_stopped_and_the_next_one_runs(shell: PtyShell) -> None:
