@@ -60,6 +60,7 @@ class KillingService:
 
     service: ScriptedRolloutService = field(default_factory=lambda: ScriptedRolloutService(script))
     kills: list[str] = field(default_factory=list)
+    killed_pids: set[int] = field(default_factory=set)
     published_before_training_kill: list[int] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -110,7 +111,13 @@ class KillingService:
                 self.kill("training")
 
     def trainers(self) -> list[psutil.Process]:
-        return [p for p in psutil.Process().children(recursive=True) if TRAINER in " ".join(p.cmdline())]
+        """The running trainers. One SIGKILLed a moment ago can still be tearing down, its sockets
+        open (and its last request still to be read): it is no longer one of them."""
+        return [
+            p
+            for p in psutil.Process().children(recursive=True)
+            if p.pid not in self.killed_pids and TRAINER in " ".join(p.cmdline())
+        ]
 
     def sent_by_live_trainer(self, client_port: int) -> bool:
         """Whether the connection on `client_port` is a trainer's that is still running."""
@@ -124,6 +131,7 @@ class KillingService:
         trainers = self.trainers()
         assert len(trainers) == 1, f"one trainer expected at the {point} kill, found {trainers}"
         os.killpg(trainers[0].pid, signal.SIGKILL)  # its own group: the trainer and nothing else
+        self.killed_pids.add(trainers[0].pid)
         self.kills.append(point)
 
     async def served(self) -> PolicyVersion | None:
