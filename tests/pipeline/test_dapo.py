@@ -126,12 +126,14 @@ async def test_keeps_at_most_m_prompts_in_flight(make: Any) -> None:
 async def test_replenishes_around_a_straggler(make: Any) -> None:
     """One slow group must not hold the batch: its slot's neighbours keep being replaced."""
     slow = informative("slow")
-    slow["samples"][0]["run_s"] = 1.5
+    slow["samples"][0]["run_s"] = (
+        60.0  # outlasts the batch however loaded the machine (cancelled at teardown)
+    )
     rows = [slow] + [informative(f"i{i}") for i in range(20)]
     scheduler, _ = await make(rows, batch_groups=5, max_prompts_in_flight=2)
     started = time.monotonic()
     groups, stats = await scheduler.next_batch()
-    assert time.monotonic() - started < 1.0
+    assert time.monotonic() - started < 30  # long before the straggler ends
     assert "slow" not in {g.prompt_key for g in groups}
     assert stats.carried_prompts == 1 and stats.carried_finished_rollouts >= 3
 
@@ -161,7 +163,7 @@ def test_a_rollout_limit_below_the_group_size_is_refused() -> None:
 
 async def test_carry_over_keeps_every_finished_rollout(make: Any) -> None:
     slow = informative("slow")
-    slow["samples"][0]["run_s"] = 0.4
+    slow["samples"][0]["run_s"] = 2.0  # outlasts the first batch, even on a loaded machine
     rows = [slow] + [informative(f"i{i}") for i in range(40)]
     handler = EvaluatedHandler()
     scheduler, _ = await make(rows, handler=handler, batch_groups=4, max_prompts_in_flight=3)
@@ -185,12 +187,12 @@ async def test_carry_over_keeps_every_finished_rollout(make: Any) -> None:
 
 async def test_cancel_mode_ends_redundant_jobs_and_counts_the_loss(make: Any) -> None:
     slow = informative("slow")
-    slow["samples"][3]["run_s"] = 5.0
+    slow["samples"][3]["run_s"] = 60.0
     rows = [slow] + [informative(f"i{i}") for i in range(10)]
     scheduler, handler = await make(rows, batch_groups=2, max_prompts_in_flight=2, on_ready="cancel")
     started = time.monotonic()
     _, stats = await scheduler.next_batch()
-    assert time.monotonic() - started < 2.0
+    assert time.monotonic() - started < 30  # the straggler was cancelled, not waited for
     assert stats.cancelled_rollouts == 1
     assert stats.discarded_finished_rollouts == 3  # the slow group's three finished samples
     assert stats.carried_prompts == 0 and scheduler.prompts_in_flight == 0
