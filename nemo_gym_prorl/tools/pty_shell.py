@@ -372,14 +372,20 @@ class PtyShell:
             if quiet is not None:
                 wait = min(wait, self._last_output + quiet - now)
             if wait <= 0:
-                timed_out_kind = "hard" if now >= deadline else "quiet"
+                timed_out_kind = self._timeout_unless_done("hard" if now >= deadline else "quiet")
+                if timed_out_kind is None:
+                    continue
                 break
             if (
                 self.input_wait_s is not None
                 and now - self._last_output >= self.input_wait_s
                 and waiting_for_terminal_input(self._fd)
             ):
-                timed_out_kind = "input"
+                # bash itself back at its prompt reads the terminal too: the prompt marker it
+                # printed first may still be unread here, behind a busy event loop.
+                timed_out_kind = self._timeout_unless_done("input")
+                if timed_out_kind is None:
+                    continue
                 break
             # Wake at least every 0.5 s: a shell whose terminal is held open by an orphan
             # (local_unsafe has no pid namespace) can die without the terminal closing.
@@ -398,6 +404,18 @@ class PtyShell:
             notes.append(restart_hint("exited", self._cwd, code))
             return self._result(buf, code, started, restarted=True, notes=notes)
         return self._result(buf, outcome.exit_code, started, restarted=restarted, notes=notes)
+
+    def _timeout_unless_done(self, kind: str) -> str | None:
+        """`kind`, unless the terminal holds unread output: read it first, so a command that ended
+        (its prompt marker waiting in the terminal) or printed meanwhile is not stopped."""
+        before = self._last_output
+        if self._fd >= 0:
+            self._on_readable()
+        if self._event is not None and self._event.done():
+            return None
+        if kind != "hard" and self._last_output != before:
+            return None  # it printed: no longer quiet, nor waiting for input
+        return kind
 
     async def _timed_out(
         self, kind: str, hard: float, quiet: float | None, started: float, notes: list[str], restarted: bool

@@ -32,7 +32,8 @@ done
 if (( append )); then exec "$@" >>"$out" 2>&1; else exec "$@" >"$out" 2>&1; fi
 """,
     "bin/scontrol": "#!/bin/bash\necho node1\n",
-    "bin/curl": "#!/bin/bash\nexit 0\n",
+    # curl: the service answers once `prorl serve` is running (it has recorded its arguments).
+    "bin/curl": '#!/bin/bash\n[[ -e $STATE/serve_args ]]\n',
     # ray start: fails the first FAIL_HEAD_STARTS times as Ray does, then serves until signalled.
     "venv/bin/ray": """#!/bin/bash
 case $1 in
@@ -49,7 +50,7 @@ esac
 case $2 in *secrets*) echo token ;; *ray.nodes*) echo 1 ;; esac
 """,
     "venv/bin/prorl": """#!/bin/bash
-echo $$ >> "$STATE/pids"; echo "$@" > "$STATE/serve_args"
+echo $$ >> "$STATE/pids"; echo "$@" > "$STATE/serve_args.part"; mv "$STATE/serve_args.part" "$STATE/serve_args"
 trap 'exit 0' TERM
 while true; do sleep 0.1; done
 """,

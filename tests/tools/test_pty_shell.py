@@ -221,6 +221,22 @@ async def test_a_quiet_command_that_reads_no_terminal_runs_to_its_end(sandbox: S
         assert not result.timed_out and result.output == "a\nb\ndone\n"
 
 
+async def test_a_command_whose_end_is_still_unread_is_not_taken_for_one_waiting_for_input(
+    sandbox: Sandbox,
+) -> None:
+    # Behind a busy event loop, bash can be back at its prompt, reading the terminal, before its
+    # prompt marker is read here: stand that in by not reading the terminal in the background.
+    async with PtyShell(sandbox, timeout=20.0, no_output_timeout=None, input_wait_s=0.2) as sh:
+        loop = asyncio.get_running_loop()
+        loop.remove_reader(sh._fd)
+        try:
+            result = await sh.run("echo done")
+        finally:
+            loop.add_reader(sh._fd, sh._on_readable)
+        assert not result.timed_out and result.output == "done\n"
+        assert (await sh.run("echo next")).output == "next\n"
+
+
 async def test_a_job_ignoring_ctrl_c_is_killed_and_the_shell_state_kept(shell: PtyShell) -> None:
     await shell.run("export KEPT=yes")
     # "ready" is printed once the trap is set: a limit that fell before it would test nothing.
