@@ -33,7 +33,7 @@ if (( append )); then exec "$@" >>"$out" 2>&1; else exec "$@" >"$out" 2>&1; fi
 """,
     "bin/scontrol": "#!/bin/bash\necho node1\n",
     # curl: the service answers once `prorl serve` is running (it has recorded its arguments).
-    "bin/curl": '#!/bin/bash\n[[ -e $STATE/serve_args ]]\n',
+    "bin/curl": "#!/bin/bash\n[[ -e $STATE/serve_args ]]\n",
     # ray start: fails the first FAIL_HEAD_STARTS times as Ray does, then serves until signalled.
     "venv/bin/ray": """#!/bin/bash
 case $1 in
