@@ -33,7 +33,9 @@ SLOWEST_MODULE = Path(__file__).parent / "training" / "test_train_loop.py"
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    if config.pluginmanager.hasplugin("xdist") and not hasattr(config, "workerinput"):
+    # Registered whatever name xdist was loaded under (`-p xdist.plugin` names it so, not "xdist"):
+    # its hooks run only under `-n`, and a worker refuses to start a server of its own.
+    if not hasattr(config, "workerinput"):
         config.pluginmanager.register(SharedVLLMController(), "prorl-shared-vllm")
     if profile := os.environ.get(cpu_profile.ENV):
         config.pluginmanager.register(cpu_profile.CpuProfile(Path(profile).resolve()), "prorl-cpu-profile")
@@ -82,5 +84,7 @@ def real_vllm(request: pytest.FixtureRequest) -> Iterator[VLLMServer]:
     if directory is not None:
         yield attach(directory, layout)
         return
+    if hasattr(request.config, "workerinput"):
+        pytest.fail("an xdist worker without the controller's shared vLLM directory would start a server of its own")
     with VLLMServer(embedded_spec(layout), ready_timeout_s=600) as server:
         yield server

@@ -143,6 +143,10 @@ class PoolReply(BaseModel):
     latency_s: float
 
 
+# A health probe is a GET: it is asked again when a reused connection breaks under it.
+_PROBE_ATTEMPTS = 3
+
+
 class LLMBackendPool:
     """Balanced, health-checked, retrying access to replicated OpenAI-compatible servers.
 
@@ -240,15 +244,31 @@ class LLMBackendPool:
         None = no answer in time: a server busy generating can be slow to answer."""
         if self.config.health_path is None:
             return True
-        try:
-            response = await self._client.get(
-                address + self.config.health_path, timeout=self.config.health_timeout_s
-            )
-        except httpx.TimeoutException:
-            return None
-        except httpx.HTTPError:
-            return False
-        return response.status_code < 500
+        probe = address + self.config.health_path
+        for attempt in range(_PROBE_ATTEMPTS):
+            try:
+                response = await self._client.get(probe, timeout=self.config.health_timeout_s)
+            except httpx.TimeoutException:
+                return None
+            except httpx.TransportError as exc:
+                # A kept-alive connection the server closed as we reused it (both sides' idle
+                # limits are 5 s by default): the server is fine, ask again on a new connection.
+                # Refused is final: nothing listens there.
+                if isinstance(exc, httpx.ConnectError) or attempt + 1 == _PROBE_ATTEMPTS:
+                    return self._probe_failed(address, f"GET {probe}: {type(exc).__name__}: {exc}")
+            except httpx.HTTPError as exc:
+                return self._probe_failed(address, f"GET {probe}: {type(exc).__name__}: {exc}")
+            else:
+                if response.status_code >= 500:
+                    return self._probe_failed(address, f"GET {probe} answered {response.status_code}")
+                return True
+        return False
+
+    def _probe_failed(self, address: str, reason: str) -> bool:
+        """False, with the reason kept on the endpoint: the balancer logs it when it ejects."""
+        if (state := self.balancer.state(address)) is not None:
+            state.last_error = reason
+        return False
 
     # --- requests -----------------------------------------------------------------------------
 

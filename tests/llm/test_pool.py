@@ -250,3 +250,29 @@ async def test_many_concurrent_trajectories_spread_and_stay_sticky(fake_llm: Fak
         assert pool.stats().sticky_hit_rate == 1.0
         per_backend = [sum(1 for h in homes.values() if b.url in h) for b in backends]
         assert min(per_backend) >= 5  # spread, not piled onto one
+
+
+async def test_a_kept_alive_connection_the_server_closed_does_not_fail_the_health_probe() -> None:
+    # The server answers the first request of each connection and keeps it alive, then closes
+    # it when the next request arrives: its idle limit ran out just as the pool reused it.
+    async def one_answer_per_connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            await reader.readuntil(b"\r\n\r\n")
+            writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\ncontent-type: application/json\r\n\r\n{}")
+            await writer.drain()
+            await reader.readuntil(b"\r\n\r\n")
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+    listener = await asyncio.start_server(one_answer_per_connection, "127.0.0.1", 0)
+    url = f"http://127.0.0.1:{listener.sockets[0].getsockname()[1]}"
+    try:
+        async with LLMBackendPool(config(health_interval_s=3600)) as pool:
+            for _ in range(3):
+                assert await pool.probe(url) is True
+    finally:
+        listener.close()
+        listener.close_clients()
+        await listener.wait_closed()
