@@ -85,6 +85,8 @@ def real_vllm(request: pytest.FixtureRequest) -> Iterator[VLLMServer]:
         yield attach(directory, layout)
         return
     if hasattr(request.config, "workerinput"):
-        pytest.fail("an xdist worker without the controller's shared vLLM directory would start a server of its own")
+        pytest.fail(
+            "an xdist worker without the controller's shared vLLM directory would start a server of its own"
+        )
     with VLLMServer(embedded_spec(layout), ready_timeout_s=600) as server:
         yield server
