@@ -19,15 +19,12 @@ setup: venv
 demo: setup
 	@$(PRORL) demo
 
-# `make test TEST_WORKERS=3`: three pytest workers (pytest-xdist) that take whole modules
-# (`--dist loadfile`), in the order the suite's conftest sorts them (the whole training loop, then
-# every slow module, then the rest: `--no-loadscope-reorder` keeps xdist from sorting by test
-# count), sharing one vLLM server, one OpenMP thread per process (or the trainers and the vLLM
-# server spin against each other). On 2 cores: about 13.5 min of pytest in three workers, 20-23 in
-# one process. One process stays the default: three of four fresh three-worker runs in a row each
-# met a different load-timing failure (each fixed at its cause), and one clean run in four is not
-# yet a default anyone can rely on.
-TEST_WORKERS ?= 1
+# `make test`: three pytest workers (pytest-xdist) that take whole modules (`--dist loadfile`), in
+# the order the suite's conftest sorts them (the whole training loop, then every slow module, then
+# the rest: `--no-loadscope-reorder` keeps xdist from sorting by test count), sharing one vLLM
+# server, one OpenMP thread per process (or the trainers and the vLLM server spin against each
+# other). On 2 cores: about 13 min of pytest. `make test TEST_WORKERS=1` runs one process (about 21).
+TEST_WORKERS ?= 3
 test: setup
 	@if [ "$(TEST_WORKERS)" -gt 1 ]; then \
 		OMP_NUM_THREADS=1 .venv/bin/python -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder; \
