@@ -4,6 +4,10 @@ SHELL := /bin/bash
 PRORL := .venv/bin/prorl
 export UV_PYTHON_DOWNLOADS := never
 export RAY_AUTH_MODE := disabled
+# Python caches the bytecode of what it imports, whatever the machine says: set-up compiles only
+# what most commands use (scripts/warm_bytecode.py), the rest is compiled once on first use, not
+# again by every process.
+unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: venv setup demo test lint bench lock clean
 
