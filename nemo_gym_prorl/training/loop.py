@@ -115,17 +115,27 @@ async def run_training(config: TrainConfig, *, say: Say = _print, run_dir: Path 
 
         await evaluation("base")
 
+        sft_merged: Path | None = None  # written by the SFT trainer itself
         if config.sft.adapter is None:
             sft_adapter, tried = await _demonstrate_and_imitate(
                 config, layout, service, run_dir, report, phases, say
             )
+            sft_merged = Path(str(report.sft["weights_path"]))
         else:
             sft_adapter, tried = config.sft.adapter, 0
             say(f"starting from the SFT adapter {sft_adapter} (no demonstrations, no SFT)")
         # GRPO trains its own LoRA over these weights, so the policy it starts from is the one
         # evaluated here.
         sft_weights = await publish_merged(
-            service, layout.model_dir, sft_adapter, policies, version=1, phases=phases, phase="sft", say=say
+            service,
+            layout.model_dir,
+            sft_adapter,
+            policies,
+            version=1,
+            phases=phases,
+            phase="sft",
+            say=say,
+            merged=sft_merged,
         )
         report.sft["weights_path"] = str(sft_weights)
         await evaluation("sft")
@@ -254,13 +264,19 @@ async def publish_merged(
     phases: dict[str, float],
     phase: str,
     say: Say,
+    merged: Path | None = None,
 ) -> Path:
-    """`adapter` merged into `base` (a merge program in the model venv), published as full
-    weights under `version`; the checkpoint's directory."""
+    """`adapter` merged into `base`, published as full weights under `version`; the checkpoint's
+    directory. `merged`: the trainer that wrote the adapter merged it already; otherwise a merge
+    program in the model venv does."""
     with timed(phases, f"merge_{phase}"):
-        job = MergeJob(model_dir=str(base), adapter=adapter, output_dir=str(weights_dir(policies, version)))
-        done = await run_trainer("merge", job, workdir=policies.parent, on_event=lambda _: None)
-        weights = Path(str(_fields(done[-1])["weights_path"]))
+        weights = merged
+        if weights is None:
+            job = MergeJob(
+                model_dir=str(base), adapter=adapter, output_dir=str(weights_dir(policies, version))
+            )
+            done = await run_trainer("merge", job, workdir=policies.parent, on_event=lambda _: None)
+            weights = Path(str(_fields(done[-1])["weights_path"]))
         published = await service.client.publish_policy(version, weights_path=str(weights))
     say(
         f"{phase} policy ({Path(adapter).name} merged into {base.name}) published as v{version}, full "

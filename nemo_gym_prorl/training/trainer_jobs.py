@@ -26,6 +26,7 @@ def sft_job(config: TrainConfig, layout: EmbeddedLayout, *, demonstrations: Path
         optimizer=config.sft.optimizer,
         epochs=config.sft.epochs,
         threads=config.trainer_threads,
+        publish_as="weights",  # every policy is served as full weights
     )
 
 

@@ -156,6 +156,11 @@ class SftJob(BaseModel):
     epochs: float = Field(2.0, gt=0.0)
     threads: int | None = Field(None, ge=1, description="torch CPU threads (None: torch's default)")
     device: Device = Field("auto", description=DEVICE_HELP)
+    publish_as: PublishForm = Field(
+        "adapter",
+        description="the adapter alone, or also the adapter merged into the model as full weights "
+        "(weights-v<version>), written by this process rather than by a merge program started after it",
+    )
 
 
 class GrpoAlgorithm(BaseModel):

@@ -9,8 +9,10 @@ TRL's `SFTTrainer` trains a LoRA on the demonstrations' own token ids: `input_id
 ids followed by the completion ids, exactly as the backend tokenized and templated them, and
 `assistant_masks` is 0 on the prompt and on the tools' and template's tokens, 1 on the tokens the
 assistant wrote (the demonstration's `env_mask`), so the loss is on model tokens only and nothing
-is re-tokenized. The adapter is saved as `policy-v<version>` for the orchestrator to publish.
-Prints a `step` event per logged optimizer step and a `done` event with the adapter's path.
+is re-tokenized. The adapter is saved as `policy-v<version>` for the orchestrator to publish,
+and with `publish_as: weights` also merged into the model as `weights-v<version>` (the model is
+in memory already; a merge program would load torch and the model again). Prints a `step` event
+per logged optimizer step and a `done` event with the adapter's path (and the weights').
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from nemo_gym_prorl.integrations.trl.jobs import SftJob, emit, load_job
+from nemo_gym_prorl.integrations.trl.jobs import SftJob, emit, load_job, weights_dir
 from nemo_gym_prorl.integrations.trl.no_vllm import hide_vllm
 
 
@@ -78,6 +80,7 @@ def main() -> None:
     from trl import SFTTrainer
 
     from nemo_gym_prorl.integrations.trl.callback import save_adapter
+    from nemo_gym_prorl.integrations.trl.merge import write_merged
 
     job: SftJob = load_job(SftJob)
     if job.threads:
@@ -117,9 +120,14 @@ def main() -> None:
     trainer.train()
     seconds = time.monotonic() - started
     path = save_adapter(trainer.model, Path(job.output_dir), job.version)
+    weights = None
+    if job.publish_as == "weights":
+        out = weights_dir(Path(job.output_dir), job.version).resolve()
+        weights = str(write_merged(trainer.model, Path(job.model_dir), out))
     emit(
         "done",
         adapter_path=str(path),
+        weights_path=weights,
         version=job.version,
         demonstrations=len(columns["input_ids"]),
         tokens=tokens,

@@ -32,7 +32,8 @@ with open(out + "/demos.jsonl", "w") as handle:
         handle.write(json.dumps({"prompt_ids": [5, 6, 7 + k], "completion_ids": [10 + k, 11, 2, 20, 21, 12 + k, 2],
                                  "env_mask": [1, 1, 1, 0, 0, 1, 1]}) + "\\n")
 job = SftJob(model_dir=out + "/model", demonstrations=out + "/demos.jsonl", output_dir=out + "/policies",
-             optimizer={"learning_rate": 1e-2, "batch_size": 2}, lora={"r": 4, "alpha": 8}, epochs=2)
+             optimizer={"learning_rate": 1e-2, "batch_size": 2}, lora={"r": 4, "alpha": 8}, epochs=2,
+             publish_as="weights")
 with open(out + "/job.json", "w") as handle:
     handle.write(job.model_dump_json())
 proc = subprocess.run([sys.executable, "-m", "nemo_gym_prorl.integrations.trl.sft", out + "/job.json"],
@@ -40,8 +41,20 @@ proc = subprocess.run([sys.executable, "-m", "nemo_gym_prorl.integrations.trl.sf
 assert proc.returncode == 0, proc.stderr[-3000:]
 events = [json.loads(line[len(EVENT_PREFIX):]) for line in proc.stdout.splitlines() if line.startswith(EVENT_PREFIX)]
 default, cpu = sft.sft_config(job), sft.sft_config(job.model_copy(update={"device": "cpu"}))
+# the trainer's own merge against the merge program's, from the adapter it saved
+from safetensors.torch import load_file
+from nemo_gym_prorl.integrations.trl.jobs import MergeJob
+from nemo_gym_prorl.integrations.trl.merge import merge
+done = events[-1]
+reference = merge(MergeJob(model_dir=out + "/model", adapter=done["adapter_path"], output_dir=out + "/reference"))
+mine, theirs = load_file(done["weights_path"] + "/model.safetensors"), load_file(str(reference / "model.safetensors"))
+base = load_file(out + "/model/model.safetensors")
 print(json.dumps({"events": events, "use_cpu": default.use_cpu, "device": str(default.device),
-                  "cpu_job_use_cpu": cpu.use_cpu, "cuda_available": torch.cuda.is_available()}))
+                  "cpu_job_use_cpu": cpu.use_cpu, "cuda_available": torch.cuda.is_available(),
+                  "same_names": sorted(mine) == sorted(theirs),
+                  "max_diff": max((mine[k] - theirs[k]).abs().max().item() for k in theirs),
+                  "changed_from_base": max((mine[k] - base[k]).abs().max().item() for k in base),
+                  "tokenizer_copied": os.path.isfile(done["weights_path"] + "/tokenizer.json")}))
 """
 
 
@@ -58,6 +71,16 @@ def test_every_optimizer_step_is_reported_with_its_own_loss_then_the_adapter(run
     done = run["events"][-1]
     assert done["event"] == "done" and done["adapter_path"].endswith("policy-v000001")
     assert done["model_tokens"] == 4 * 5
+
+
+def test_with_publish_as_weights_the_trainer_writes_the_adapter_merged_as_the_merge_program_would(
+    run: dict[str, Any],
+) -> None:
+    done = run["events"][-1]
+    assert done["weights_path"].endswith("weights-v000001")
+    assert run["same_names"] and run["max_diff"] == 0.0
+    assert run["changed_from_base"] > 0.0  # the adapter trained, so merging it changed the weights
+    assert run["tokenizer_copied"]  # a checkpoint that serves on its own
 
 
 def test_the_sft_trainer_runs_where_trl_puts_it_and_on_the_cpu_when_the_job_says_so(
