@@ -108,7 +108,7 @@ override=()
 if ! "$PY" -c 'import sys; sys.exit(sys.version_info < (3, 13, 14))'; then
   override=(--python-version 3.13.14)
 fi
-step "installing nemo-gym-prorl and its locked dependencies into .venv (first time: about a minute)"
+step "installing nemo-gym-prorl and its locked dependencies into .venv (first time: about 30 s)"
 "$UV" export --frozen --extra dev --format requirements-txt --quiet --output-file .venv/requirements.lock.txt
 "$UV" pip sync --quiet --python .venv/bin/python "${override[@]}" .venv/requirements.lock.txt
 "$UV" pip check --quiet --python .venv/bin/python "${override[@]}"
