@@ -1,4 +1,5 @@
-"""The project venv is uv.lock, exactly: same versions, `pip check` clean, uv at its pinned version; what set-up byte-compiles ahead is there to compile."""
+"""The project venv is uv.lock, exactly: same versions, `pip check` clean, uv at its pinned version;
+what set-up byte-compiles ahead is there to compile."""
 
 from __future__ import annotations
 
