@@ -62,7 +62,7 @@ SKIPPED_SUFFIXES = ("__main__",)  # importing it runs the CLI
 def import_quietly(name: str, failed: list[str]) -> None:
     try:
         importlib.import_module(name)
-    except BaseException as exc:
+    except BaseException as exc:  # a module that exits (SystemExit) or fails on import is only reported
         failed.append(f"{name}: {type(exc).__name__}: {exc}"[:200])
 
 

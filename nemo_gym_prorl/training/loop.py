@@ -117,10 +117,9 @@ async def run_training(config: TrainConfig, *, say: Say = _print, run_dir: Path 
 
         sft_merged: Path | None = None  # written by the SFT trainer itself
         if config.sft.adapter is None:
-            sft_adapter, tried = await _demonstrate_and_imitate(
+            sft_adapter, sft_merged, tried = await _demonstrate_and_imitate(
                 config, layout, service, run_dir, report, phases, say
             )
-            sft_merged = Path(str(report.sft["weights_path"]))
         else:
             sft_adapter, tried = config.sft.adapter, 0
             say(f"starting from the SFT adapter {sft_adapter} (no demonstrations, no SFT)")
@@ -293,9 +292,10 @@ async def _demonstrate_and_imitate(
     report: TrainReport,
     phases: dict[str, float],
     say: Say,
-) -> tuple[str, int]:
-    """Program-written demonstrations, then SFT on them: the adapter, and how many training
-    tasks the demonstrations tried (GRPO's demonstrated-family prompts come after them)."""
+) -> tuple[str, Path, int]:
+    """Program-written demonstrations, then SFT on them: the adapter, the adapter merged into the
+    model by the trainer, and how many training tasks the demonstrations tried (GRPO's
+    demonstrated-family prompts come after them)."""
     with timed(phases, "demonstrations"):
         say(f"writing {config.demonstrations.n} program-written demonstrations through the real tools")
         demos, summary = await collect_demonstrations(
@@ -310,7 +310,7 @@ async def _demonstrate_and_imitate(
         sft = sft_job(config, layout, demonstrations=demo_path, output_dir=run_dir / "policies")
         events = await run_trainer("sft", sft, workdir=run_dir, on_event=lambda e: _on_sft(e, report, say))
         report.sft = _fields(events[-1])
-    return str(report.sft["adapter_path"]), summary.tried
+    return str(report.sft["adapter_path"]), Path(str(report.sft["weights_path"])), summary.tried
 
 
 Served = Callable[[], Awaitable[PolicyVersion | None]]
