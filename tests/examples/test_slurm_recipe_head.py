@@ -3,7 +3,8 @@
 
 """examples/slurm/prorl_ray.sub when its Ray head fails to start: it is started again (a loaded
 node can miss the 30 s `ray start` gives its raylet), and the job gives up only after
-`HEAD_ATTEMPTS` starts, saying so.
+`HEAD_ATTEMPTS` starts, saying so. A head whose GCS answers but whose raylet never registers
+has not started.
 
 The recipe runs as written; `srun`, `scontrol`, `curl` and the venv's `ray`, `python` and
 `prorl` are small stand-ins that record what they were asked, the head's failing the first
@@ -34,16 +35,21 @@ if (( append )); then exec "$@" >>"$out" 2>&1; else exec "$@" >"$out" 2>&1; fi
     "bin/scontrol": "#!/bin/bash\necho node1\n",
     # curl: the service answers once `prorl serve` is running (it has recorded its arguments).
     "bin/curl": "#!/bin/bash\n[[ -e $STATE/serve_args ]]\n",
-    # ray start: fails the first FAIL_HEAD_STARTS times as Ray does, then serves until signalled.
+    # ray start as Ray does it: the GCS answers `ray status` at once, then the raylet registers
+    # ("Ray runtime started.") or, the first FAIL_HEAD_STARTS times, misses its 30 s and the
+    # start fails; a started head serves until signalled.
     "venv/bin/ray": """#!/bin/bash
 case $1 in
   start)
     n=$(( $(cat "$STATE/head_starts" 2>/dev/null || echo 0) + 1 )); echo "$n" > "$STATE/head_starts"
-    if (( n <= FAIL_HEAD_STARTS )); then echo "Exception: The current node timed out during startup."; exit 1; fi
-    echo $$ >> "$STATE/pids"; touch "$STATE/head_up"
-    trap 'rm -f "$STATE/head_up"; exit 0' TERM
+    touch "$STATE/gcs_up"
+    if (( n <= FAIL_HEAD_STARTS )); then
+      sleep 3; echo "Exception: The current node timed out during startup."; rm -f "$STATE/gcs_up"; exit 1
+    fi
+    echo $$ >> "$STATE/pids"; echo "Ray runtime started."
+    trap 'rm -f "$STATE/gcs_up"; exit 0' TERM
     while true; do sleep 0.1; done ;;
-  status) [[ -e $STATE/head_up ]] ;;
+  status) [[ -e $STATE/gcs_up ]] ;;
 esac
 """,
     "venv/bin/python": """#!/bin/bash
