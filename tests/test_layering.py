@@ -33,6 +33,7 @@ watch them fail.
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -137,7 +138,8 @@ def string_target(value: str) -> str | None:
     return None
 
 
-def python_imports(text: str, module: str, *, is_package: bool = False) -> set[str]:
+@functools.cache  # several rules read the same tree: each file is parsed once
+def python_imports(text: str, module: str, *, is_package: bool = False) -> frozenset[str]:
     """Every module the source imports (relative imports resolved) or names by import target."""
     package = module if is_package else module.rpartition(".")[0]
     found: set[str] = set()
@@ -157,7 +159,7 @@ def python_imports(text: str, module: str, *, is_package: bool = False) -> set[s
             named = string_target(node.value)
             if named:
                 found.add(named)
-    return found
+    return frozenset(found)
 
 
 def _strings(data: Any) -> Iterator[str]:
@@ -265,7 +267,8 @@ def config_files(root: Path = REPO) -> Iterator[tuple[Path, str]]:
             yield path, reader
 
 
-def repository_edges(root: Path = REPO) -> list[Edge]:
+@functools.cache
+def repository_edges(root: Path = REPO) -> tuple[Edge, ...]:
     benchmarks = benchmark_modules(root)
     edges = []
     for path in product_files(root):
@@ -278,7 +281,7 @@ def repository_edges(root: Path = REPO) -> list[Edge]:
     for path, reader in config_files(root):
         for target in config_imports(path.read_text()):
             edges.append(Edge(f"{path.relative_to(root)} (read by {reader})", reader, target))
-    return edges
+    return tuple(edges)
 
 
 def repository_violations(root: Path = REPO) -> dict[str, str]:

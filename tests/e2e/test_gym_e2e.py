@@ -57,7 +57,7 @@ def stack(real_vllm: VLLMServer, tmp_path_factory: pytest.TempPathFactory) -> It
     out = tmp_path_factory.mktemp("collect") / "out"
     head_port = free_port()
     env = {**os.environ, "MODEL_URL": real_vllm.base_url, "HEAD_PORT": str(head_port), "MAX_TURNS": "2",
-           "MAX_TOKENS": "48", "ROWS": "2", "REPEATS": "2", "KEEP_UP": "1"}  # fmt: skip
+           "MAX_TOKENS": "24", "ROWS": "2", "REPEATS": "2", "KEEP_UP": "1"}  # fmt: skip
     try:
         run = subprocess.run(
             ["bash", str(REPO / "examples" / "collect_rollouts.sh"), str(out)],
@@ -91,7 +91,7 @@ def test_collect_rollouts_example_is_observed_by_gym(stack: Stack) -> None:
 
 
 def greedy(row: dict) -> dict:
-    params = {**row["responses_create_params"], "temperature": 0.0, "top_p": 1.0, "max_output_tokens": 48}
+    params = {**row["responses_create_params"], "temperature": 0.0, "top_p": 1.0, "max_output_tokens": 24}
     return {**row, "responses_create_params": params}
 
 

@@ -23,7 +23,7 @@ from nemo_gym_prorl.llm.embedded import VLLMServer
 pytestmark = [pytest.mark.vllm, pytest.mark.bwrap, pytest.mark.slow, pytest.mark.timeout(900)]
 
 REPO = Path(__file__).resolve().parents[2]
-PROMPT_LIMITS = ["--max-tokens", "48"]
+PROMPT_LIMITS = ["--max-tokens", "24"]
 
 
 @pytest.fixture

@@ -40,7 +40,7 @@ pytestmark = [
 
 REPO = Path(__file__).resolve().parents[2]
 SBIN = "/usr/sbin:/sbin"
-SAMPLES = 3
+SAMPLES = 2
 
 
 def _tool(name: str) -> str | None:
@@ -257,7 +257,7 @@ def test_the_slurm_recipe_serves_rollouts_on_a_one_node_slurm_and_leaves_nothing
     rollouts = root / "rollouts.txt"
     command = (
         f"{sys.executable} {REPO}/examples/prorl_process_client.py --url $PRORL_URL --llm {llm} "
-        f"--samples {SAMPLES} --max-tokens 48 > {rollouts}"
+        f"--samples {SAMPLES} --max-tokens 24 > {rollouts}"
     )
     env = {
         **slurm.env,
