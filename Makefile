@@ -27,7 +27,7 @@ demo: setup
 # the order the suite's conftest sorts them (the whole training loop, then every slow module, then
 # the rest: `--no-loadscope-reorder` keeps xdist from sorting by test count), sharing one vLLM
 # server, one OpenMP thread per process (or the trainers and the vLLM server spin against each
-# other). On 2 cores: about 10.5 min of pytest. `make test TEST_WORKERS=1` runs one process.
+# other). On 2 cores: about 10 min of pytest. `make test TEST_WORKERS=1` runs one process.
 TEST_WORKERS ?= 3
 test: setup
 	@if [ "$(TEST_WORKERS)" -gt 1 ]; then \
