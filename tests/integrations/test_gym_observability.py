@@ -8,7 +8,6 @@ code then builds `ng_trajectory`, `ng_perf`, health verdicts and ATIF files, run
 
 from __future__ import annotations
 
-import functools
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -19,10 +18,8 @@ from nemo_gym.base_responses_api_model import merge_model_call_capture_into_reco
 from nemo_gym.rollout_collection import _attach_ng_perf, _attach_trajectory_record
 from nemo_gym.rollout_health import run_health_checks
 from nemo_gym.rollout_observability import AgentObservationBundle, TrajectoryRecord
-from support.fake_llm import FakeLLM
 from support.gym_config import parse_global_config
 from support.gym_fakes import FakeResources, ScriptedDialect, scripted_runtime
-from support.ray_cluster import two_node_cluster
 from test_gym_agent import ANSWER, CALL, row
 
 from nemo_gym_prorl.assets import project_root
@@ -32,8 +29,6 @@ from nemo_gym_prorl.integrations.gym.observability import capture_dir, invocatio
 from nemo_gym_prorl.integrations.gym.runtime import ProRLGymRuntime
 from nemo_gym_prorl.llm.access import LLMConfig
 from nemo_gym_prorl.pipeline import PipelineConfig
-from nemo_gym_prorl.pipeline.executors import ExecutorConfig
-from nemo_gym_prorl.pipeline.ray_config import RayExecutorConfig
 
 INDICES = {"_ng_task_index": 3, "_ng_rollout_index": 1}
 
@@ -172,49 +167,6 @@ async def test_seed_tool_and_verify_calls_are_made_in_the_rollouts_context() -> 
         await runtime.close()
     assert outcome.status == 200, outcome.body
     assert resources.rollout_ids == [("/seed_session", "3-1"), ("/ipython", "3-1"), ("/verify", "3-1")]
-
-
-@pytest.mark.slow
-@pytest.mark.timeout(300)
-async def test_rollouts_run_on_ray_nodes_are_observed_like_local_ones(tmp_path: Path) -> None:
-    """With `executor.kind=ray` the model and tool calls happen on a node's rollout actor: they
-    come back with the result, and the agent's `/run` answer and capture carry them as in process."""
-    from test_gym_ray import compute_then_answer
-    from test_gym_ray import row as tool_row  # room for the scripted tool call
-
-    capture = tmp_path / "capture"
-
-    def indices(rollout: int) -> dict[str, int]:
-        return {"_ng_task_index": 5, "_ng_rollout_index": rollout}
-
-    with two_node_cluster():
-        model = await FakeLLM(responder=compute_then_answer).start()
-        settings = ProRLAgentSettings(
-            pipeline=PipelineConfig(init_workers=2, run_workers=2, eval_workers=2),
-            executor=ExecutorConfig(kind="ray", ray=RayExecutorConfig(slots_per_node=2)),
-        )
-        access = ResolvedModelAccess(
-            LLMConfig(backends=[model.url], dialect="vllm", model="m", health_path=None), "backends"
-        )
-        runtime = ProRLGymRuntime(
-            settings, {"prorl_math": "prorl_math"}, functools.partial(FakeResources, reward=1.0), access,
-            model_call_capture_dir=capture,
-        )  # fmt: skip
-        try:
-            outcomes = [await runtime.run({**tool_row(), **indices(r)}) for r in range(2)]
-        finally:
-            await runtime.close()
-            await model.kill()
-    assert [o.status for o in outcomes] == [200, 200], [o.body for o in outcomes]
-    assert all(o.body["prorl"]["nodes"] for o in outcomes)
-    for rollout, outcome in enumerate(outcomes):
-        assert len((capture / f"5-{rollout}.capture.jsonl").read_text().splitlines()) == 2
-        sent = TrajectoryRecord.model_validate(outcome.body["ng_trajectory"])
-        assert [t.tool_name for t in sent.tool_calls] == ["ipython"]
-        # The node's tool call was made in the rollout's context too (the fake names it in its reply).
-        assert f"in rollout 5-{rollout}" in str(sent.tool_calls[0].output)
-    records = [collected(o.body, capture) for o in outcomes]
-    assert [(d.verdict, d.unobserved) for d in health_of(records, tmp_path)] == [("healthy", [])] * 2
 
 
 # What the README runs: `prorl gym up`'s compositions, the catalog entries, the servers' own configs.

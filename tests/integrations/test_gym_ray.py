@@ -9,7 +9,8 @@ vLLM on loopback: a test double, never a default).
 What it shows: rows are placed on both nodes and keep their node through INIT, RUN and EVAL; a
 tool call made on a node runs in the resources server's sandbox; a failure raised on a node
 keeps its class (infrastructure -> 503) when it reaches `/run`; closing the agent leaves no
-rollout actor behind.
+rollout actor behind. On the same cluster, Gym's observability sees a rollout run on a node's
+actor as it sees one run in process.
 """
 
 from __future__ import annotations
@@ -27,8 +28,10 @@ from unittest.mock import MagicMock
 
 import pytest
 import uvicorn
+from nemo_gym.rollout_observability import TrajectoryRecord
 from nemo_gym.server_utils import ServerClient
 from support.fake_llm import FakeLLM, detokenize
+from support.gym_fakes import FakeResources
 from support.processes import wait_dead
 from support.ray_cluster import two_node_cluster
 
@@ -168,6 +171,45 @@ async def test_rows_run_on_every_node_and_failures_keep_their_class(cluster: Any
         await runtime.close()
         await model.kill()
     assert actors and await asyncio.to_thread(wait_dead, actors) == [], "rollout actors outlived the agent"
+
+
+async def test_rollouts_run_on_ray_nodes_are_observed_like_local_ones(cluster: Any, tmp_path: Path) -> None:
+    """With `executor.kind=ray` the model and tool calls happen on a node's rollout actor: they
+    come back with the result, and the agent's `/run` answer and capture carry them as in process."""
+    from test_gym_observability import collected, health_of
+
+    capture = tmp_path / "capture"
+
+    def indices(rollout: int) -> dict[str, int]:
+        return {"_ng_task_index": 5, "_ng_rollout_index": rollout}
+
+    model = await FakeLLM(responder=compute_then_answer).start()
+    settings = ProRLAgentSettings(
+        pipeline=PipelineConfig(init_workers=2, run_workers=2, eval_workers=2),
+        executor=ExecutorConfig(kind="ray", ray=RayExecutorConfig(slots_per_node=2)),
+    )
+    access = ResolvedModelAccess(
+        LLMConfig(backends=[model.url], dialect="vllm", model="m", health_path=None), "backends"
+    )
+    runtime = ProRLGymRuntime(
+        settings, {"prorl_math": "prorl_math"}, functools.partial(FakeResources, reward=1.0), access,
+        model_call_capture_dir=capture,
+    )  # fmt: skip
+    try:
+        outcomes = [await runtime.run({**row(), **indices(r)}) for r in range(2)]
+    finally:
+        await runtime.close()
+        await model.kill()
+    assert [o.status for o in outcomes] == [200, 200], [o.body for o in outcomes]
+    assert all(o.body["prorl"]["nodes"] for o in outcomes)
+    for rollout, outcome in enumerate(outcomes):
+        assert len((capture / f"5-{rollout}.capture.jsonl").read_text().splitlines()) == 2
+        sent = TrajectoryRecord.model_validate(outcome.body["ng_trajectory"])
+        assert [t.tool_name for t in sent.tool_calls] == ["ipython"]
+        # The node's tool call was made in the rollout's context too (the fake names it in its reply).
+        assert f"in rollout 5-{rollout}" in str(sent.tool_calls[0].output)
+    records = [collected(o.body, capture) for o in outcomes]
+    assert [(d.verdict, d.unobserved) for d in health_of(records, tmp_path)] == [("healthy", [])] * 2
 
 
 def test_a_loopback_address_is_only_reachable_on_its_own_node() -> None:
