@@ -46,6 +46,13 @@ def add_model_parser(subparsers: argparse._SubParsersAction) -> argparse.Argumen
         default=None,
         help="a model directory to serve with the installed vllm (default: embedded SmolLM2)",
     )
+    p_serve.add_argument(
+        "--train-config",
+        default=None,
+        metavar="NAME",
+        help="serve the embedded model as `prorl train NAME` would (runtime LoRA, weight reload), "
+        "for runs given its URL as backend.url=http://HOST:PORT/v1",
+    )
     p_serve.add_argument("--port", type=int, default=0, help="port (default: a free one)")
     p_serve.add_argument("--host", default="127.0.0.1", help="bind address (default: loopback)")
     p_serve.add_argument("--served-model-name", default=None, help="the model name clients send")
@@ -77,7 +84,21 @@ def _server_for(args: argparse.Namespace) -> VLLMServer:
         "port": args.port,
         "extra_args": [a for a in (args.vllm_args or []) if a != "--"],
     }
-    if args.model is None:
+    if args.train_config is not None:
+        if args.model is not None or args.served_model_name is not None:
+            raise ServerStartError(
+                "--train-config serves the embedded model as `prorl train` does: no --model"
+            )
+        from nemo_gym_prorl.training.config import TrainConfigError, load_train_config
+        from nemo_gym_prorl.training.session import backend_spec
+
+        try:
+            config = load_train_config(args.train_config)
+        except TrainConfigError as exc:
+            raise ServerStartError(str(exc)) from None
+        spec = backend_spec(config, host=args.host, port=args.port)
+        spec.extra_args += listen["extra_args"]
+    elif args.model is None:
         spec = embedded_spec(served_model_name=args.served_model_name, **listen)
     else:
         try:

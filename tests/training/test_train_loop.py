@@ -9,23 +9,41 @@ steps with TRL in the model venv. It checks the machinery, not learning:
 - their log-probs come from the adapter: the trainer's own forward pass with that adapter
   reproduces them, and the base model's log-probs on the same tokens are clearly different;
 - nothing the run started is left running.
+
+The backend is the one a user keeps across runs: `prorl model serve --train-config smoke`,
+started as a shell background job (which inherits SIGINT ignored) and given to the run as
+`backend.url`. A run makes such a backend serve the base model again before it starts, and an
+interrupt stops the whole server and leaves none of its sockets in the temp dir.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
+import shutil
+import signal
 import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import AsyncExitStack
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import httpx
 import psutil
 import pytest
+from support.processes import alive
 
-from nemo_gym_prorl.llm.embedded import EmbeddedLayout
+from nemo_gym_prorl.llm.embedded import MODEL_NAME, EmbeddedLayout
+from nemo_gym_prorl.llm.embedded.server import free_port
 from nemo_gym_prorl.training.config import load_train_config
 from nemo_gym_prorl.training.loop import run_training
 from nemo_gym_prorl.training.report import TrainReport
+from nemo_gym_prorl.training.session import start_backend
 from nemo_gym_prorl.training.trainer_process import trainer_env
 
 pytestmark = [pytest.mark.slow, pytest.mark.vllm, pytest.mark.bwrap, pytest.mark.timeout(1800)]
@@ -65,11 +83,84 @@ def layout() -> EmbeddedLayout:
     return layout
 
 
+@dataclass
+class Backend:
+    cli: subprocess.Popen[str]
+    url: str
+    temp_dir: Path
+    base_logprobs: list[float]  # a fixed greedy completion's, before any run
+
+
+PROBE = {
+    "model": MODEL_NAME,
+    "prompt": "The capital of France is",
+    "max_tokens": 4,
+    "temperature": 0,
+    "logprobs": 1,
+}
+
+
+def probe_logprobs(url: str) -> list[float]:
+    choice = httpx.post(f"{url}/completions", json=PROBE, timeout=60).json()["choices"][0]
+    return choice["logprobs"]["token_logprobs"]
+
+
+def sockets_under(folder: Path) -> list[Path]:
+    return [p for p in folder.rglob("*") if p.is_socket()]
+
+
+def _ignore_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 @pytest.fixture(scope="module")
-def run(layout: EmbeddedLayout, tmp_path_factory: pytest.TempPathFactory) -> tuple[TrainReport, Path]:
+def backend(layout: EmbeddedLayout) -> Iterator[Backend]:
+    """`prorl model serve --train-config smoke &`, in a temp dir of its own (short enough for
+    socket paths, which pytest's tmp_path is not)."""
+    temp_dir = Path(tempfile.mkdtemp(prefix="prorl-t-", dir="/tmp"))
+    port = free_port()
+    cli = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "nemo_gym_prorl.cli",
+            "model",
+            "serve",
+            "--train-config",
+            "smoke",
+            "--port",
+            str(port),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        preexec_fn=_ignore_sigint,  # as `prorl model serve ... &` from a script
+        env={**os.environ, "TMPDIR": str(temp_dir)},
+    )
+    try:
+        assert cli.stdout is not None
+        for line in cli.stdout:
+            if "[model] ready" in line:
+                break
+        else:
+            pytest.fail(f"the server never became ready (exit {cli.wait()})")
+        url = f"http://127.0.0.1:{port}/v1"
+        yield Backend(cli, url, temp_dir, probe_logprobs(url))
+    finally:
+        if cli.poll() is None:
+            cli.kill()
+            cli.wait()
+        shutil.rmtree(temp_dir, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def run(
+    layout: EmbeddedLayout, backend: Backend, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[TrainReport, Path]:
     run_dir = tmp_path_factory.mktemp("train_smoke")
     before = {p.pid for p in psutil.Process().children(recursive=True)}
-    report = asyncio.run(run_training(load_train_config("smoke"), say=lambda _: None, run_dir=run_dir))
+    config = load_train_config("smoke", [f"backend.url={backend.url}"])
+    report = asyncio.run(run_training(config, say=lambda _: None, run_dir=run_dir))
     left = [p for p in psutil.Process().children(recursive=True) if p.pid not in before and p.is_running()]
     assert not left, f"left running: {[(p.pid, p.name()) for p in left]}"
     return report, run_dir
@@ -160,3 +251,33 @@ def test_the_rollouts_log_probs_come_from_the_adapter(
     assert tokens > 0
     assert adapter_diff <= 0.05, measured  # the adapter reproduces the served log-probs
     assert base_diff > 0.05 and base_diff > 10 * adapter_diff, measured  # the base model does not
+
+
+def test_a_run_makes_a_backend_that_served_an_earlier_run_serve_the_base_model_again(
+    layout: EmbeddedLayout, backend: Backend, run: tuple[TrainReport, Path]
+) -> None:
+    trained = probe_logprobs(backend.url)  # the run's last policy, v3, is still served
+    assert max(abs(a - b) for a, b in zip(trained, backend.base_logprobs, strict=True)) > 1e-3
+
+    async def next_run_start() -> str:
+        async with AsyncExitStack() as stack:
+            config = load_train_config("smoke", [f"backend.url={backend.url}"])
+            return await start_backend(config, stack, layout, say=lambda _: None)
+
+    assert asyncio.run(next_run_start()) == backend.url
+    assert probe_logprobs(backend.url) == pytest.approx(backend.base_logprobs, abs=1e-4)
+
+
+def test_an_interrupt_stops_the_whole_server_and_leaves_no_socket(backend: Backend, run: Any) -> None:
+    tree = [p.pid for p in psutil.Process(backend.cli.pid).children(recursive=True)]
+    assert tree, "vLLM runs as children of the CLI"
+    # vLLM's processes talk over ZMQ sockets in a folder of this server's own
+    sockets = sockets_under(backend.temp_dir)
+    assert sockets and all(p.parent.name.startswith("prorl-vllm-") for p in sockets), sockets
+    backend.cli.send_signal(signal.SIGINT)
+    assert backend.cli.wait(timeout=60) == 0
+    deadline = time.monotonic() + 30
+    while (survivors := [p for p in tree if alive(p)]) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert survivors == []
+    assert sockets_under(backend.temp_dir) == [] and not list(backend.temp_dir.glob("prorl-vllm-*"))
