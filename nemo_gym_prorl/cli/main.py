@@ -16,7 +16,19 @@ import importlib
 import sys
 from collections.abc import Callable, Sequence
 
-COMMAND_GROUPS = ("bench", "demo", "model", "serve", "train", "data", "gym", "nemo_rl", "sandbox", "show")
+COMMAND_GROUPS = (
+    "setup",
+    "bench",
+    "demo",
+    "model",
+    "serve",
+    "train",
+    "data",
+    "gym",
+    "nemo_rl",
+    "sandbox",
+    "show",
+)
 
 
 def _add_group(group: str, subparsers: argparse._SubParsersAction) -> None:
