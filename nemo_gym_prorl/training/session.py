@@ -2,9 +2,10 @@
 # SPDX-License-Identifier: Apache-2.0
 
 """The service a training run talks to: the embedded vLLM-CPU backend with runtime LoRA and
-in-place weight reload (started for the run, or one `prorl model serve --train-config` keeps) (policies are published as adapters or as merged full weights), and the
-one rollout stack (`prorl serve`'s configuration) on loopback with a token made for the run.
-Everything started is registered on the caller's exit stack, so it stops however the run ends."""
+in-place weight reload (policies are published as adapters or as merged full weights), started
+for the run or kept across runs by `prorl model serve --train-config`, and the one rollout stack
+(`prorl serve`'s configuration) on loopback with a token made for the run. Everything started is
+registered on the caller's exit stack, so it stops however the run ends."""
 
 from __future__ import annotations
 
