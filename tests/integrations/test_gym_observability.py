@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 from nemo_gym.atif_export import gym_rollout_to_atif
-from nemo_gym.base_responses_api_model import merge_model_call_capture_into_record
 from nemo_gym.rollout_collection import _attach_ng_perf, _attach_trajectory_record
 from nemo_gym.rollout_health import run_health_checks
 from nemo_gym.rollout_observability import AgentObservationBundle, TrajectoryRecord
@@ -56,6 +55,10 @@ async def runtime_with_capture(tmp_path: Path) -> AsyncIterator:
 def collected(body: dict, directory: Path | None) -> dict:
     """What ng_collect_rollouts does to one `/run` result, with its observability on (reading the
     capture `directory`) or off (None)."""
+    # Gym's model-server module (anthropic's types with it) is imported by the tests that use it,
+    # not by every worker's collection.
+    from nemo_gym.base_responses_api_model import merge_model_call_capture_into_record
+
     record = json.loads(json.dumps(body))
     if directory is not None:
         merge_model_call_capture_into_record(record, [directory], include_payloads=True)

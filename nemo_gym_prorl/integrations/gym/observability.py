@@ -37,7 +37,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from nemo_gym.base_responses_api_model import CaptureStore, model_call_capture_dirs_from_config
 from nemo_gym.rollout_correlation import maybe_rollout_id_from_run_body
 from nemo_gym.rollout_observability import (
     AgentInvocation,
@@ -188,6 +187,10 @@ def observe_agent(
 
 def capture_dir(global_config: Mapping[str, Any]) -> Path | None:
     """Gym's run-wide capture directory, when `observability_enabled` is on."""
+    # Imported here: Gym's model-server module imports anthropic's types (about 1.5 s), which
+    # only a run that captures model calls needs.
+    from nemo_gym.base_responses_api_model import model_call_capture_dirs_from_config
+
     dirs = model_call_capture_dirs_from_config(
         {
             k: global_config[k]
@@ -199,6 +202,8 @@ def capture_dir(global_config: Mapping[str, Any]) -> Path | None:
 
 
 def _record(directory: Path, rollout_id: str, exchanges: Sequence[Mapping[str, Any]]) -> None:
+    from nemo_gym.base_responses_api_model import CaptureStore
+
     store = CaptureStore(directory)
     for exchange in exchanges:
         store.record(rollout_id, dict(exchange))
