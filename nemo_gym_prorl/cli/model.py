@@ -87,7 +87,8 @@ def _server_for(args: argparse.Namespace) -> VLLMServer:
     if args.train_config is not None:
         if args.model is not None or args.served_model_name is not None:
             raise ServerStartError(
-                "--train-config serves the embedded model as `prorl train` does: no --model"
+                "--train-config serves the embedded model as `prorl train` does: "
+                "no --model or --served-model-name"
             )
         from nemo_gym_prorl.training.config import TrainConfigError, load_train_config
         from nemo_gym_prorl.training.session import backend_spec

@@ -565,13 +565,15 @@ async def restore_launch_weights(
         routes = await client.get(address + "/openapi.json", timeout=30.0)
         models.raise_for_status()
         routes.raise_for_status()
+        entries = [m for m in models.json()["data"] if isinstance(m.get("id"), str)]
+        paths = set(routes.json()["paths"])
     except httpx.HTTPError as exc:
         raise PolicyError(f"backend {address} does not answer: {type(exc).__name__}: {exc}") from None
-    entries = models.json().get("data", [])
-    if not any(m.get("id") == served_name and not m.get("parent") for m in entries):
-        served = sorted(m.get("id") for m in entries)
+    except (ValueError, KeyError, TypeError, AttributeError):  # answers, but not as vLLM does
+        raise PolicyError(f"backend {address} does not answer /v1/models and /openapi.json as vLLM") from None
+    if not any(m["id"] == served_name and not m.get("parent") for m in entries):
+        served = sorted(m["id"] for m in entries)
         raise PolicyError(f"backend {address} serves {served}, not {served_name!r}")
-    paths = set(routes.json().get("paths", {}))
     for route, missing in (("/v1/load_lora_adapter", _NO_LORA_ROUTE), ("/collective_rpc", _NO_RELOAD_ROUTE)):
         if route not in paths:
             raise PolicyError(f"backend {address}: {missing}")
