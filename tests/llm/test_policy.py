@@ -461,3 +461,20 @@ async def test_a_backend_that_cannot_take_published_policies_is_refused_saying_h
         with pytest.raises(PolicyError, match=says):
             await restore_launch_weights(client, "http://b", served_name="base", weights_path="/m")
     assert calls == []
+
+
+async def test_a_server_that_does_not_answer_as_vllm_is_refused() -> None:
+    def answer(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, text="<html>a proxy's login page</html>")
+
+    async with httpx.AsyncClient(transport=httpx.MockTransport(answer)) as client:
+        with pytest.raises(PolicyError, match=r"not answer /v1/models and /openapi\.json as vLLM"):
+            await restore_launch_weights(client, "http://b", served_name="base", weights_path="/m")
+
+
+async def test_a_backend_nobody_listens_on_is_refused_saying_so() -> None:
+    async with httpx.AsyncClient() as client:
+        with pytest.raises(PolicyError, match="does not answer: ConnectError"):
+            await restore_launch_weights(
+                client, f"http://127.0.0.1:{free_port()}", served_name="base", weights_path="/m"
+            )

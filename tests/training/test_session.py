@@ -41,3 +41,8 @@ def test_serving_for_an_unknown_training_configuration_is_a_clear_error(
 ) -> None:
     assert main(["model", "serve", "--train-config", "no-such-config"]) == 1
     assert "no training configuration at" in capsys.readouterr().err
+
+
+def test_a_kept_server_serves_the_embedded_model_only(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["model", "serve", "--train-config", "smoke", "--model", "/some/model"]) == 1
+    assert "no --model or --served-model-name" in capsys.readouterr().err
