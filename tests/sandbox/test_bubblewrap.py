@@ -266,9 +266,10 @@ def test_the_sandbox_dies_with_its_parent(tmp_path: Path) -> None:
             survivors = [p for p in survivors if alive(p)]
             time.sleep(0.05)
         assert survivors == [], f"sandbox processes outlived their parent: {survivors}"
-        if cgroup != "None":  # the dead owner's empty cgroup is reaped by the next sandbox user
-            assert Path(cgroup).exists()
-            assert Path(cgroup).name in reap_orphan_cgroups()
+        if cgroup != "None":  # the dead owner's empty cgroup is reaped by the next sandbox user:
+            # this test, or another test worker's sandbox that opened meanwhile
+            reaped = reap_orphan_cgroups()
+            assert Path(cgroup).name in reaped or not Path(cgroup).exists()
             assert not Path(cgroup).exists()
     finally:
         if parent.poll() is None:
