@@ -229,3 +229,18 @@ def test_a_classic_schema_record_is_refused_naming_the_copy_to_use() -> None:
     }
     with pytest.raises(RecordError, match=r"classic-schema.*--source SWE-bench/SWE-bench_Verified"):
         convert("swe_bench_verified", classic)
+
+
+def test_the_installed_swebench_has_no_harness_specs_to_write_a_classic_records_eval_script() -> None:
+    """Why a classic record is refused rather than completed: swebench 4 wrote an eval script from
+    per-repo harness specs (`MAP_REPO_VERSION_TO_SPECS`); swebench 5, which the project requires,
+    has none and reads the script from the record itself. Should a later swebench write them
+    again, this fails, and the converter should build the script with it."""
+    import swebench.harness.constants as constants
+    from swebench.harness.utils import make_test_spec
+
+    assert not hasattr(constants, "MAP_REPO_VERSION_TO_SPECS")
+    record = by_id("swe_bench_verified", "django__django-11099")
+    classic = {k: v for k, v in record.items() if k != "eval_script"}
+    with pytest.raises(KeyError, match="eval_script"):
+        make_test_spec(classic)
