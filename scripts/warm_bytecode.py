@@ -88,11 +88,18 @@ def warm(shard: str) -> list[str]:
     else:
         for name in LAZY_IMPORTS:
             import_quietly(name, failed)
+        compile_whole_packages()
+    return failed
+
+
+def compile_whole_packages() -> None:
+    """Every module of WHOLE_PACKAGES compiled, printing nothing (their SyntaxWarnings included)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
         for package in WHOLE_PACKAGES:
             spec = importlib.util.find_spec(package)
             if spec is not None and spec.origin:
                 compileall.compile_dir(Path(spec.origin).parent, quiet=2)
-    return failed
 
 
 def main() -> int:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import re
 import subprocess
 import sys
@@ -75,3 +76,42 @@ def test_every_module_the_set_up_byte_compiles_ahead_exists_in_the_venv() -> Non
     ]
     assert not missing, missing
     assert "nemo_gym_prorl.cli.main" in warm.package_modules("nemo_gym_prorl")
+
+
+_FIRST_COMPILE = """
+import compileall, importlib.util, json, sys, warnings
+from pathlib import Path
+spec = importlib.util.spec_from_file_location("warm_bytecode", sys.argv[1])
+warm = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(warm)
+files = {}
+for package in warm.WHOLE_PACKAGES:
+    files.update((str(f), f.read_text()) for f in Path(importlib.util.find_spec(package).origin).parent.rglob("*.py"))
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    for path, source in files.items():
+        compile(source, path, "exec")
+warm.compile_whole_packages()
+print(json.dumps({
+    "warned": sorted({w.filename for w in caught if issubclass(w.category, SyntaxWarning)}),
+    "not_compiled": sorted(f for f in files if not Path(importlib.util.cache_from_source(f)).is_file()),
+}))
+"""
+
+
+def test_the_set_up_compiles_the_dependencies_that_warn_so_no_command_prints_their_warnings(tmp_path) -> None:
+    # A bytecode cache of its own (PYTHONPYCACHEPREFIX): as on a machine that never compiled them.
+    # cellpylib's sources warn when compiled; set-up compiles them silently, so an import by a
+    # user's first command (reasoning_gym's tasks) finds their bytecode and compiles nothing.
+    out = subprocess.run(
+        [sys.executable, "-c", _FIRST_COMPILE, str(ROOT / "scripts" / "warm_bytecode.py")],
+        env={**os.environ, "PYTHONPYCACHEPREFIX": str(tmp_path)},
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    report = json.loads(out.stdout)
+    assert report["warned"], "no dependency warns when compiled any more: WHOLE_PACKAGES can go"
+    assert report["not_compiled"] == []
+    assert out.stderr == ""

@@ -27,6 +27,9 @@ from nemo_gym_prorl.llm.embedded import LoraServing
 from nemo_gym_prorl.training.environment_split import EnvironmentSplit
 from nemo_gym_prorl.training.heldout import SeedSplit
 
+# The override that bounds each math rollout's agent loop in time (the shipped configs set it).
+MATH_TIME_BUDGET = "+tasks.math.options.agent.max_time_s"
+
 
 class TrainConfigError(ValueError):
     """The configuration cannot be loaded or does not validate."""
@@ -161,7 +164,8 @@ class TrainConfig(BaseModel):
     def _environment_is_served(self) -> TrainConfig:
         """The environment's domain is served beside math (the demonstrations are math): for a
         non-math environment `tasks=math` becomes `tasks=default` (every domain), the other
-        service overrides kept."""
+        service overrides kept, and the environment's task gets the math task's rollout time
+        budget too (each rollout of the run ends within it)."""
         if self.environment is None:
             return self
         from nemo_gym_prorl.datasets.environments import environment
@@ -171,9 +175,13 @@ class TrainConfig(BaseModel):
         except KeyError as exc:
             raise ValueError(exc.args[0]) from None
         if domain != "math":
-            self.service_overrides = [
-                "tasks=default" if o == "tasks=math" else o for o in self.service_overrides
+            served = ["tasks=default" if o == "tasks=math" else o for o in self.service_overrides]
+            budgets = [
+                o.replace(MATH_TIME_BUDGET, MATH_TIME_BUDGET.replace(".math.", f".{domain}."), 1)
+                for o in served
+                if o.startswith(f"{MATH_TIME_BUDGET}=")
             ]
+            self.service_overrides = served + [b for b in budgets if b not in served]
         return self
 
     @model_validator(mode="after")

@@ -12,8 +12,10 @@ from typing import Any
 
 import pytest
 
+from nemo_gym_prorl.datasets.environments import environment as dataset_environment
 from nemo_gym_prorl.integrations.trl.jobs import GrpoAlgorithm, GrpoJob
 from nemo_gym_prorl.llm.embedded import EmbeddedLayout
+from nemo_gym_prorl.service.config import load_config
 from nemo_gym_prorl.training.config import GrpoSettings, TrainConfigError, load_train_config
 from nemo_gym_prorl.training.trainer_jobs import grpo_job
 
@@ -107,9 +109,24 @@ def test_an_unknown_environment_is_refused_naming_the_known_ones() -> None:
 def test_a_non_math_environment_is_served_beside_the_math_of_the_demonstrations() -> None:
     math = load_train_config("default", ["environment=gsm8k"]).service_overrides
     assert math[0] == "tasks=math"
-    for name in ("mmlu_pro", "humaneval", "swe_gym"):
+    for name, domain in (("mmlu_pro", "stem"), ("humaneval", "code"), ("swe_gym", "swe")):
         served = load_train_config("default", [f"environment={name}"]).service_overrides
-        assert served == ["tasks=default", *math[1:]]  # every domain; the other overrides kept
+        # every domain; the other overrides kept; the environment's task as bounded as math's
+        assert served == ["tasks=default", *math[1:], f"+tasks.{domain}.options.agent.max_time_s=300"]
+
+
+@pytest.mark.parametrize("name", ["default", "smoke"])
+@pytest.mark.parametrize("environment", [None, "gsm8k", "mmlu_pro", "humaneval", "swe_gym"])
+def test_every_rollout_a_run_serves_is_bounded_in_time(name: str, environment: str | None) -> None:
+    """Each task a run's rollouts go to (math for the demonstrations and the split, the
+    environment's own) stops its agent loop within 5 minutes and is ended by the pipeline within
+    20, whatever it waits on: no rollout holds a GRPO step for longer."""
+    config = load_train_config(name, [f"environment={environment}"] if environment else [])
+    served = load_config([*config.service_overrides, "llm.backends=[http://127.0.0.1:1/v1]"])
+    domains = {"math"} | ({dataset_environment(environment).domain} if environment else set())
+    for domain in domains:
+        assert served.tasks[domain].options["agent"]["max_time_s"] <= 300, domain
+    assert served.pipeline.active_time_s is not None and served.pipeline.active_time_s <= 1200
 
 
 def test_rehearsal_must_leave_room_for_the_rl_families_in_every_step() -> None:
