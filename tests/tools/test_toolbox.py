@@ -94,6 +94,25 @@ async def test_an_explicit_timeout_also_stretches_the_no_output_limit(sandbox: S
 
 
 @pytest.mark.bwrap
+async def test_a_bare_cat_asking_for_ten_minutes_is_stopped_within_seconds_with_words_the_model_can_act_on(
+    sandbox: Sandbox,
+) -> None:
+    # The defaults every domain runs with: the model may ask for the largest timeout it is
+    # allowed, and the command waits on the terminal with no output.
+    config = ToolBoxConfig()
+    box = ToolBox(sandbox, config)
+    try:
+        start = asyncio.get_running_loop().time()
+        obs = await box.call("bash", {"command": "cat", "timeout": config.bash_max_timeout_s})
+        assert asyncio.get_running_loop().time() - start < 15
+        assert obs.metadata["timed_out"] is True
+        assert "waiting for input from the terminal" in obs.text  # and what to do instead
+        assert (await box.call("bash", {"command": "echo still here"})).text == "still here"
+    finally:
+        await box.close()
+
+
+@pytest.mark.bwrap
 async def test_ipython_call_returns_printed_output_and_the_value(toolbox: ToolBox) -> None:
     obs = await toolbox.call("ipython", {"code": "print('hello')\n6*7"})
     assert obs.text.splitlines() == ["hello", f"Out[{obs.metadata['execution_count']}]: 42"]
