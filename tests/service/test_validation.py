@@ -10,11 +10,10 @@ from collections.abc import AsyncIterator
 
 import httpx
 import pytest
+from support.unrunnable_rows import PROMPT, UNRUNNABLE
 
 from nemo_gym_prorl.service.config import load_config
 from nemo_gym_prorl.service.stack import RolloutStack, stack_from_config
-
-PROMPT = {"input": [{"role": "user", "content": "What is 2 + 2?"}]}
 
 
 @pytest.fixture
@@ -66,29 +65,6 @@ async def test_a_batch_is_refused_whole_for_one_bad_inline_row(http: httpx.Async
     rows = [good, {"data_source": "gsm8k"}]
     reason = refusal(await http.post("/v1/batches", json={"groups": 1, "source": {"rows": rows}}))
     assert "source.rows[1]" in reason and "responses_create_params" in reason
-
-
-def row(data_source: str, **fields: object) -> dict[str, object]:
-    return {"data_source": data_source, "responses_create_params": PROMPT, **fields}
-
-
-# One row per domain that no stage could run, and the field each refusal names.
-UNRUNNABLE = {
-    "math: no answer to grade": (row("prorl_math"), "expected_answer"),
-    "math: an unknown way to compare": (row("prorl_math", expected_answer="4", answer_match="close"), "answer_match"),
-    "stem: no answer to grade": (row("prorl_stem", expected_answer=" "), "expected_answer"),
-    "code: no tests": (row("prorl_code"), "verifier_metadata"),
-    "code: tests of no input": (
-        row("prorl_code", verifier_metadata={"unit_tests": {"inputs": [], "outputs": []}}),
-        "verifier_metadata.unit_tests",
-    ),
-    "swe: no instance": (row("prorl_swe"), "instance_id"),
-    "swe: an instance never built": (row("prorl_swe", instance_id="nobody__nothing-1"), "instance_id"),
-    "a tool no domain has": (
-        row("prorl_math", expected_answer="4", responses_create_params={**PROMPT, "tools": [{"type": "function", "name": "rm_rf"}]}),
-        "responses_create_params.tools[0].name",
-    ),
-}  # fmt: skip
 
 
 @pytest.mark.parametrize("case", list(UNRUNNABLE))

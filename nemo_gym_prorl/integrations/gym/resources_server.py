@@ -52,7 +52,8 @@ from nemo_gym_prorl.tools.dispatch import ToolBox, ToolBoxConfig
 
 logger = logging.getLogger(__name__)
 
-_GYM_FIELDS = {"responses_create_params", "response", "capture_rollout_id", "_ng_rollout_id"}
+_GYM_FIELDS = frozenset({"responses_create_params", "response", "capture_rollout_id", "_ng_rollout_id"})
+_PROMPT = frozenset({"responses_create_params"})
 
 
 class ProRLServerConfig(BaseResourcesServerConfig):
@@ -100,11 +101,12 @@ class ProRLVerifyResponse(BaseMultiRewardVerifyResponse):
     verify_time_s: float = 0.0
 
 
-def row_of(body: Any) -> dict[str, Any]:
+def row_of(body: Any, *, keep: frozenset[str] = frozenset()) -> dict[str, Any]:
+    """The row's task fields, without Gym's own (`keep`: those of Gym's fields to keep)."""
     data = body.model_dump() if hasattr(body, "model_dump") else dict(body)
     extra = getattr(body, "model_extra", None) or {}
     data.update(extra)
-    return {k: v for k, v in data.items() if k not in _GYM_FIELDS}
+    return {k: v for k, v in data.items() if k not in _GYM_FIELDS - keep}
 
 
 @dataclass
@@ -224,8 +226,10 @@ class ProRLTaskServer(SimpleResourcesServer):
         self, request: Request, body: ResourcesSeedSessionRequest | ProRLSeedSessionRequest
     ) -> ResourcesSeedSessionResponse | BaseSeedSessionResponse:
         row = dict(body.task_data) if isinstance(body, ResourcesSeedSessionRequest) else row_of(body)
-        try:
-            self.task.check_row(row)
+        try:  # the whole row: the tools its prompt declares are the domain's business too
+            self.task.check_row(
+                row if isinstance(body, ResourcesSeedSessionRequest) else row_of(body, keep=_PROMPT)
+            )
         except InvalidInstanceError as exc:  # what no stage could run is refused before a sandbox opens
             raise HTTPException(
                 400, {"error": INVALID_INSTANCE, "field": exc.field, "reason": exc.reason}
