@@ -50,6 +50,10 @@ def load_records(source: str, split: str, subset: str | None = None) -> Iterator
     from datasets.exceptions import DatasetGenerationError
 
     path = Path(source).expanduser()
+    # A file datasets cannot read is one SourceError below; its own log line saying the same
+    # (before the exception reaches us) would be a second message for one fault.
+    verbosity = datasets.logging.get_verbosity()
+    datasets.logging.set_verbosity(datasets.logging.CRITICAL)
     try:
         if path.suffix in FILE_LOADERS:
             if not path.is_file():
@@ -66,7 +70,10 @@ def load_records(source: str, split: str, subset: str | None = None) -> Iterator
         cause = exc.__cause__ or exc
         raise SourceError(f"{source} is malformed: {type(cause).__name__}: {cause}") from None
     except (FileNotFoundError, ValueError, ConnectionError, OSError) as exc:
-        raise SourceError(f"cannot read split {split!r} of {source!r}: {exc}") from exc
+        what = source if path.is_file() else f"split {split!r} of {source!r}"
+        raise SourceError(f"cannot read {what}: {exc}") from exc
+    finally:
+        datasets.logging.set_verbosity(verbosity)
     yield from data
 
 

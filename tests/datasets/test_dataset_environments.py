@@ -6,6 +6,8 @@ prepares into train/validation rows, and NeMo Gym validates it with those rows i
 
 from __future__ import annotations
 
+import csv
+import io
 import os
 import subprocess
 import sys
@@ -14,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from nemo_gym_prorl.assets import project_root
+from nemo_gym_prorl.cli import main
 from nemo_gym_prorl.datasets.catalog import RecordError
 from nemo_gym_prorl.datasets.environment_files import SAMPLE, environment_dir, sync_readme, write_environment
 from nemo_gym_prorl.datasets.environments import catalog, environment
@@ -88,15 +91,87 @@ def test_a_truncated_jsonl_line_is_one_clear_error_naming_the_file(tmp_path: Pat
     assert not (tmp_path / "data").exists()
 
 
-GPQA_HEADER = "Question,Correct Answer,Incorrect Answer 1,Incorrect Answer 2,Incorrect Answer 3,Record ID"
+BROKEN_SOURCES = {
+    "cut.jsonl": b'{"question": "What is 2+2?", "answer": "2+2=4\\n#### 4"}\n{"question": "What is 3',
+    "open_quote.csv": b'question,answer\n"What is 2+2?,4\n',
+    "not_parquet.parquet": bytes(range(256)) * 2,
+}
+
+
+@pytest.mark.parametrize("name", list(BROKEN_SOURCES))
+def test_a_malformed_source_file_is_one_clear_line_from_the_cli_and_no_traceback(
+    tmp_path: Path, name: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = tmp_path / name
+    source.write_bytes(BROKEN_SOURCES[name])
+    code = main(
+        ["data", "prepare", "--environment", "gsm8k", "--source", str(source), "--out", str(tmp_path / "out")]
+    )
+    err = capsys.readouterr().err
+    assert code == 1
+    messages = [line for line in err.splitlines() if line.startswith("prorl data prepare:")]
+    assert len(messages) == 1 and str(source) in messages[0], err
+    assert "Traceback" not in err and "Failed to read" not in err  # nor datasets' own log of it
+    assert not (tmp_path / "out").exists()
+
+
+# The columns of the CSV GPQA publishes (gpqa_diamond.csv, Idavidrein/gpqa), in its order.
+_VALIDATOR = (
+    "Feedback",
+    "Validator Revision Suggestion",
+    "Is First Validation",
+    "Post hoc agreement",
+    "Sufficient Expertise?",
+    "Understand the question?",
+    "Question Difficulty",
+    "Validator Answered Correctly",
+    "Self-reported time (minutes)",
+    "Probability Correct",
+    "Manual Correctness Adjustment",
+    "Expert Validator",
+)
+_NON_EXPERT = (
+    "Feedback",
+    "Validator Answered Correctly",
+    "Explanation",
+    "Self-reported time (minutes)",
+    "Websites visited",
+    "Probability Correct",
+    "Manual Correctness Adjustment",
+    "Non-Expert Validator",
+)
+GPQA_COLUMNS = [
+    "Pre-Revision Question", "Pre-Revision Correct Answer", "Pre-Revision Incorrect Answer 1",
+    "Pre-Revision Incorrect Answer 2", "Pre-Revision Incorrect Answer 3", "Pre-Revision Explanation",
+    "Self-reported question-writing time (minutes)", "Question", "Correct Answer", "Incorrect Answer 1",
+    "Incorrect Answer 2", "Incorrect Answer 3", "Explanation", "Revision Comments (from Question Writer)",
+    "Subdomain", "Writer's Difficulty Estimate", "Extra Revised Question", "Extra Revised Explanation",
+    "Extra Revised Correct Answer", "Extra Revised Incorrect Answer 1", "Extra Revised Incorrect Answer 2",
+    "Extra Revised Incorrect Answer 3", "Non-Expert Validator Accuracy", "Majority Non-Expert Vals Incorrect",
+    "Expert Validator Accuracy", "Record ID", "High-level domain", "Question Writer",
+    *(f"{c}_EV_{i}" for i in (1, 2) for c in _VALIDATOR),
+    *(f"{c}_NEV_{i}" for i in (1, 2, 3) for c in _NON_EXPERT),
+    "Expert Validator Disagreement Category", "Canary String",
+]  # fmt: skip
 
 
 def gpqa_csv(rows: int, delimiter: str = ",") -> str:
-    lines = [GPQA_HEADER.replace(",", delimiter)]
+    """GPQA's published layout: every column, most of them empty or numbers, and questions and
+    explanations spanning lines, with commas and quotes inside their quoted cells."""
+    out = io.StringIO()
+    writer = csv.DictWriter(out, GPQA_COLUMNS, delimiter=delimiter, lineterminator="\r\n")
+    writer.writeheader()
     for i in range(rows):
-        fields = [f"What is {i} + 1?", str(i + 1), str(i + 2), str(i + 3), str(i + 4), f"rec{i}"]
-        lines.append(delimiter.join(fields))
-    return "\n".join(lines) + "\n"
+        writer.writerow({
+            "Pre-Revision Question": f"What is {i} + 1?", "Pre-Revision Correct Answer": str(i + 1),
+            "Question": f'A "simple" sum, step by step:\n\nWhat is {i} + 1, in base ten?',
+            "Correct Answer": str(i + 1), "Incorrect Answer 1": f"{i + 2}, or more",
+            "Incorrect Answer 2": str(i + 3), "Incorrect Answer 3": str(i + 4),
+            "Explanation": f"Count on from {i}:\n{i}, then {i + 1}.", "Subdomain": "Arithmetic",
+            "Record ID": f"rec{i}", "High-level domain": "Mathematics", "Expert Validator Accuracy": "1.0",
+            "Is First Validation_EV_1": "True", "Canary String": "BENCHMARK DATA SHOULD NEVER APPEAR",
+        })  # fmt: skip
+    return out.getvalue()
 
 
 @pytest.mark.parametrize(("filename", "delimiter"), [("gpqa_diamond.csv", ","), ("gpqa.tsv", "\t")])
@@ -107,6 +182,10 @@ def test_the_published_gpqa_csv_and_a_tsv_prepare_as_they_are(
     source.write_text(gpqa_csv(5, delimiter))
     prepared = prepare_environment("gpqa_diamond", str(source), data_dir=tmp_path / "data")
     assert (prepared.train_rows, prepared.validation_rows) == (4, 1)
+    rows = [*read_jsonl(prepared.train_path), *read_jsonl(prepared.validation_path)]
+    prompts = sorted(str(r["responses_create_params"]["input"]) for r in rows)
+    assert all('A \\"simple\\" sum' in p or 'A "simple" sum' in p for p in prompts), prompts[0]
+    assert any("in base ten?" in p and "2, or more" in p for p in prompts)  # the whole quoted cells
 
 
 def test_a_folder_of_plain_files_without_a_card_is_one_split_whatever_the_config(tmp_path: Path) -> None:
