@@ -224,3 +224,40 @@ def test_the_readme_gym_validate_command_runs_as_written(tmp_path: Path) -> None
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "gsm8k_validation" in done.stdout
+
+
+def readme_data_commands() -> list[list[str]]:
+    """The README's `prorl data` command lines, as written (their comments dropped)."""
+    readme = (project_root() / "README.md").read_text()
+    lines = [line.split("#")[0].split() for line in readme.splitlines()]
+    return [words for words in lines if words[:3] == [".venv/bin/prorl", "data", "prepare"]
+            or words[:3] == [".venv/bin/prorl", "data", "environments"]]  # fmt: skip
+
+
+def test_the_readme_data_commands_run_as_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """In a fresh directory holding the local copy the README names (GSM8K's train split as
+    parquet, made from the environment's sample). The Hub command has no network here: it is
+    refused in one line naming the dataset, as a user offline would see it."""
+    import datasets
+
+    commands = readme_data_commands()
+    assert len(commands) >= 3, commands
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", True)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "hf-cache"))
+    (tmp_path / "gsm8k").mkdir()
+    datasets.Dataset.from_list(list(read_jsonl(sample_path("gsm8k")))).to_parquet("gsm8k/train.parquet")
+    for words in commands:
+        args = words[1:]
+        code = main(args)
+        err = capsys.readouterr().err
+        if args[:2] == ["data", "prepare"] and "--source" not in args:
+            assert code == 1 and "Traceback" not in err, err  # the Hub, offline
+            assert err.count("prorl data prepare:") == 1 and "openai/gsm8k" in err, err
+            continue
+        assert code == 0, (words, err)
+    assert (tmp_path / "data" / "gsm8k" / "train.jsonl").is_file()
+    assert (tmp_path / "data" / "gsm8k" / "validation.jsonl").stat().st_size > 0
