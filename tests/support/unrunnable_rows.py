@@ -23,7 +23,7 @@ UNRUNNABLE = {
         "verifier_metadata.unit_tests",
     ),
     "swe: no instance": (row("prorl_swe"), "instance_id"),
-    "swe: an instance never built": (row("prorl_swe", instance_id="nobody__nothing-1"), "instance_id"),
+    "swe: an instance it neither has nor can build": (row("prorl_swe", instance_id="nobody__nothing-1"), "instance_id"),
     "a tool no domain has": (
         row("prorl_math", expected_answer="4", responses_create_params={**PROMPT, "tools": [{"type": "function", "name": "rm_rf"}]}),
         "responses_create_params.tools[0].name",

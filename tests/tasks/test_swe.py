@@ -4,10 +4,14 @@
 """SWE: wrong and fuzzy patches on a real offline instance; image path templates for clusters."""
 
 import asyncio
+import shutil
+from pathlib import Path
 
 import pytest
 
-from nemo_gym_prorl.tasks.swe import SweConfig, SweTask, ensure_built
+from nemo_gym_prorl.pipeline.handler import InvalidInstanceError
+from nemo_gym_prorl.tasks.swe import SweConfig, SweTask, ensure_built, load_instances
+from nemo_gym_prorl.tasks.swe.build import recipe_ids
 
 
 def test_image_template_and_cluster_spec():
@@ -57,3 +61,30 @@ async def test_every_gold_patch_resolves_and_an_empty_patch_does_not():
     empty = await asyncio.gather(*(grade(inst, "") for inst in instances))
     assert [r for r in gold if r[1] != 1.0] == [], gold
     assert all(reward == 0.0 for _, reward, _ in empty), empty
+
+
+def test_a_recipe_not_built_yet_passes_the_door_without_being_built(tmp_path: Path) -> None:
+    task = SweTask(SweConfig(cache_dir=tmp_path / "swe"))
+    for iid in sorted(recipe_ids()):
+        task.check_row({"instance_id": iid, "responses_create_params": {"input": "fix it"}})
+    with pytest.raises(InvalidInstanceError, match="instance_id"):
+        task.check_row({"instance_id": "nobody__nothing-1", "responses_create_params": {"input": "fix it"}})
+    assert not (tmp_path / "swe").exists()  # checked from the committed recipes: nothing built
+
+
+@pytest.mark.bwrap
+async def test_init_builds_a_recipe_instance_on_first_use_and_only_that_one(tmp_path: Path) -> None:
+    await ensure_built()  # the suite's cache, which holds the pinned sdists: no download here
+    cache = tmp_path / "swe"
+    shutil.copytree(SweConfig().sdists_dir, cache / "sdists")
+    task = SweTask(SweConfig(cache_dir=cache))
+    iid = sorted(recipe_ids())[0]
+    row = {"instance_id": iid, "responses_create_params": {"input": "fix it"}}
+    with pytest.raises(LookupError):
+        task.resolve_instance(row)
+    await task.build_if_needed(row)
+    instance = task.resolve_instance(row)
+    assert instance["FAIL_TO_PASS"] and (cache / "repos" / iid / ".git").is_dir()
+    assert [p.name for p in (cache / "repos").iterdir()] == [iid]  # the one asked for
+    await task.build_if_needed(row)  # built: nothing to do
+    assert [i["instance_id"] for i in load_instances(task.config)] == [iid]

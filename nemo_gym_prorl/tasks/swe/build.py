@@ -24,10 +24,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import logging
 import shlex
 import shutil
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -202,19 +204,28 @@ def load_instances(config: SweConfig | None = None) -> list[dict[str, Any]]:
     return [json.loads(line) for line in config.instances_path.read_text().splitlines() if line.strip()]
 
 
-async def ensure_built(config: SweConfig | None = None) -> list[dict[str, Any]]:
-    """The built instances, building those the cache lacks first (needs PyPI once per sdist).
-    One build at a time per cache: a second process waits for the first, then finds it built."""
+@functools.cache
+def recipe_ids() -> frozenset[str]:
+    """The instances this project can build (its committed recipes), without building any."""
+    return frozenset(r.instance_id for r in load_recipes())
+
+
+async def ensure_built(
+    config: SweConfig | None = None, only: Sequence[str] | None = None
+) -> list[dict[str, Any]]:
+    """The built instances (`only`: of these recipes), building those the cache lacks first
+    (needs PyPI once per sdist). One build at a time per cache: a second process waits for the
+    first, then finds it built."""
     config = config or SweConfig()
     with contextlib.ExitStack() as held:
         # Waiting for the lock blocks a thread, not the event loop.
         await asyncio.to_thread(held.enter_context, exclusive(config.cache_dir / "build.lock", logger.info))
-        return await _ensure_built_locked(config)
+        return await _ensure_built_locked(config, only)
 
 
-async def _ensure_built_locked(config: SweConfig) -> list[dict[str, Any]]:
+async def _ensure_built_locked(config: SweConfig, only: Sequence[str] | None) -> list[dict[str, Any]]:
     have = {i["instance_id"]: i for i in load_instances(config)}
-    wanted = [r.instance_id for r in load_recipes()]
+    wanted = [r.instance_id for r in load_recipes() if only is None or r.instance_id in only]
     todo = [
         i
         for i in wanted

@@ -15,7 +15,7 @@ from typing import Any
 from nemo_gym_prorl.pipeline.handler import InvalidInstanceError
 from nemo_gym_prorl.sandbox import Sandbox, SandboxError, SandboxSpec
 from nemo_gym_prorl.tasks.base import BASH, EDITOR, EvalOutcome, TaskDomain
-from nemo_gym_prorl.tasks.swe.build import load_instances
+from nemo_gym_prorl.tasks.swe.build import ensure_built, load_instances, recipe_ids
 from nemo_gym_prorl.tasks.swe.config import REPO_MOUNT, SweConfig
 from nemo_gym_prorl.tasks.swe.evaluate import evaluate_patch, extract_patch
 from nemo_gym_prorl.tasks.swe.materialize import ensure_repo
@@ -53,6 +53,7 @@ class SweTask(TaskDomain):
     async def setup_workspace(self, sandbox: Sandbox, row: Mapping[str, Any]) -> dict[str, Any]:
         """Put the instance's repository at /testbed (copied from the offline build or a rootfs;
         already there in an Apptainer image) and check it is at `base_commit`."""
+        await self.build_if_needed(row)
         row = self.resolve_instance(row)
         source = self.config.repo_source(row)
         if source is not None:
@@ -86,8 +87,8 @@ class SweTask(TaskDomain):
         return {"git_patch": patch, "patch_error": error}
 
     def check_row(self, row: Mapping[str, Any]) -> None:
-        """A full SWE-bench row, or the id of an instance this machine has built (read from the
-        cache, never built here)."""
+        """A full SWE-bench row, the id of an instance this machine has built or generated (read
+        from the cache), or of one it can build (a committed recipe: built at INIT, not here)."""
         super().check_row(row)
         if _is_full_row(row):
             return
@@ -98,10 +99,23 @@ class SweTask(TaskDomain):
                 "names no SWE instance: give the id of a built instance (`prorl swe list`) or a full "
                 f"SWE-bench row ({', '.join(FULL_ROW_FIELDS)})",
             )
+        if iid in recipe_ids():
+            return
         try:
             self.resolve_instance(row)
         except LookupError as exc:
             raise InvalidInstanceError("instance_id", str(exc)) from None
+
+    async def build_if_needed(self, row: Mapping[str, Any]) -> None:
+        """A recipe's instance not built yet is built now (once per cache, whoever asks first)."""
+        iid = row.get("instance_id")
+        if _is_full_row(row) or iid not in recipe_ids():
+            return
+        try:
+            self.resolve_instance(row)
+        except LookupError:
+            await ensure_built(self.config, only=[str(iid)])
+            self._instances = None
 
     def resolve_instance(self, row: Mapping[str, Any]) -> dict[str, Any]:
         """A compact row (instance_id + what the agent sees) is completed from the built cache
