@@ -136,3 +136,18 @@ def test_rollouts_handed_to_a_trainer_that_dies_before_publishing_are_taken_up_a
     assert (
         restarted.collect(groups(PROMPTS[0:2], 2), step=4) and len(service.jobs) == 8
     )  # a new step: new rollouts
+
+
+def test_every_job_carries_an_id_of_its_group_and_sample_unique_across_steps_and_rollouts() -> None:
+    """The trainer's own ids make its submits idempotent: a submit resent after a lost answer is
+    the same jobs (the service takes a known id as that job), never a second copy."""
+    service = ScriptedRolloutService(script)
+    first = rollout_on(service, PROMPTS, ahead=False)
+    first.collect(groups(PROMPTS[0:2], 3), step=0)
+    first.collect(groups(PROMPTS[2:4], 3), step=1)
+    rollout_on(service, PROMPTS, ahead=False).collect(groups(PROMPTS[0:2], 3), step=0)  # a restart
+    ids = [job["id"] for job in service.jobs]
+    assert len(ids) == len(set(ids)) == 18
+    for job in service.jobs:
+        group, sample = job["id"].rsplit("-", 1)
+        assert group == job["group_id"] and sample in {"0", "1", "2"}
