@@ -2,13 +2,16 @@
 # SPDX-License-Identifier: Apache-2.0
 
 """File primitives the set-up steps share (the model backend, the sandbox runtime, SWE
-instances): one set-up at a time per directory, and a downloaded file checked by its digest."""
+instances): one set-up at a time per directory, a file replaced whole, and a downloaded file
+checked by its digest."""
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
 import hashlib
+import os
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -28,6 +31,22 @@ def exclusive(path: Path, say: Callable[[str], None]) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Replace `path` with `text` in one step: a reader in another process sees the old file or
+    the new one, never a half-written one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "w") as handle:
+            handle.write(text)
+        os.chmod(tmp, 0o644)  # as a plain write would leave it (mkstemp's file is private)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
 
 
 def sha256_of(path: Path) -> str:

@@ -11,7 +11,8 @@ import pytest
 
 from nemo_gym_prorl.pipeline.handler import InvalidInstanceError
 from nemo_gym_prorl.tasks.swe import SweConfig, SweTask, ensure_built, load_instances
-from nemo_gym_prorl.tasks.swe.build import recipe_ids
+from nemo_gym_prorl.tasks.swe.build import load_recipes, recipe_ids
+from nemo_gym_prorl.tasks.swe.sdist_repo import fetch_sdist
 
 
 def test_image_template_and_cluster_spec():
@@ -75,10 +76,12 @@ def test_a_recipe_not_built_yet_passes_the_door_without_being_built(tmp_path: Pa
 @pytest.mark.bwrap
 async def test_init_builds_a_recipe_instance_on_first_use_and_only_that_one(tmp_path: Path) -> None:
     await ensure_built()  # the suite's cache, which holds the pinned sdists: no download here
-    cache = tmp_path / "swe"
-    shutil.copytree(SweConfig().sdists_dir, cache / "sdists")
-    task = SweTask(SweConfig(cache_dir=cache))
     iid = sorted(recipe_ids())[0]
+    recipe = next(r for r in load_recipes() if r.instance_id == iid)
+    cache = tmp_path / "swe"
+    (cache / "sdists").mkdir(parents=True)
+    shutil.copy(fetch_sdist(recipe, SweConfig().sdists_dir), cache / "sdists")  # just its own
+    task = SweTask(SweConfig(cache_dir=cache))
     row = {"instance_id": iid, "responses_create_params": {"input": "fix it"}}
     with pytest.raises(LookupError):
         task.resolve_instance(row)

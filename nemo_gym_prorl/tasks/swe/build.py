@@ -35,7 +35,7 @@ from typing import Any
 
 from pydantic import Field
 
-from nemo_gym_prorl.files import exclusive
+from nemo_gym_prorl.files import exclusive, write_atomically
 from nemo_gym_prorl.tasks.swe.config import REPO_MOUNT, SweConfig
 from nemo_gym_prorl.tasks.swe.sdist_repo import (
     SdistPin,
@@ -193,7 +193,8 @@ async def build_all(config: SweConfig | None = None, only: list[str] | None = No
             i["instance_id"]: i for i in map(json.loads, config.instances_path.read_text().splitlines())
         }
     existing.update({i["instance_id"]: i for i in instances})
-    config.instances_path.write_text("".join(json.dumps(i) + "\n" for i in existing.values()))
+    # Whole: a rollout's door check may read the file while another process builds.
+    write_atomically(config.instances_path, "".join(json.dumps(i) + "\n" for i in existing.values()))
     return instances
 
 
