@@ -27,8 +27,8 @@ from nemo_gym_prorl.llm.embedded import LoraServing
 from nemo_gym_prorl.training.environment_split import EnvironmentSplit
 from nemo_gym_prorl.training.heldout import SeedSplit
 
-# The override that bounds each math rollout's agent loop in time (the shipped configs set it).
-MATH_TIME_BUDGET = "+tasks.math.options.agent.max_time_s"
+# The override that bounds a task's agent loop in time (the shipped configs set math's).
+TIME_BUDGET = "+tasks.{task}.options.agent.max_time_s="
 
 
 class TrainConfigError(ValueError):
@@ -176,10 +176,11 @@ class TrainConfig(BaseModel):
             raise ValueError(exc.args[0]) from None
         if domain != "math":
             served = ["tasks=default" if o == "tasks=math" else o for o in self.service_overrides]
+            math_budget = TIME_BUDGET.format(task="math")
             budgets = [
-                o.replace(MATH_TIME_BUDGET, MATH_TIME_BUDGET.replace(".math.", f".{domain}."), 1)
+                TIME_BUDGET.format(task=domain) + o.removeprefix(math_budget)
                 for o in served
-                if o.startswith(f"{MATH_TIME_BUDGET}=")
+                if o.startswith(math_budget)
             ]
             self.service_overrides = served + [b for b in budgets if b not in served]
         return self

@@ -225,11 +225,13 @@ class ProRLTaskServer(SimpleResourcesServer):
     async def seed_session(
         self, request: Request, body: ResourcesSeedSessionRequest | ProRLSeedSessionRequest
     ) -> ResourcesSeedSessionResponse | BaseSeedSessionResponse:
-        row = dict(body.task_data) if isinstance(body, ResourcesSeedSessionRequest) else row_of(body)
-        try:  # the whole row: the tools its prompt declares are the domain's business too
-            self.task.check_row(
-                row if isinstance(body, ResourcesSeedSessionRequest) else row_of(body, keep=_PROMPT)
-            )
+        if isinstance(body, ResourcesSeedSessionRequest):
+            row = checked = dict(body.task_data)
+        else:  # the session keeps the task fields; the check sees the prompt's declared tools too
+            checked = row_of(body, keep=_PROMPT)
+            row = {k: v for k, v in checked.items() if k not in _PROMPT}
+        try:
+            self.task.check_row(checked)
         except InvalidInstanceError as exc:  # what no stage could run is refused before a sandbox opens
             raise HTTPException(
                 400, {"error": INVALID_INSTANCE, "field": exc.field, "reason": exc.reason}
