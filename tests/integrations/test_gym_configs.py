@@ -45,7 +45,7 @@ def test_launcher_composition_and_venv_links(tmp_path: Path) -> None:
     for path in compose(["math", "code"]):
         assert (project_root() / path).is_file()
     dirs = server_dirs(["mixed"])
-    assert "environment_servers/legacy_agent" in dirs and "resources_servers/prorl_swe" in dirs
+    assert "environment_servers/prorl_pipeline" in dirs and "resources_servers/prorl_swe" in dirs
     link_venvs(tmp_path, dirs, prefix=tmp_path / "venv")
     link_venvs(tmp_path, dirs, prefix=tmp_path / "venv")  # idempotent
     assert os.readlink(tmp_path / "responses_api_agents/prorl_agent/.venv") == str(

@@ -136,7 +136,7 @@ def server_dirs(domains: Sequence[str]) -> list[str]:
         *(f"resources_servers/prorl_{d}" for d in chosen),
         "responses_api_agents/prorl_agent",
         "responses_api_models/vllm_model",
-        "environment_servers/legacy_agent",
+        "environment_servers/prorl_pipeline",
     ]
 
 

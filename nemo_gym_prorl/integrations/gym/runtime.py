@@ -43,14 +43,23 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from nemo_gym.episode_types import EpisodeId
+
 from nemo_gym_prorl.agent.handler import AgentRolloutHandler
 from nemo_gym_prorl.agent.harness import make_harness
 from nemo_gym_prorl.integrations.gym import observability
 from nemo_gym_prorl.integrations.gym.config import ProRLAgentSettings, ResolvedModelAccess
+from nemo_gym_prorl.integrations.gym.episodes import (
+    EpisodeLedger,
+    EpisodeOutcome,
+    episode_result,
+    failure_for_error,
+    failure_for_result,
+)
 from nemo_gym_prorl.integrations.gym.result import RunOutcome, error_outcome, run_result, sampling_from_row
 from nemo_gym_prorl.integrations.gym.transport import ResourcesClient, ResourcesServerTransport
 from nemo_gym_prorl.llm.access import LLMAccess
-from nemo_gym_prorl.pipeline import HandlerRegistry, JobSpec
+from nemo_gym_prorl.pipeline import Budget, HandlerRegistry, JobSpec, JobState
 from nemo_gym_prorl.service.backends import BackendRegistry
 from nemo_gym_prorl.service.core import ServiceOptions
 from nemo_gym_prorl.service.errors import as_api_error, result_error
@@ -165,6 +174,8 @@ class ProRLGymRuntime:
         self.llm = self.stack.llm
         self.pipeline = self.stack.pipeline
         self.service = self.stack.service
+        self.episodes = EpisodeLedger()
+        self._episode_jobs: dict[str, str] = {}  # rollout_id -> the job running it now
 
     async def start(self) -> None:
         if self.stack.started:
@@ -181,7 +192,7 @@ class ProRLGymRuntime:
         if self.stack.started:
             await self.stack.close()  # stops the pipeline (releasing every rollout), closes the pool
 
-    def job_spec(self, row: Mapping[str, Any]) -> JobSpec:
+    def job_spec(self, row: Mapping[str, Any], budget: Budget | None = None) -> JobSpec:
         """The job of one `/run` row; its task is resolved by the stack (`data_source`, else the
         default resources server)."""
         group = row.get("_ng_task_index", row.get("_rowidx", row.get("task_id")))
@@ -193,6 +204,7 @@ class ProRLGymRuntime:
             metadata={
                 k: row[k] for k in ("_ng_rollout_id", "_rowidx", "_ng_task_index", "task_id") if k in row
             },
+            budget=budget or Budget(),
         )
 
     async def run(self, row: Mapping[str, Any]) -> RunOutcome:
@@ -214,6 +226,51 @@ class ProRLGymRuntime:
             return error_outcome(failed.status, failed.code, failed.reason, failed.headers)
         body = run_result(row, result)
         return RunOutcome(200, await observability.publish(row, result, body, self.model_call_capture_dir))
+
+    # -- Gym 0.7 episodes (the environment server's door) -----------------------------------------
+    async def run_episode(
+        self, episode: EpisodeId, row: Mapping[str, Any], wall_time_s: float | None = None
+    ) -> EpisodeOutcome:
+        """One episode of Gym's environment server: a result or a typed failure, never an HTTP
+        error. Attempts of one `rollout_id` share one rollout (`EpisodeLedger`). `wall_time_s`
+        becomes the job's wall deadline, so the pipeline ends a late rollout itself (releasing
+        its sandbox) and answers `agent_timeout` before Gym's own episode deadline."""
+        await self.start()
+        row = {**row, "_ng_rollout_id": episode.capture_key}
+        return await self.episodes.run(episode, lambda: self._run_episode(episode, row, wall_time_s))
+
+    async def _run_episode(
+        self, episode: EpisodeId, row: dict[str, Any], wall_time_s: float | None
+    ) -> EpisodeOutcome:
+        limits = [t for t in (wall_time_s, self.settings.rollout_timeout_s) if t is not None]
+        spec = self.job_spec(row, Budget(wall_time_s=min(limits) if limits else None))
+        self._episode_jobs[episode.rollout_id] = str(spec.id)
+        try:
+            result = await self.service.process(spec, None)
+        except Exception as exc:
+            refused = as_api_error(exc)
+            if refused is None:
+                raise
+            failure = failure_for_error(refused.status, refused.code, refused.reason)
+            return EpisodeOutcome(failure=failure, attempt=episode.attempt)
+        finally:
+            self._episode_jobs.pop(episode.rollout_id, None)
+        body = run_result(row, result) if result.state is JobState.DONE else None
+        failure = failure_for_result(result, body)
+        if failure is not None or body is None:
+            assert failure is not None  # a job that is not done always fails
+            return EpisodeOutcome(failure=failure, job_id=result.id, attempt=episode.attempt)
+        body = await observability.publish(row, result, body, self.model_call_capture_dir)
+        return EpisodeOutcome(result=episode_result(body, result), job_id=result.id, attempt=episode.attempt)
+
+    async def cancel_episode(self, episode: EpisodeId, reason: str) -> bool:
+        """Stop the rollout an episode runs, if it still runs (its sandbox and resources session
+        are released by the pipeline before this returns); False when nothing was running."""
+        job_id = self._episode_jobs.get(episode.rollout_id)
+        if job_id is None:
+            return False
+        await self.pipeline.cancel(job_id, reason=reason)
+        return True
 
 
 def _origin_ip(settings: ProRLAgentSettings) -> str | None:

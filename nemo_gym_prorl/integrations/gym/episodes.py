@@ -1,0 +1,270 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
+"""Gym 0.7 episodes over the ProRL pipeline: how a finished (or refused) rollout becomes Gym's
+result or typed `EpisodeFailure`, and the ledger that keeps an attempt retried by rollout
+collection from running a rollout twice.
+
+The one table of failures (`failure_for_error`, `failure_for_result`; `docs/environment_server.md`
+prints it):
+
+| what happened                                   | failure_kind              | terminal | stage        |
+|-------------------------------------------------|---------------------------|----------|--------------|
+| row refused at submit (`invalid_instance`)      | prorl:invalid_instance    | yes      | seed         |
+| row names no task (`unknown_task`), bad request | prorl:invalid_request     | yes      | seed         |
+| queue full, service paused                      | prorl:queue_full          | no       | admission    |
+| no LLM backend can take work                    | provider_unavailable      | no       | admission    |
+| shutting down                                   | shutdown                  | no       | admission    |
+| resources server unreachable / 5xx at seed      | transport_unreachable     | no       | seed         |
+| row refused by the resources server at seed     | prorl:invalid_instance    | yes      | seed         |
+| uncaught error in INIT / RUN / EVAL             | prorl:stage_error         | yes      | seed/agent/verification |
+| inference died mid-trajectory                   | transport_peer_drop       | no       | agent        |
+| no model turn (first prompt over the context)   | prorl:no_generation       | yes      | agent        |
+| no model turn (time ran out first)              | prorl:no_generation       | no       | agent        |
+| time budget spent (active or wall)              | agent_timeout             | no       | where it ran |
+| grader unreachable or unusable (masked verify)  | verifier_error            | no       | verification |
+| cancelled                                       | cancelled                 | no       | (unknown)    |
+
+A rollout that ran and was graded is a result whatever the policy did (wrong answer, malformed
+reply, turn or token limit): those earn their reward; only what leaves no usable sample is a
+failure. "Terminal" says whether another attempt could go differently: a row the task cannot
+run never will; an outage, a timeout or a grader fault may.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from nemo_gym.episode_types import EpisodeFailure, EpisodeId
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from nemo_gym_prorl.pipeline import JobResult, JobState
+
+# The plugin's own kinds, namespaced as Gym asks (`<server>:<kind>`) for what its vocabulary lacks.
+INVALID_INSTANCE = "prorl:invalid_instance"
+INVALID_REQUEST = "prorl:invalid_request"
+QUEUE_FULL = "prorl:queue_full"
+STAGE_ERROR = "prorl:stage_error"
+NO_GENERATION = "prorl:no_generation"
+
+# (failure_kind, terminal, stage) of a request refused before any stage ran, by the stack's API
+# error code (`service.errors`); an unknown code is the stack's own fault, not the row's.
+_REFUSALS: dict[str, tuple[str, bool, str]] = {
+    "invalid_instance": (INVALID_INSTANCE, True, "seed"),
+    "unknown_task": (INVALID_REQUEST, True, "seed"),
+    "bad_row": (INVALID_REQUEST, True, "seed"),
+    "invalid_request": (INVALID_REQUEST, True, "seed"),
+    "duplicate_id": (INVALID_REQUEST, True, "admission"),
+    "queue_full": (QUEUE_FULL, False, "admission"),
+    "not_running": (QUEUE_FULL, False, "admission"),
+    "no_backend": ("provider_unavailable", False, "admission"),
+    "shutting_down": ("shutdown", False, "admission"),
+}
+_STAGE_OF_CRITICAL = {"init": "seed", "run": "agent", "eval": "verification"}
+_TIMED_OUT_IN = re.compile(r"during (?:Stage\.)?(INIT|RUN|EVAL|init|run|eval)\b")
+
+
+def _failure(reason: str, kind: str, terminal: bool, stage: str | None) -> EpisodeFailure:
+    return EpisodeFailure.model_validate(
+        {"failure_reason": reason[:2000] or kind, "terminal": terminal, "failure_kind": kind, "stage": stage}
+    )
+
+
+def failure_for_error(status: int, code: str, reason: str) -> EpisodeFailure:
+    """The failure of a request the stack refused (an API error: status, code, reason)."""
+    kind, terminal, stage = _REFUSALS.get(code, (STAGE_ERROR, status < 500, "admission"))
+    return _failure(f"{code}: {reason}", kind, terminal, stage)
+
+
+def failure_for_result(result: JobResult, body: dict[str, Any] | None) -> EpisodeFailure | None:
+    """The failure of a finished job, or None when it is a result Gym should score.
+
+    `body` is the Gym verify response built from a done job (`result.run_result`), None otherwise."""
+    if result.state is JobState.CANCELLED:
+        return _failure(result.cancel_reason or "cancelled", "cancelled", False, None)
+    if result.state is not JobState.DONE:
+        return _failure_of_failed_job(result)
+    trajectory = result.trajectory
+    assert trajectory is not None and body is not None  # a done job has both
+    if trajectory.infrastructure_failed:
+        failure = trajectory.failure or {}
+        reason = f"inference failed mid-trajectory: {failure.get('kind')}: {failure.get('message')}"
+        return _failure(reason, "transport_peer_drop", False, "agent")
+    if trajectory.num_turns == 0 or trajectory.generated_tokens == 0:
+        stop = str(trajectory.stop_reason)
+        # The first prompt over the context never fits; time running out first may not recur.
+        terminal = stop == "context_length"
+        return _failure(f"no model turn was generated ({stop})", NO_GENERATION, terminal, "agent")
+    verify = result.report.get("verify")
+    if result.report.get("mask_sample") or (isinstance(verify, dict) and verify.get("mask_sample")):
+        kind = str(result.report.get("failure_kind") or "verifier_error")
+        reason = str(result.report.get("failure_reason") or (verify or {}).get("failure_reason") or kind)
+        return _failure(reason, kind, False, "verification")
+    return None
+
+
+def _failure_of_failed_job(result: JobResult) -> EpisodeFailure:
+    reason = result.error or result.critical_error or "rollout failed"
+    if result.critical_error == "timeout":
+        match = _TIMED_OUT_IN.search(reason)
+        stage = _STAGE_OF_CRITICAL[match.group(1).lower()] if match else None
+        return _failure(reason, "agent_timeout", False, stage)
+    stage = _STAGE_OF_CRITICAL.get(str(result.critical_error))
+    classified = result.failure
+    if classified is not None:
+        if classified.kind == "data":  # the resources server refused the row at seed
+            reason = f"{classified.code or 'invalid_instance'}: {classified.message}"
+            return _failure(reason, INVALID_INSTANCE, True, stage)
+        return _failure(classified.message, "transport_unreachable", False, stage)
+    if result.mask_sample:  # a node or backend lost while the stage ran: the infrastructure's
+        return _failure(reason, "transport_peer_drop", False, stage)
+    return _failure(reason, STAGE_ERROR, True, stage)
+
+
+# Keys rollout collection writes itself and refuses in an environment server's result.
+_COLLECTOR_KEYS = ("ng_trajectory", "ng_model_call_capture", "ng_perf")
+
+
+def episode_result(body: dict[str, Any], result: JobResult) -> dict[str, Any]:
+    """The `/run` body of a scored rollout as an episode's result: without the row's routing keys
+    and the records collection builds itself from the agent's observation bundle."""
+    out = {k: v for k, v in body.items() if not k.startswith("_ng_") and k not in _COLLECTOR_KEYS}
+    observed = result.trajectory.observations if result.trajectory is not None else None
+    if isinstance(observed, dict) and observed.get("bundle") is not None:
+        out["ng_agent_observations"] = observed["bundle"]
+    return out
+
+
+class EpisodeOutcome(BaseModel):
+    """What one episode produced: exactly one of the Gym verify response or a typed failure."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    result: dict[str, Any] | None = None
+    failure: EpisodeFailure | None = None
+    job_id: str | None = Field(None, description="The pipeline job that ran it (None: refused before).")
+    attempt: int = Field(0, ge=0, description="The attempt whose run produced this outcome.")
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> EpisodeOutcome:
+        if (self.result is None) == (self.failure is None):
+            raise ValueError("an episode outcome has exactly one of result or failure")
+        return self
+
+    @property
+    def settled(self) -> bool:
+        """Another attempt would only repeat it: a result, or a failure no retry can change."""
+        return self.result is not None or bool(self.failure and self.failure.terminal)
+
+
+EpisodeRun = Callable[[], Awaitable[EpisodeOutcome]]
+
+
+class EpisodeLedger:
+    """One rollout per `rollout_id`, whatever the attempts: rollout collection retries an episode
+    whose reply it lost or whose failure was not terminal, under the same `rollout_id` with a
+    higher `attempt`.
+
+    - an attempt that arrives while an earlier one still runs joins it (no second rollout);
+    - a settled outcome (a result, or a terminal failure) is answered again, not re-run, so a
+      lost reply never costs a second rollout, its model calls or its recorded tokens;
+    - only an unsettled failure (an outage, a timeout, a cancel) lets a later attempt run anew.
+
+    Settled outcomes are kept for the last `capacity` rollouts (an in-memory bound: a retry
+    comes within one collection run, long before that many later rollouts)."""
+
+    def __init__(self, capacity: int = 20_000) -> None:
+        self.capacity = capacity
+        self._running: dict[str, asyncio.Task[EpisodeOutcome]] = {}
+        self._settled: OrderedDict[str, EpisodeOutcome] = OrderedDict()
+
+    async def run(self, episode: EpisodeId, start: EpisodeRun) -> EpisodeOutcome:
+        key = episode.rollout_id
+        settled = self._settled.get(key)
+        if settled is not None:
+            return settled
+        task = self._running.get(key)
+        if task is None:
+            task = asyncio.create_task(start(), name=f"episode-{episode.capture_key}")
+            self._running[key] = task
+            task.add_done_callback(lambda done: self._record(key, done))
+        # A caller that goes away leaves the rollout running for the attempt that follows it;
+        # `cancel` is how an episode's owner stops it.
+        return await asyncio.shield(task)
+
+    def _record(self, key: str, task: asyncio.Task[EpisodeOutcome]) -> None:
+        if self._running.get(key) is task:
+            del self._running[key]
+        if task.cancelled() or task.exception() is not None:
+            return
+        outcome = task.result()
+        if outcome.settled:
+            self._settled[key] = outcome
+            while len(self._settled) > self.capacity:
+                self._settled.popitem(last=False)
+
+    def running(self, rollout_id: str) -> bool:
+        return rollout_id in self._running
+
+    def outcome(self, rollout_id: str) -> EpisodeOutcome | None:
+        return self._settled.get(rollout_id)
+
+
+# -- the agent's episode routes, as the environment server calls them -------------------------------
+EPISODE_PATH = "/v1/episodes/run"
+EPISODE_CANCEL_PATH = "/v1/episodes/cancel"
+
+
+class EpisodeRunRequest(BaseModel):
+    """`POST /v1/episodes/run` on the agent: one episode of the row's rollout."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    episode_id: EpisodeId
+    row: dict[str, Any] = Field(description="The task as a dataset row (a materialized task's input).")
+    wall_time_s: float | None = Field(
+        None, gt=0, description="The rollout's wall deadline: the pipeline ends it (agent_timeout) by then."
+    )
+
+
+class EpisodeCancelRequest(BaseModel):
+    """`POST /v1/episodes/cancel` on the agent: stop the episode's rollout if it still runs."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    episode_id: EpisodeId
+    reason: str = Field("cancelled by the environment server", max_length=500)
+
+
+class EpisodeCancelResponse(BaseModel):
+    cancelled: bool = Field(description="A rollout was running and is now stopped and released.")
+
+
+# -- flat rows: Gym's legacy `/run` answer ----------------------------------------------------------
+def flat_failure(failure: EpisodeFailure) -> dict[str, Any]:
+    """A failed flat row as Gym's collection records it (`single_agent_turn_legacy`'s fields),
+    with the failure's kind beside them."""
+    out: dict[str, Any] = {
+        "_ng_failure_class": "environment_server_failed",
+        "_ng_failure_terminal": failure.terminal,
+        "_ng_failure_message": failure.failure_reason,
+        "_ng_failure_stage": failure.stage,
+    }
+    if failure.failure_kind is not None:
+        out["failure_kind"] = failure.failure_kind
+        out["failure_reason"] = failure.failure_reason
+    return out
+
+
+def refused_row(failure: EpisodeFailure) -> dict[str, Any] | None:
+    """The 400 body of a flat row no stage could run (the stack's error shape), None otherwise."""
+    if not failure.terminal or failure.stage != "seed":
+        return None
+    if failure.failure_kind not in (INVALID_INSTANCE, INVALID_REQUEST):
+        return None
+    code, _, reason = failure.failure_reason.partition(": ")
+    return {"error": code if reason else "invalid_instance", "reason": reason or failure.failure_reason}
