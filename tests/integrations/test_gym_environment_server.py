@@ -1,0 +1,234 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
+"""prorl_pipeline's HTTP face in front of the real ProRL agent app (its runtime with a scripted
+model and an in-memory resources server; Gym's server client replaced by an in-process one):
+episode requests answer Gym's typed response, flat rows Gym's legacy shape, Gym's limits hold,
+and every way an episode can end releases its rollout."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import httpx
+import pytest
+from nemo_gym.config_types import BaseServerConfig
+from nemo_gym.server_utils import ServerClient
+from omegaconf import OmegaConf
+from support.gym_fakes import FakeResources, ScriptedDialect, scripted_runtime
+
+from environment_servers.prorl_pipeline.app import (
+    ProRLPipelineEnvironmentServer,
+    ProRLPipelineEnvironmentServerConfig,
+)
+from nemo_gym_prorl.integrations.gym.config import ProRLAgentSettings
+from nemo_gym_prorl.pipeline import PipelineConfig
+from responses_api_agents.prorl_agent.app import ProRLAgent, ProRLAgentConfig
+
+TOOL = {"type": "function", "name": "ipython", "description": "run python", "strict": False,
+        "parameters": {"type": "object", "properties": {"code": {"type": "string"}}, "required": ["code"]}}  # fmt: skip
+CALL = '<tool_call>\n{"name": "ipython", "arguments": {"code": "1+1"}}\n</tool_call>'
+ANSWER = "So the answer is \\boxed{2}."
+
+
+def task_input(**extra: object) -> dict[str, Any]:
+    return {
+        "responses_create_params": {"input": [{"role": "user", "content": "What is 1+1?"}], "tools": [TOOL],
+                                    "max_output_tokens": 64},
+        "data_source": "prorl_math", "expected_answer": "2", **extra,
+    }  # fmt: skip
+
+
+def flat_row(task_index: int = 0, attempt: int | None = None, **extra: object) -> dict[str, Any]:
+    row = {**task_input(**extra), "agent_ref": {"type": "responses_api_agents", "name": "prorl_agent"},
+           "_ng_task_index": task_index, "_ng_rollout_index": 0}  # fmt: skip
+    if attempt is not None:
+        row["_ng_attempt_index"] = attempt
+    return row
+
+
+def episode(rollout_id: str = "t0-r0", attempt: int = 0, **extra: object) -> dict[str, Any]:
+    return {
+        "episode_id": {"rollout_id": rollout_id, "attempt": attempt},
+        "task": {"task_id": {"taskset": "prorl_math:example", "task_id": "0"}, "task_input": task_input(**extra)},
+    }
+
+
+class _AgentReply:
+    """What Gym's server client returns (aiohttp's response, the parts the server reads)."""
+
+    def __init__(self, response: httpx.Response) -> None:
+        self.status, self.ok, self._body = response.status_code, response.is_success, response.content
+
+    async def read(self) -> bytes:
+        return self._body
+
+    def raise_for_status(self) -> None:
+        if not self.ok:
+            raise RuntimeError(f"HTTP {self.status}")
+
+
+class InProcessClient:
+    """Gym's server client, reaching the agent app in process; `down` makes it unreachable."""
+
+    def __init__(self, agent_app: Any) -> None:
+        self.http = httpx.AsyncClient(transport=httpx.ASGITransport(app=agent_app), base_url="http://agent")
+        self.down = False
+        self.paths: list[str] = []
+
+    async def post(self, server_name: str, url_path: str, json: Any = None, **_: Any) -> _AgentReply:
+        self.paths.append(url_path)
+        if self.down:
+            import aiohttp
+
+            raise aiohttp.ClientConnectionError("connection refused")
+        return _AgentReply(await self.http.post(url_path, json=json, timeout=60))
+
+
+class Stack:
+    def __init__(self, server: ProRLPipelineEnvironmentServer, client: InProcessClient,
+                 resources: FakeResources, dialect: ScriptedDialect) -> None:  # fmt: skip
+        self.server, self.client, self.resources, self.dialect = server, client, resources, dialect
+        self.http = httpx.AsyncClient(transport=httpx.ASGITransport(app=server.setup_webserver()), base_url="http://env")
+
+    def seeds(self) -> int:
+        return sum(1 for _, path, _, _ in self.resources.calls if path == "/seed_session")
+
+
+class SlowDialect(ScriptedDialect):
+    async def generate(self, ctx):  # type: ignore[no-untyped-def]
+        await asyncio.sleep(30)
+        return await super().generate(ctx)
+
+
+MakeStack = Callable[..., Stack]
+
+
+@pytest.fixture
+async def make_stack() -> AsyncIterator[MakeStack]:
+    agents: list[ProRLAgent] = []
+
+    def make(dialect: ScriptedDialect | None = None, **limits: Any) -> Stack:
+        resources = FakeResources(reward=1.0)
+        dialect = dialect or ScriptedDialect([CALL, ANSWER])
+        gym_client = ServerClient(head_server_config=BaseServerConfig(host="127.0.0.1", port=11000),
+                                  global_config_dict=OmegaConf.create({}))  # fmt: skip
+        agent = ProRLAgent(
+            config=ProRLAgentConfig(
+                host="127.0.0.1", port=0, entrypoint="app.py", name="prorl_agent",
+                model_server={"type": "responses_api_models", "name": "policy_model"},
+                resources_servers={"prorl_math": {"type": "resources_servers", "name": "prorl_math"}},
+                llm={"backends": ["http://127.0.0.1:9"], "health_path": None, "model": "m"},
+            ),
+            server_client=gym_client,
+        )  # fmt: skip
+        settings = ProRLAgentSettings(pipeline=PipelineConfig(init_workers=2, run_workers=2, eval_workers=2))
+        agent._runtime = scripted_runtime(settings, dialect, lambda: resources)
+        agents.append(agent)
+        client = InProcessClient(agent.setup_webserver())
+        config = ProRLPipelineEnvironmentServerConfig(
+            host="127.0.0.1", port=0, entrypoint="app.py", name="prorl_agent_environment_server",
+            agent_server={"type": "responses_api_agents", "name": "prorl_agent"}, **limits,
+        )  # fmt: skip
+        server = ProRLPipelineEnvironmentServer(config=config, server_client=gym_client)
+        server.server_client = client  # type: ignore[assignment]
+        return Stack(server, client, resources, dialect)
+
+    yield make
+    for agent in agents:
+        await agent.runtime.close()
+
+
+async def test_an_episode_request_answers_gyms_typed_result(make_stack: MakeStack) -> None:
+    stack = make_stack()
+    reply = await stack.http.post("/run", json=episode())
+    assert reply.status_code == 200, reply.text
+    body = reply.json()
+    assert body["episode_id"] == {"rollout_id": "t0-r0", "attempt": 0}
+    assert body["task_id"] == {"taskset": "prorl_math:example", "task_id": "0"}
+    assert "failure" not in body and body["result"]["reward"] == 1.0
+    assert body["result"]["response"]["output"][-1]["generation_token_ids"]
+    assert not stack.resources.open_sessions
+
+
+async def test_a_flat_row_answers_its_result_and_a_retried_attempt_runs_nothing_again(make_stack: MakeStack) -> None:
+    stack = make_stack()
+    first = (await stack.http.post("/run", json=flat_row())).json()
+    assert first["reward"] == 1.0 and first["agent_ref"] == {"name": "prorl_agent"}
+    calls = stack.dialect.calls
+    again = (await stack.http.post("/run", json=flat_row(attempt=1))).json()
+    assert again["prorl"]["job_id"] == first["prorl"]["job_id"]
+    assert stack.dialect.calls == calls and stack.seeds() == 1
+
+
+async def test_a_row_no_stage_could_run_is_refused_before_any_work(make_stack: MakeStack) -> None:
+    stack = make_stack()
+    flat = flat_row()
+    del flat["responses_create_params"]
+    reply = await stack.http.post("/run", json=flat)
+    assert reply.status_code == 400, reply.text
+    assert reply.json()["error"] == "invalid_instance"
+    assert "instance.responses_create_params" in reply.json()["reason"]
+    typed = (await stack.http.post("/run", json=episode(responses_create_params=None))).json()
+    failure = typed["failure"]
+    assert (failure["failure_kind"], failure["terminal"], failure["stage"]) == ("prorl:invalid_instance", True, "seed")
+    assert stack.dialect.calls == 0 and stack.seeds() == 0
+
+
+async def test_a_malformed_envelope_is_a_422_naming_what_is_wrong(make_stack: MakeStack) -> None:
+    stack = make_stack()
+    reply = await stack.http.post("/run", json={"episode_id": {"rollout_id": ""}, "task": {}})
+    assert reply.status_code == 422 and reply.json()["error"] == "invalid_request"
+    no_identity = task_input()  # neither a task id nor Gym's task index
+    reply = await stack.http.post("/run", json=no_identity)
+    assert reply.status_code == 422 and "task_index" in reply.json()["reason"]
+
+
+async def test_the_episode_deadline_ends_the_rollout_in_the_pipeline_first(make_stack: MakeStack) -> None:
+    stack = make_stack(SlowDialect([ANSWER]), default_episode_timeout_seconds=3, deadline_margin_seconds=2)
+    body = (await stack.http.post("/run", json=episode())).json()
+    failure = body["failure"]
+    # the pipeline's own timeout (its wall deadline of 1 s), not Gym's untyped "Episode timed out"
+    assert (failure["failure_kind"], failure["terminal"], failure["stage"]) == ("agent_timeout", False, "agent")
+    assert not stack.resources.open_sessions
+
+
+async def test_admission_is_gyms_limit_and_a_full_server_is_a_retryable_admission_failure(
+    make_stack: MakeStack,
+) -> None:
+    stack = make_stack(SlowDialect([ANSWER]), max_concurrent_episodes=1, queue_timeout_seconds=0.3,
+                       default_episode_timeout_seconds=20, deadline_margin_seconds=1)  # fmt: skip
+    running = asyncio.create_task(stack.http.post("/run", json=episode("busy")))
+    while not stack.resources.open_sessions:
+        await asyncio.sleep(0.01)
+    queued = (await stack.http.post("/run", json=episode("waits"))).json()
+    assert queued["failure"]["stage"] == "admission" and queued["failure"]["terminal"] is False
+    assert stack.seeds() == 1  # the refused episode opened nothing
+    running.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await running
+
+
+async def test_a_cancelled_episode_cancels_its_rollout_through_the_registered_cleanup(make_stack: MakeStack) -> None:
+    from environment_servers.prorl_pipeline.app import ProRLEpisodeRequest
+
+    stack = make_stack(SlowDialect([ANSWER]), default_episode_timeout_seconds=60)
+    run = asyncio.create_task(stack.server.run_request(ProRLEpisodeRequest.model_validate(episode())))
+    while not stack.resources.open_sessions:
+        await asyncio.sleep(0.01)
+    run.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await run
+    assert "/v1/episodes/cancel" in stack.client.paths
+    assert not stack.resources.open_sessions  # the pipeline released it before the cancel answered
+
+
+async def test_an_unreachable_agent_is_a_retryable_transport_failure(make_stack: MakeStack) -> None:
+    stack = make_stack()
+    stack.client.down = True
+    failure = (await stack.http.post("/run", json=episode())).json()["failure"]
+    assert failure["failure_kind"] == "transport_unreachable" and failure["terminal"] is False
+    flat = (await stack.http.post("/run", json=flat_row())).json()
+    assert flat["_ng_failure_class"] == "environment_server_failed" and flat["_ng_failure_terminal"] is False
