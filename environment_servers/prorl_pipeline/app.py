@@ -184,7 +184,7 @@ class ProRLPipelineEnvironmentServer(BaseEnvironmentServer[ProRLEpisodeRequest, 
         flat = _FLAT_ROW.get()
         row = flat if flat is not None else request.task.task_input.model_dump(mode="json")
         deadline = self.config.default_episode_timeout_seconds - self.config.deadline_margin_seconds
-        run = EpisodeRunRequest(episode_id=episode, row=row, wall_time_s=deadline)
+        run = EpisodeRunRequest(episode_id=episode, row=row, wall_time_s=deadline, materialized=flat is None)
         try:
             response = await self.server_client.post(
                 server_name=agent, url_path=EPISODE_PATH, json=run.model_dump(mode="json")

@@ -158,11 +158,15 @@ class ProRLAgent(SimpleResponsesAPIAgent):
     async def run_episode(self, body: EpisodeRunRequest) -> EpisodeOutcome:
         """One episode for the environment server (`environment_servers/prorl_pipeline`): Gym's
         result or a typed failure, one rollout per `rollout_id` whatever the attempt."""
-        return await self.runtime.run_episode(body.episode_id, body.row, body.wall_time_s)
+        return await self.runtime.run_episode(
+            body.episode_id, body.row, body.wall_time_s, materialized=body.materialized
+        )
 
     async def cancel_episode(self, body: EpisodeCancelRequest) -> EpisodeCancelResponse:
         """The environment server's registered cleanup: stop and release the episode's rollout."""
-        return EpisodeCancelResponse(cancelled=await self.runtime.cancel_episode(body.episode_id, body.reason))
+        return EpisodeCancelResponse(
+            cancelled=await self.runtime.cancel_episode(body.episode_id, body.reason)
+        )
 
     async def responses(self, body: NeMoGymResponseCreateParamsNonStreaming = Body()) -> Any:  # noqa: B008 (FastAPI)
         """One agent episode for bare Responses-API parameters, on the default resources server

@@ -22,6 +22,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -90,6 +91,21 @@ def test_collect_rollouts_example_is_observed_by_gym(stack: Stack) -> None:
     assert "turn 1:" in stack.printed  # `prorl show` rendered them
 
 
+COLLECT_ENV = {**os.environ, "RAY_AUTH_MODE": "disabled", "NEMO_GYM_EXTRA_ROOTS": str(REPO)}
+
+
+def collect_command(stack: Stack, inputs: Path, output: Path, *extra: str) -> list[str]:
+    """Gym's own collector against the stack, as the README runs it (no observability flags)."""
+    return [
+        str(Path(sys.executable).parent / "ng_collect_rollouts"),
+        f"+head_server.port={stack.head_port}",
+        "+agent_name=prorl_agent",
+        f"+input_jsonl_fpath={inputs}",
+        f"+output_jsonl_fpath={output}",
+        *extra,
+    ]
+
+
 def greedy(row: dict) -> dict:
     params = {**row["responses_create_params"], "temperature": 0.0, "top_p": 1.0, "max_output_tokens": 24}
     return {**row, "responses_create_params": params}
@@ -123,17 +139,9 @@ def test_ng_collect_rollouts_as_the_readme_runs_it_is_observed(stack: Stack, tmp
     inputs = tmp_path / "inputs.jsonl"
     inputs.write_text("".join(json.dumps(r) + "\n" for r in rows))
     output = tmp_path / "rollouts.jsonl"
-    env = {**os.environ, "RAY_AUTH_MODE": "disabled", "NEMO_GYM_EXTRA_ROOTS": str(REPO)}
     collect = subprocess.run(
-        [
-            str(Path(sys.executable).parent / "ng_collect_rollouts"),
-            f"+head_server.port={stack.head_port}",
-            "+agent_name=prorl_agent",
-            f"+input_jsonl_fpath={inputs}",
-            f"+output_jsonl_fpath={output}",
-            "+num_repeats=2",
-        ],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=400,
+        collect_command(stack, inputs, output, "+num_repeats=2"),
+        cwd=tmp_path, env=COLLECT_ENV, capture_output=True, text=True, timeout=400,
     )  # fmt: skip
     assert collect.returncode == 0, collect.stdout[-3000:] + collect.stderr[-3000:]
     printed = collect.stdout + collect.stderr
@@ -149,3 +157,53 @@ def test_ng_collect_rollouts_as_the_readme_runs_it_is_observed(stack: Stack, tmp
         assert check_group(group) == [], task
     log = Path(stack.state.groups[-1].log).read_text(errors="replace")
     assert "deprecated" not in log.lower(), "a deprecated Gym path was used"
+
+
+def submitted(stack: Stack) -> int:
+    """Rollouts the agent's pipeline has taken so far."""
+    status = httpx.get(f"{stack.state.agent_url}/v1/status", timeout=10).json()
+    return int(status["pipeline"]["submitted_total"])
+
+
+def test_an_interrupted_collection_of_episode_requests_resumes_losing_and_duplicating_nothing(
+    stack: Stack, tmp_path: Path
+) -> None:
+    """Materialized tasks reach the environment server as Gym 0.7 episode requests; the
+    collector is killed once the first record lands, then resumed: every rollout is recorded
+    once, observed, and no rollout ran twice (an episode re-dispatched after the kill joins or
+    reuses the one that was running)."""
+    rows = [greedy(json.loads(line)) for line in ROWS.read_text().splitlines()[:3]]
+    tasks = [
+        {"task_id": {"taskset": "prorl_math", "task_id": f"math-{i}"},
+         "task_input": {k: v for k, v in row.items() if k != "agent_ref"}}
+        for i, row in enumerate(rows)
+    ]  # fmt: skip
+    inputs, output = tmp_path / "tasks.jsonl", tmp_path / "rollouts.jsonl"
+    inputs.write_text("".join(json.dumps(task) + "\n" for task in tasks))
+    command = collect_command(
+        stack, inputs, output, "+num_repeats=2",
+        "+environment_server_routes={prorl_math:prorl_agent_environment_server}",
+    )  # fmt: skip
+    before = submitted(stack)
+    first = subprocess.Popen(command, cwd=tmp_path, env=COLLECT_ENV, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True)  # fmt: skip
+    try:
+        deadline = time.monotonic() + 300
+        while not (output.exists() and output.read_text().strip()) and first.poll() is None:
+            assert time.monotonic() < deadline, "no rollout was recorded in 300 s"
+            time.sleep(0.2)
+    finally:
+        first.kill()  # the collector we started, mid-way
+        first.wait(timeout=30)
+    landed = len(output.read_text().splitlines())
+    resumed = subprocess.run([*command, "+resume_from_cache=true"], cwd=tmp_path, env=COLLECT_ENV,
+                             capture_output=True, text=True, timeout=400)  # fmt: skip
+    printed = resumed.stdout + resumed.stderr
+    assert resumed.returncode == 0, printed[-3000:]
+    records = [json.loads(line) for line in output.read_text().splitlines()]
+    keys = [(r["_ng_task_index"], r["_ng_rollout_index"]) for r in records]
+    assert len(records) == 6 and len(set(keys)) == 6, (landed, keys)
+    assert all(r["reward"] in (0.0, 1.0) and r["response"]["output"] for r in records)
+    assert all(r["_ng_environment_server"] == "prorl_agent_environment_server" for r in records)
+    assert all(r["ng_trajectory"]["model_calls"] for r in records), "every rollout is observed"
+    assert submitted(stack) - before == 6, f"{landed} landed before the kill; rollouts ran twice"

@@ -17,7 +17,7 @@ import pytest
 from nemo_gym.config_types import BaseServerConfig
 from nemo_gym.server_utils import ServerClient
 from omegaconf import OmegaConf
-from support.gym_fakes import FakeResources, ScriptedDialect, scripted_runtime
+from support.gym_fakes import FakeResources, ScriptedDialect, scripted_runtime, session_opened
 
 from environment_servers.prorl_pipeline.app import (
     ProRLPipelineEnvironmentServer,
@@ -52,7 +52,10 @@ def flat_row(task_index: int = 0, attempt: int | None = None, **extra: object) -
 def episode(rollout_id: str = "t0-r0", attempt: int = 0, **extra: object) -> dict[str, Any]:
     return {
         "episode_id": {"rollout_id": rollout_id, "attempt": attempt},
-        "task": {"task_id": {"taskset": "prorl_math:example", "task_id": "0"}, "task_input": task_input(**extra)},
+        "task": {
+            "task_id": {"taskset": "prorl_math:example", "task_id": "0"},
+            "task_input": task_input(**extra),
+        },
     }
 
 
@@ -91,7 +94,9 @@ class Stack:
     def __init__(self, server: ProRLPipelineEnvironmentServer, client: InProcessClient,
                  resources: FakeResources, dialect: ScriptedDialect) -> None:  # fmt: skip
         self.server, self.client, self.resources, self.dialect = server, client, resources, dialect
-        self.http = httpx.AsyncClient(transport=httpx.ASGITransport(app=server.setup_webserver()), base_url="http://env")
+        self.http = httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=server.setup_webserver()), base_url="http://env"
+        )
 
     def seeds(self) -> int:
         return sum(1 for _, path, _, _ in self.resources.calls if path == "/seed_session")
@@ -153,7 +158,9 @@ async def test_an_episode_request_answers_gyms_typed_result(make_stack: MakeStac
     assert not stack.resources.open_sessions
 
 
-async def test_a_flat_row_answers_its_result_and_a_retried_attempt_runs_nothing_again(make_stack: MakeStack) -> None:
+async def test_a_flat_row_answers_its_result_and_a_retried_attempt_runs_nothing_again(
+    make_stack: MakeStack,
+) -> None:
     stack = make_stack()
     first = (await stack.http.post("/run", json=flat_row())).json()
     assert first["reward"] == 1.0 and first["agent_ref"] == {"name": "prorl_agent"}
@@ -173,7 +180,11 @@ async def test_a_row_no_stage_could_run_is_refused_before_any_work(make_stack: M
     assert "instance.responses_create_params" in reply.json()["reason"]
     typed = (await stack.http.post("/run", json=episode(responses_create_params=None))).json()
     failure = typed["failure"]
-    assert (failure["failure_kind"], failure["terminal"], failure["stage"]) == ("prorl:invalid_instance", True, "seed")
+    assert (failure["failure_kind"], failure["terminal"], failure["stage"]) == (
+        "prorl:invalid_instance",
+        True,
+        "seed",
+    )
     assert stack.dialect.calls == 0 and stack.seeds() == 0
 
 
@@ -191,7 +202,11 @@ async def test_the_episode_deadline_ends_the_rollout_in_the_pipeline_first(make_
     body = (await stack.http.post("/run", json=episode())).json()
     failure = body["failure"]
     # the pipeline's own timeout (its wall deadline of 1 s), not Gym's untyped "Episode timed out"
-    assert (failure["failure_kind"], failure["terminal"], failure["stage"]) == ("agent_timeout", False, "agent")
+    assert (failure["failure_kind"], failure["terminal"], failure["stage"]) == (
+        "agent_timeout",
+        False,
+        "agent",
+    )
     assert not stack.resources.open_sessions
 
 
@@ -201,8 +216,7 @@ async def test_admission_is_gyms_limit_and_a_full_server_is_a_retryable_admissio
     stack = make_stack(SlowDialect([ANSWER]), max_concurrent_episodes=1, queue_timeout_seconds=0.3,
                        default_episode_timeout_seconds=20, deadline_margin_seconds=1)  # fmt: skip
     running = asyncio.create_task(stack.http.post("/run", json=episode("busy")))
-    while not stack.resources.open_sessions:
-        await asyncio.sleep(0.01)
+    await session_opened(stack.resources)
     queued = (await stack.http.post("/run", json=episode("waits"))).json()
     assert queued["failure"]["stage"] == "admission" and queued["failure"]["terminal"] is False
     assert stack.seeds() == 1  # the refused episode opened nothing
@@ -211,13 +225,14 @@ async def test_admission_is_gyms_limit_and_a_full_server_is_a_retryable_admissio
         await running
 
 
-async def test_a_cancelled_episode_cancels_its_rollout_through_the_registered_cleanup(make_stack: MakeStack) -> None:
+async def test_a_cancelled_episode_cancels_its_rollout_through_the_registered_cleanup(
+    make_stack: MakeStack,
+) -> None:
     from environment_servers.prorl_pipeline.app import ProRLEpisodeRequest
 
     stack = make_stack(SlowDialect([ANSWER]), default_episode_timeout_seconds=60)
     run = asyncio.create_task(stack.server.run_request(ProRLEpisodeRequest.model_validate(episode())))
-    while not stack.resources.open_sessions:
-        await asyncio.sleep(0.01)
+    await session_opened(stack.resources)
     run.cancel()
     with pytest.raises(asyncio.CancelledError):
         await run

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from nemo_gym.episode_types import EpisodeFailure, EpisodeId
 from nemo_gym.failure_kinds import is_namespaced, is_registered
-from support.gym_fakes import FakeResources, ScriptedDialect, scripted_runtime
+from support.gym_fakes import FakeResources, ScriptedDialect, scripted_runtime, session_opened
 
 from nemo_gym_prorl.integrations.gym.config import ProRLAgentSettings
 from nemo_gym_prorl.integrations.gym.episodes import (
@@ -92,6 +92,17 @@ async def test_a_retried_attempt_after_a_result_gets_the_same_result_without_a_s
     assert dialect.calls == calls and seeds(resources) == 1  # no model call, no sandbox again
 
 
+async def test_attempt_zero_of_a_settled_rollout_id_is_a_new_collections_rollout(make_runtime) -> None:
+    # Gym numbers rollouts `<task>-<rollout>` afresh in every collection run: the same id with
+    # attempt 0 is a new sample, and the same id for another task is another rollout altogether.
+    resources = FakeResources(reward=1.0)
+    runtime, _ = await make_runtime([CALL, ANSWER], resources)
+    first = await runtime.run_episode(EpisodeId(rollout_id="0-0"), row())
+    again = await runtime.run_episode(EpisodeId(rollout_id="0-0"), row())
+    other_task = await runtime.run_episode(EpisodeId(rollout_id="0-0", attempt=1), row(task_id="t2"))
+    assert len({first.job_id, again.job_id, other_task.job_id}) == 3 and seeds(resources) == 3
+
+
 async def test_attempts_that_arrive_together_share_one_rollout(make_runtime) -> None:
     resources = FakeResources(reward=1.0)
     runtime, _ = await make_runtime([CALL, ANSWER], resources)
@@ -164,7 +175,9 @@ async def test_a_rollout_past_its_wall_deadline_is_an_agent_timeout_and_releases
 ) -> None:
     resources = FakeResources(reward=1.0)
     runtime, _ = await make_runtime([], resources, SlowDialect([ANSWER]))
-    outcome = await asyncio.wait_for(runtime.run_episode(EpisodeId(rollout_id="r1"), row(), wall_time_s=0.5), 20)
+    outcome = await asyncio.wait_for(
+        runtime.run_episode(EpisodeId(rollout_id="r1"), row(), wall_time_s=0.5), 20
+    )
     assert outcome.failure is not None
     assert (outcome.failure.failure_kind, outcome.failure.terminal, outcome.failure.stage) == (
         "agent_timeout",
@@ -179,8 +192,7 @@ async def test_cancelling_an_episode_stops_its_rollout_and_releases_its_session(
     runtime, _ = await make_runtime([], resources, SlowDialect([ANSWER]))
     episode = EpisodeId(rollout_id="r1")
     running = asyncio.create_task(runtime.run_episode(episode, row()))
-    while not resources.open_sessions:
-        await asyncio.sleep(0.01)
+    await session_opened(resources)
     assert await runtime.cancel_episode(episode, "the episode's deadline passed") is True
     outcome = await asyncio.wait_for(running, 20)
     assert outcome.failure is not None and outcome.failure.failure_kind == "cancelled"
@@ -204,7 +216,9 @@ def test_a_refusal_the_table_does_not_know_is_the_stacks_fault_not_the_rows() ->
 
 
 def test_flat_rows_get_gyms_legacy_failure_fields_and_refusals_the_doors_400() -> None:
-    timeout = EpisodeFailure(failure_reason="late", terminal=False, failure_kind="agent_timeout", stage="agent")
+    timeout = EpisodeFailure(
+        failure_reason="late", terminal=False, failure_kind="agent_timeout", stage="agent"
+    )
     assert flat_failure(timeout) == {
         "_ng_failure_class": "environment_server_failed",
         "_ng_failure_terminal": False,
@@ -215,7 +229,10 @@ def test_flat_rows_get_gyms_legacy_failure_fields_and_refusals_the_doors_400() -
     }
     assert refused_row(timeout) is None
     refused = failure_for_error(400, "invalid_instance", "instance.expected_answer: required")
-    assert refused_row(refused) == {"error": "invalid_instance", "reason": "instance.expected_answer: required"}
+    assert refused_row(refused) == {
+        "error": "invalid_instance",
+        "reason": "instance.expected_answer: required",
+    }
 
 
 async def test_the_ledger_forgets_the_oldest_settled_rollouts_past_its_capacity() -> None:
@@ -228,7 +245,7 @@ async def test_the_ledger_forgets_the_oldest_settled_rollouts_past_its_capacity(
         return EpisodeOutcome(result={"reward": 1.0})
 
     for rollout in ("a", "b", "c"):
-        await ledger.run(EpisodeId(rollout_id=rollout), start)
-    assert ledger.outcome("a") is None and ledger.outcome("c") is not None
-    await ledger.run(EpisodeId(rollout_id="c", attempt=1), start)
+        await ledger.run(EpisodeId(rollout_id=rollout), "task", start)
+    assert ledger.outcome("a", "task") is None and ledger.outcome("c", "task") is not None
+    await ledger.run(EpisodeId(rollout_id="c", attempt=1), "task", start)
     assert runs == 3

@@ -34,14 +34,18 @@ run never will; an outage, a timeout or a grader fault may.
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import json
 import re
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from nemo_gym.episode_types import EpisodeFailure, EpisodeId
+from nemo_gym.global_config import ATTEMPT_INDEX_KEY_NAME, ROLLOUT_ID_KEY_NAME
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from nemo_gym_prorl.integrations.nemo_rl.result import NO_GENERATION
 from nemo_gym_prorl.pipeline import JobResult, JobState
 
 # The plugin's own kinds, namespaced as Gym asks (`<server>:<kind>`) for what its vocabulary lacks.
@@ -49,7 +53,6 @@ INVALID_INSTANCE = "prorl:invalid_instance"
 INVALID_REQUEST = "prorl:invalid_request"
 QUEUE_FULL = "prorl:queue_full"
 STAGE_ERROR = "prorl:stage_error"
-NO_GENERATION = "prorl:no_generation"
 
 # (failure_kind, terminal, stage) of a request refused before any stage ran, by the stack's API
 # error code (`service.errors`); an unknown code is the stack's own fault, not the row's.
@@ -164,28 +167,38 @@ class EpisodeOutcome(BaseModel):
 EpisodeRun = Callable[[], Awaitable[EpisodeOutcome]]
 
 
+def task_digest(row: Mapping[str, Any]) -> str:
+    """What makes two rows the same rollout's task: everything but the attempt's own keys."""
+    stable = {k: v for k, v in row.items() if k not in (ATTEMPT_INDEX_KEY_NAME, ROLLOUT_ID_KEY_NAME)}
+    return hashlib.sha256(json.dumps(stable, sort_keys=True, default=str).encode()).hexdigest()[:32]
+
+
 class EpisodeLedger:
-    """One rollout per `rollout_id`, whatever the attempts: rollout collection retries an episode
-    whose reply it lost or whose failure was not terminal, under the same `rollout_id` with a
-    higher `attempt`.
+    """One rollout per episode, whatever its attempts. Rollout collection retries an episode
+    whose reply it lost or whose failure was not terminal under the same `rollout_id` with a
+    higher `attempt`; a resumed collection re-dispatches what was in flight as attempt 0 again.
+    Gym's rollout ids (`<task index>-<rollout index>`) repeat across collection runs, so an
+    episode is its `rollout_id` and its task's digest, and only a retry (attempt > 0) may reuse
+    what an earlier attempt settled:
 
-    - an attempt that arrives while an earlier one still runs joins it (no second rollout);
-    - a settled outcome (a result, or a terminal failure) is answered again, not re-run, so a
-      lost reply never costs a second rollout, its model calls or its recorded tokens;
-    - only an unsettled failure (an outage, a timeout, a cancel) lets a later attempt run anew.
+    - any attempt that arrives while the same episode still runs joins it (no second rollout);
+    - a retry of a settled episode (a result, or a terminal failure) is answered again, not
+      re-run: a lost reply never costs a second rollout, its model calls or its recorded tokens;
+    - attempt 0 of a settled episode is a new collection's rollout: it runs anew;
+    - an unsettled failure (an outage, a timeout, a cancel) lets the next attempt run anew.
 
-    Settled outcomes are kept for the last `capacity` rollouts (an in-memory bound: a retry
+    Settled outcomes are kept for the last `capacity` episodes (an in-memory bound: a retry
     comes within one collection run, long before that many later rollouts)."""
 
     def __init__(self, capacity: int = 20_000) -> None:
         self.capacity = capacity
-        self._running: dict[str, asyncio.Task[EpisodeOutcome]] = {}
-        self._settled: OrderedDict[str, EpisodeOutcome] = OrderedDict()
+        self._running: dict[tuple[str, str], asyncio.Task[EpisodeOutcome]] = {}
+        self._settled: OrderedDict[tuple[str, str], EpisodeOutcome] = OrderedDict()
 
-    async def run(self, episode: EpisodeId, start: EpisodeRun) -> EpisodeOutcome:
-        key = episode.rollout_id
+    async def run(self, episode: EpisodeId, digest: str, start: EpisodeRun) -> EpisodeOutcome:
+        key = (episode.rollout_id, digest)
         settled = self._settled.get(key)
-        if settled is not None:
+        if settled is not None and episode.attempt > 0:
             return settled
         task = self._running.get(key)
         if task is None:
@@ -196,9 +209,10 @@ class EpisodeLedger:
         # `cancel` is how an episode's owner stops it.
         return await asyncio.shield(task)
 
-    def _record(self, key: str, task: asyncio.Task[EpisodeOutcome]) -> None:
+    def _record(self, key: tuple[str, str], task: asyncio.Task[EpisodeOutcome]) -> None:
         if self._running.get(key) is task:
             del self._running[key]
+        self._settled.pop(key, None)
         if task.cancelled() or task.exception() is not None:
             return
         outcome = task.result()
@@ -207,11 +221,8 @@ class EpisodeLedger:
             while len(self._settled) > self.capacity:
                 self._settled.popitem(last=False)
 
-    def running(self, rollout_id: str) -> bool:
-        return rollout_id in self._running
-
-    def outcome(self, rollout_id: str) -> EpisodeOutcome | None:
-        return self._settled.get(rollout_id)
+    def outcome(self, rollout_id: str, digest: str) -> EpisodeOutcome | None:
+        return self._settled.get((rollout_id, digest))
 
 
 # -- the agent's episode routes, as the environment server calls them -------------------------------
@@ -228,6 +239,11 @@ class EpisodeRunRequest(BaseModel):
     row: dict[str, Any] = Field(description="The task as a dataset row (a materialized task's input).")
     wall_time_s: float | None = Field(
         None, gt=0, description="The rollout's wall deadline: the pipeline ends it (agent_timeout) by then."
+    )
+    materialized: bool = Field(
+        True,
+        description="An episode request's task (its result leaves out what collection records itself); "
+        "False: a flat row, whose result is the agent's `/run` body.",
     )
 
 

@@ -101,6 +101,9 @@ def compose(domains: Sequence[str]) -> list[str]:
     return [*env, "configs/gym/local_vllm.yaml"]
 
 
+ENVIRONMENT_SERVER_DIR = "environment_servers/prorl_pipeline"
+
+
 def capture_dir(state_dir: Path) -> Path:
     """The stack's own `model_call_capture_dir` (absolute, as Gym requires)."""
     return state_dir.resolve() / "model-calls"
@@ -136,7 +139,7 @@ def server_dirs(domains: Sequence[str]) -> list[str]:
         *(f"resources_servers/prorl_{d}" for d in chosen),
         "responses_api_agents/prorl_agent",
         "responses_api_models/vllm_model",
-        "environment_servers/prorl_pipeline",
+        ENVIRONMENT_SERVER_DIR,
     ]
 
 
@@ -423,7 +426,8 @@ def status(state_dir: Path = DEFAULT_STATE_DIR) -> dict[str, Any]:
 def run_server_tests(
     domains: Sequence[str], *, state_dir: Path = DEFAULT_STATE_DIR, echo: Echo = print
 ) -> int:
-    """Run each domain's resources-server tests the NeMo Gym way (`ng_test`), in this venv: the
+    """Run each domain's resources-server tests and the environment server's the NeMo Gym way
+    (`ng_test`), in this venv: the
     shared-venv links replace Gym's per-server venvs, which cannot be built offline. Returns the
     number of servers whose tests failed."""
     chosen = list(DOMAINS) if list(domains) == ["mixed"] else list(domains)
@@ -431,7 +435,8 @@ def run_server_tests(
     if unknown:
         raise LaunchError(f"unknown domain(s) {unknown}; choose from {list(DOMAINS)} or mixed")
     venvs = state_dir.resolve() / "venvs"
-    dirs = [f"resources_servers/prorl_{d}" for d in chosen]
+    # The environment server in front of every domain's agent is tested the same way.
+    dirs = [*(f"resources_servers/prorl_{d}" for d in chosen), ENVIRONMENT_SERVER_DIR]
     link_venvs(venvs, dirs)
     env = {
         **os.environ,

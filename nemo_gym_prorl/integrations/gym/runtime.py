@@ -34,6 +34,7 @@ The stack itself (pool, pipeline, executor, service) is `service.stack.build_sta
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import logging
 import uuid
@@ -55,6 +56,7 @@ from nemo_gym_prorl.integrations.gym.episodes import (
     episode_result,
     failure_for_error,
     failure_for_result,
+    task_digest,
 )
 from nemo_gym_prorl.integrations.gym.result import RunOutcome, error_outcome, run_result, sampling_from_row
 from nemo_gym_prorl.integrations.gym.transport import ResourcesClient, ResourcesServerTransport
@@ -229,18 +231,27 @@ class ProRLGymRuntime:
 
     # -- Gym 0.7 episodes (the environment server's door) -----------------------------------------
     async def run_episode(
-        self, episode: EpisodeId, row: Mapping[str, Any], wall_time_s: float | None = None
+        self,
+        episode: EpisodeId,
+        row: Mapping[str, Any],
+        wall_time_s: float | None = None,
+        *,
+        materialized: bool = True,
     ) -> EpisodeOutcome:
         """One episode of Gym's environment server: a result or a typed failure, never an HTTP
         error. Attempts of one `rollout_id` share one rollout (`EpisodeLedger`). `wall_time_s`
         becomes the job's wall deadline, so the pipeline ends a late rollout itself (releasing
-        its sandbox) and answers `agent_timeout` before Gym's own episode deadline."""
+        its sandbox) and answers `agent_timeout` before Gym's own episode deadline.
+
+        A materialized episode's result leaves out what collection records itself (its
+        observations go as the `ng_agent_observations` bundle); a flat row's is `/run`'s body."""
         await self.start()
         row = {**row, "_ng_rollout_id": episode.capture_key}
-        return await self.episodes.run(episode, lambda: self._run_episode(episode, row, wall_time_s))
+        run = functools.partial(self._run_episode, episode, row, wall_time_s, materialized)
+        return await self.episodes.run(episode, task_digest(row), run)
 
     async def _run_episode(
-        self, episode: EpisodeId, row: dict[str, Any], wall_time_s: float | None
+        self, episode: EpisodeId, row: dict[str, Any], wall_time_s: float | None, materialized: bool
     ) -> EpisodeOutcome:
         limits = [t for t in (wall_time_s, self.settings.rollout_timeout_s) if t is not None]
         spec = self.job_spec(row, Budget(wall_time_s=min(limits) if limits else None))
@@ -261,7 +272,9 @@ class ProRLGymRuntime:
             assert failure is not None  # a job that is not done always fails
             return EpisodeOutcome(failure=failure, job_id=result.id, attempt=episode.attempt)
         body = await observability.publish(row, result, body, self.model_call_capture_dir)
-        return EpisodeOutcome(result=episode_result(body, result), job_id=result.id, attempt=episode.attempt)
+        if materialized:
+            body = episode_result(body, result)
+        return EpisodeOutcome(result=body, job_id=result.id, attempt=episode.attempt)
 
     async def cancel_episode(self, episode: EpisodeId, reason: str) -> bool:
         """Stop the rollout an episode runs, if it still runs (its sandbox and resources session

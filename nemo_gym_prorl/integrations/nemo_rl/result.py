@@ -31,7 +31,8 @@ from typing import Any, Literal
 
 # Any id inside every vocabulary: the item is masked from the loss, so its value never trains.
 PLACEHOLDER_TOKEN_ID = 0
-NO_GENERATION = "no_generation"
+# Gym's failure vocabulary has no name for it: namespaced, as Gym asks of a plugin's own kinds.
+NO_GENERATION = "prorl:no_generation"
 
 
 def has_trainable_item(output: Any) -> bool:
@@ -112,7 +113,7 @@ def masked_failure_result(
         "incomplete_details": None,
         "metadata": {"stop_reason": error, "trajectory_id": trajectory_id},
     }
-    body["failure_kind"] = "timeout" if status == 504 else "provider_unavailable"
+    body["failure_kind"] = "agent_timeout" if status == 504 else "provider_unavailable"
     body["failure_reason"] = f"HTTP {status} {error}: {detail}"[:2000]
     body["prorl"] = {"job_id": trajectory_id, "http_status": status, "error": error}
     return ensure_trainable(body, trajectory_id=trajectory_id, reason=error)
