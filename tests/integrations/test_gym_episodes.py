@@ -22,6 +22,7 @@ from nemo_gym_prorl.integrations.gym.episodes import (
     _REFUSALS,
     EpisodeLedger,
     EpisodeOutcome,
+    Undelivered,
     failure_for_error,
     flat_failure,
     refused_row,
@@ -249,3 +250,12 @@ async def test_the_ledger_forgets_the_oldest_settled_rollouts_past_its_capacity(
     assert ledger.outcome("a", "task") is None and ledger.outcome("c", "task") is not None
     await ledger.run(EpisodeId(rollout_id="c", attempt=1), "task", start)
     assert runs == 3
+
+
+def test_an_undelivered_answer_is_taken_once_by_the_same_episode_and_the_oldest_go_first() -> None:
+    kept = Undelivered[str](capacity=2)
+    for rollout in ("a", "b", "c"):
+        kept.keep((rollout, "task"), f"answer {rollout}")
+    assert kept.take(("a", "task")) is None  # past the bound
+    assert kept.take(("c", "other task")) is None  # the same rollout id for another task
+    assert kept.take(("c", "task")) == "answer c" and kept.take(("c", "task")) is None
