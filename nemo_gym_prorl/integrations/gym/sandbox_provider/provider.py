@@ -1,0 +1,226 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
+"""`BubblewrapProvider`: NeMo Gym's `SandboxProvider` (and its PTY capability) over this
+project's bubblewrap sandbox. Selected in a Gym config as `sandbox_provider: {bubblewrap: {...}}`
+(registered under the `nemo_gym.sandbox_providers` entry point)."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import logging
+import posixpath
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from nemo_gym.sandbox.providers.base import (
+    SandboxCreateError,
+    SandboxExecResult,
+    SandboxHandle,
+    SandboxPtySpec,
+    SandboxSpec,
+    SandboxStatus,
+)
+
+from nemo_gym_prorl.integrations.gym.sandbox_provider.namespace import PersistentBubblewrapSandbox
+from nemo_gym_prorl.integrations.gym.sandbox_provider.pty import BubblewrapPtySession
+from nemo_gym_prorl.integrations.gym.sandbox_provider.spec_map import BubblewrapProviderConfig, project_spec
+from nemo_gym_prorl.sandbox import SandboxError, open_sandbox
+from nemo_gym_prorl.sandbox.workspace_fs import read_no_follow, write_no_follow
+
+logger = logging.getLogger(__name__)
+
+# Gym's sentinel for "the sandbox runtime failed, not the command" (see its local provider).
+SANDBOX_RUNTIME_RETURN_CODE = 125
+# Users a command may ask for: every process runs as uid 0 of the sandbox's own user namespace,
+# without capabilities (bubblewrap drops them). No other uid is mapped there.
+_ROOT_USERS = (None, 0, "0", "root")
+
+
+@dataclass
+class _Box:
+    """The provider's state behind one `SandboxHandle`."""
+
+    sandbox: PersistentBubblewrapSandbox
+    workdir: str
+    metadata: dict[str, str]
+    unenforced: list[str]
+    expiry: asyncio.Task[None] | None = None
+    ptys: list[BubblewrapPtySession] = field(default_factory=list)
+    expired: bool = False
+
+
+def check_user(user: str | int | None) -> None:
+    if user not in _ROOT_USERS:
+        raise ValueError(
+            f"user={user!r}: a bubblewrap sandbox runs every process as root of its own user "
+            "namespace (uid 0, no capabilities); no other user exists there. Use user=None or 'root'"
+        )
+
+
+class BubblewrapProvider:
+    """Sandboxes in bubblewrap on this host: rootless, no network, no image pulls."""
+
+    name = "bubblewrap"
+
+    def __init__(self, **options: Any) -> None:
+        self.config = BubblewrapProviderConfig(**options)
+        self._boxes: dict[str, _Box] = {}
+
+    # -- lifecycle ------------------------------------------------------------------------------
+    async def create(self, spec: SandboxSpec) -> SandboxHandle:
+        project, unenforced = project_spec(spec, self.config)
+        timeout = float(spec.ready_timeout_s or self.config.ready_timeout_s)
+        try:
+            sandbox = await asyncio.to_thread(open_sandbox, project)
+        except (SandboxError, ValueError) as exc:
+            raise SandboxCreateError(f"bubblewrap sandbox could not be created: {exc}") from exc
+        assert isinstance(sandbox, PersistentBubblewrapSandbox)
+        box = _Box(sandbox, project.workspace_mount, dict(spec.metadata), unenforced)
+        handle = SandboxHandle(sandbox_id=f"bwrap-{sandbox.id}", provider_name=self.name, raw=box)
+        try:
+            await sandbox.start(timeout)
+            for target, text in spec.files.items():
+                await self._write(box, target, text.encode())
+            if spec.entrypoint:
+                # Like a container's main process: it runs beside the commands until close.
+                await sandbox.spawn(list(spec.entrypoint), stdout=asyncio.subprocess.DEVNULL,
+                                    stderr=asyncio.subprocess.DEVNULL)  # fmt: skip
+        except BaseException as exc:
+            await sandbox.aclose()
+            if isinstance(exc, SandboxError):
+                raise SandboxCreateError(f"bubblewrap sandbox did not start: {exc}") from exc
+            raise
+        if spec.ttl_s:
+            box.expiry = asyncio.create_task(self._expire(handle, float(spec.ttl_s)))
+        self._boxes[handle.sandbox_id] = box
+        return handle
+
+    async def _expire(self, handle: SandboxHandle, ttl_s: float) -> None:
+        await asyncio.sleep(ttl_s)
+        logger.info("sandbox %s reached its ttl_s=%g: closing it", handle.sandbox_id, ttl_s)
+        handle.raw.expired = True
+        await self._teardown(handle.raw)
+
+    async def status(self, handle: SandboxHandle) -> SandboxStatus:
+        box: _Box = handle.raw
+        if box.sandbox.closed:
+            return SandboxStatus.STOPPED
+        return SandboxStatus.RUNNING if box.sandbox.init_alive else SandboxStatus.ERROR
+
+    async def close(self, handle: SandboxHandle) -> None:
+        box: _Box = handle.raw
+        self._boxes.pop(handle.sandbox_id, None)
+        if box.expiry is not None and box.expiry is not asyncio.current_task():
+            box.expiry.cancel()
+        await self._teardown(box)
+
+    async def _teardown(self, box: _Box) -> None:
+        for session in box.ptys:
+            await session.close()
+        await box.sandbox.aclose()
+
+    async def aclose(self) -> None:
+        """Sandboxes are processes of this one: none may outlive the provider."""
+        for handle_id, box in list(self._boxes.items()):
+            self._boxes.pop(handle_id, None)
+            if box.expiry is not None:
+                box.expiry.cancel()
+            await self._teardown(box)
+
+    # -- commands -------------------------------------------------------------------------------
+    def _open_box(self, handle: SandboxHandle) -> _Box:
+        box: _Box = handle.raw
+        if box.sandbox.closed:
+            reason = "reached its ttl_s" if box.expired else "is closed"
+            raise RuntimeError(f"sandbox {handle.sandbox_id} {reason}")
+        return box
+
+    async def exec(
+        self,
+        handle: SandboxHandle,
+        command: str,
+        *,
+        cwd: str | None = None,
+        env: dict[str, str] | None = None,
+        timeout_s: int | float | None = None,
+        user: str | int | None = None,
+    ) -> SandboxExecResult:
+        check_user(user)
+        box = self._open_box(handle)
+        timeout = float(timeout_s if timeout_s is not None else self.config.default_timeout_s)
+        result = await box.sandbox.exec(
+            [self.config.shell, "-c", command],
+            cwd=cwd or box.workdir,
+            env=env,
+            timeout=timeout,
+            max_output_bytes=self.config.max_output_bytes,
+        )
+        if result.timed_out:
+            return SandboxExecResult(
+                stdout=result.stdout,
+                stderr=f"bubblewrap command timed out after {timeout:g}s\n{result.stderr}",
+                return_code=SANDBOX_RUNTIME_RETURN_CODE,
+                error_type="timeout",
+            )
+        return SandboxExecResult(stdout=result.stdout, stderr=result.stderr, return_code=result.exit_code)
+
+    async def create_pty(self, handle: SandboxHandle, spec: SandboxPtySpec) -> BubblewrapPtySession:
+        check_user(spec.user)
+        box = self._open_box(handle)
+        argv = [self.config.shell] if spec.command is None else [self.config.shell, "-c", spec.command]
+        env = {"TERM": "xterm-256color", **(spec.env or {})} if spec.pty else dict(spec.env or {})
+        session = BubblewrapPtySession(box.sandbox, argv, cwd=spec.cwd or box.workdir, env=env,
+                                       rows=spec.rows, cols=spec.cols, pty=spec.pty)  # fmt: skip
+        await session.start()
+        box.ptys = [s for s in box.ptys if not s.closed] + [session]
+        return session
+
+    # -- files ----------------------------------------------------------------------------------
+    def _writable_root(self, box: _Box, target: str) -> tuple[Path, list[str]] | None:
+        """The host directory behind a path inside, and the path's parts below it, when the
+        path lies in one of the sandbox's writable mounts (the workspace wins: it is bound last)."""
+        inside = posixpath.normpath(target if target.startswith("/") else posixpath.join(box.workdir, target))
+        for mount, host in ((box.workdir, box.sandbox.workspace), ("/tmp", box.sandbox.tmp_dir)):
+            if inside == mount or inside.startswith(mount.rstrip("/") + "/"):
+                return host, [p for p in inside[len(mount) :].split("/") if p]
+        return None
+
+    async def _write(self, box: _Box, target: str, data: bytes) -> None:
+        found = self._writable_root(box, target)
+        if found is None:
+            raise ValueError(
+                f"{target!r} is read-only in a bubblewrap sandbox: files go under the workdir "
+                f"({box.workdir}) or /tmp"
+            )
+        await asyncio.to_thread(write_no_follow, *found, data)
+
+    async def upload_file(self, handle: SandboxHandle, source_path: Path, target_path: str) -> None:
+        box = self._open_box(handle)
+        await self._write(box, target_path, await asyncio.to_thread(Path(source_path).read_bytes))
+
+    async def download_file(self, handle: SandboxHandle, source_path: str, target_path: Path) -> None:
+        box = self._open_box(handle)
+        found = self._writable_root(box, source_path)
+        if found is not None:
+            data = await asyncio.to_thread(read_no_follow, *found)
+        else:  # the read-only system view: read it from inside, as the sandbox sees it
+            data = await self._read_inside(box, source_path)
+        target_path.parent.mkdir(parents=True, exist_ok=True)
+        await asyncio.to_thread(target_path.write_bytes, data)
+
+    async def _read_inside(self, box: _Box, path: str) -> bytes:
+        result = await box.sandbox.exec(
+            ["/bin/sh", "-c", f"base64 < {shlex.quote(path)}"],
+            timeout=self.config.default_timeout_s,
+            max_output_bytes=1 << 30,
+        )
+        if not result.ok:
+            raise FileNotFoundError(f"{path!r} in sandbox: {result.stderr.strip()}")
+        with contextlib.suppress(ValueError):
+            return base64.b64decode(result.stdout)
+        raise OSError(f"{path!r} in sandbox: unreadable output")

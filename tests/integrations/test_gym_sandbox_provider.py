@@ -1,0 +1,237 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
+"""The `bubblewrap` provider keeps NeMo Gym's sandbox contract, on real bubblewrap.
+
+Found by name through Gym's registry; commands, files, status and close as Gym's facade uses
+them; background processes live until close and not a moment after; timeouts in Gym's shape;
+no network and no host files; what it cannot honour is refused, saying why; terminals work."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from nemo_gym.sandbox import AsyncSandbox
+from nemo_gym.sandbox.providers.base import SandboxCreateError, SandboxPtySpec, SandboxSpec, SandboxStatus
+from nemo_gym.sandbox.providers.registry import create_provider, get_provider_class
+
+from nemo_gym_prorl.integrations.gym.sandbox_provider import BubblewrapProvider
+
+pytestmark = pytest.mark.bwrap
+
+
+@pytest.fixture
+async def provider(tmp_path: Path) -> AsyncIterator[BubblewrapProvider]:
+    made = create_provider({"bubblewrap": {"root_dir": str(tmp_path / "boxes")}})
+    assert isinstance(made, BubblewrapProvider)
+    yield made
+    await made.aclose()
+
+
+@pytest.fixture
+async def sandbox(provider: BubblewrapProvider) -> AsyncIterator[AsyncSandbox]:
+    box = AsyncSandbox(provider, SandboxSpec(workdir="/work", env={"GREETING": "hi"}), owns_provider=False)
+    await box.start()
+    yield box
+    await box.stop()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1][0] != "Z"
+    except OSError:
+        return False
+
+
+def test_gym_finds_it_by_name_through_the_entry_point() -> None:
+    assert get_provider_class("bubblewrap") is BubblewrapProvider
+
+
+async def test_exec_upload_download_status_and_close(sandbox: AsyncSandbox, tmp_path: Path) -> None:
+    result = await sandbox.exec("echo $GREETING from $(pwd); echo oops >&2; exit 3")
+    assert (result.stdout, result.stderr, result.return_code, result.error_type) == (
+        "hi from /work\n", "oops\n", 3, None,
+    )  # fmt: skip
+    source = tmp_path / "in.bin"
+    source.write_bytes(bytes(range(256)))
+    await sandbox.upload(source, "data/in.bin")  # relative: under the workdir
+    await sandbox.upload(source, "/tmp/copy.bin")
+    checked = await sandbox.exec("cmp data/in.bin /tmp/copy.bin && wc -c < /work/data/in.bin")
+    assert checked.stdout.strip() == "256"
+    await sandbox.exec("printf made-inside > /tmp/out.txt")
+    await sandbox.download("/tmp/out.txt", tmp_path / "out.txt")
+    assert (tmp_path / "out.txt").read_text() == "made-inside"
+    await sandbox.download("/etc/os-release", tmp_path / "os-release")  # the read-only system view
+    assert (tmp_path / "os-release").read_bytes() == Path("/etc/os-release").read_bytes()
+    assert await sandbox.status() == SandboxStatus.RUNNING
+    await sandbox.stop()
+    assert await sandbox.status() == SandboxStatus.STOPPED
+
+
+async def test_spec_files_env_and_user_root(provider: BubblewrapProvider) -> None:
+    handle = await provider.create(SandboxSpec(files={"app/main.py": "print(6 * 7)"}, env={"X": "1"}))
+    try:
+        result = await provider.exec(handle, "python3 app/main.py; echo $X; id -u", user="root")
+        assert result.stdout.split() == ["42", "1", "0"]
+        with pytest.raises(ValueError, match="no other user"):
+            await provider.exec(handle, "true", user="nobody")
+    finally:
+        await provider.close(handle)
+
+
+async def test_a_setsid_daemon_outlives_its_exec_and_dies_at_close(provider: BubblewrapProvider) -> None:
+    handle = await provider.create(SandboxSpec())
+    started = await provider.exec(handle, "setsid sleep 300 >/dev/null 2>&1 </dev/null & echo started")
+    assert started.stdout == "started\n"
+    await asyncio.sleep(0.2)
+    listing = await provider.exec(handle, "ps -eo args")
+    assert "sleep 300" in listing.stdout  # a later exec sees it: same pid namespace, still running
+    daemons = [pid for pid in handle.raw.sandbox.cgroup_members() if "sleep\x00300" in _cmdline(pid)]
+    assert daemons, "the daemon is a host process of this sandbox"
+    await provider.close(handle)
+    await asyncio.sleep(0.1)
+    assert not any(_alive(pid) for pid in daemons)
+    assert handle.raw.sandbox.cgroup_members() == []
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_text()
+    except OSError:
+        return ""
+
+
+async def test_a_daemon_serves_later_execs_over_loopback(provider: BubblewrapProvider) -> None:
+    handle = await provider.create(SandboxSpec())
+    try:
+        await provider.exec(handle, "setsid python3 -m http.server 8765 >/dev/null 2>&1 </dev/null &")
+        fetch = "python3 -c \"import urllib.request as u; print(u.urlopen('http://127.0.0.1:8765/').status)\""
+        for _ in range(50):
+            result = await provider.exec(handle, fetch)
+            if result.return_code == 0:
+                break
+            await asyncio.sleep(0.1)
+        assert result.stdout.strip() == "200"
+    finally:
+        await provider.close(handle)
+
+
+async def test_timeout_has_gyms_shape_and_kills_the_command(provider: BubblewrapProvider) -> None:
+    handle = await provider.create(SandboxSpec())
+    try:
+        result = await provider.exec(handle, "echo begun; sleep 30", timeout_s=0.5)
+        assert (result.return_code, result.error_type) == (125, "timeout")
+        assert "timed out after 0.5s" in result.stderr
+        assert "sleep 30" not in (await provider.exec(handle, "ps -eo args")).stdout
+    finally:
+        await provider.close(handle)
+
+
+async def test_network_is_off(sandbox: AsyncSandbox) -> None:
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        port = server.getsockname()[1]
+        probe = (
+            'python3 -c "import socket; s = socket.socket(); s.settimeout(2); '
+            f"print(s.connect_ex(('127.0.0.1', {port})))\""
+        )
+        result = await sandbox.exec(probe)
+    assert int(result.stdout) != 0  # refused: the sandbox's loopback is its own, the host's is not there
+
+
+async def test_host_files_outside_are_neither_visible_nor_writable(
+    sandbox: AsyncSandbox, tmp_path: Path
+) -> None:
+    secret = tmp_path / "secret.txt"
+    secret.write_text("host only")
+    result = await sandbox.exec(f"cat {secret}; ls {tmp_path}; touch /usr/pwned; echo x > /etc/pwned")
+    assert result.return_code != 0 and "host only" not in result.stdout
+    assert not Path("/usr/pwned").exists() and not Path("/etc/pwned").exists()
+    caps = await sandbox.exec("grep CapEff /proc/self/status; mount -o remount,rw /usr")
+    assert "CapEff:\t0000000000000000" in caps.stdout and caps.return_code != 0
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        (SandboxSpec(image="docker.io/library/python:3.12-slim"), "pulls no container images"),
+        (SandboxSpec(resources={"gpu": 1}), "no GPU"),
+        (SandboxSpec(ports=[8080]), "no network"),
+        (SandboxSpec(workdir="/usr/app"), "outside the system directories"),
+        (SandboxSpec(provider_options={"privileged": True}), "unknown bubblewrap provider_options"),
+        (SandboxSpec(provider_options={"platform": {"os": "windows"}}), "runs on this host only"),
+    ],
+)
+async def test_what_it_cannot_honour_is_refused(
+    provider: BubblewrapProvider, spec: SandboxSpec, message: str
+) -> None:
+    with pytest.raises(SandboxCreateError, match=message):
+        await provider.create(spec)
+
+
+def test_network_and_strict_resources_are_provider_options() -> None:
+    with pytest.raises(ValueError, match="only supports 'none'"):
+        BubblewrapProvider(network="pypi.org")
+    with pytest.raises(ValueError, match="'host' or an absolute rootfs"):
+        BubblewrapProvider(images={"python:3.12-slim": "relative/dir"})
+
+
+async def test_cpu_is_refused_when_asked_to_be_strict(tmp_path: Path) -> None:
+    strict = BubblewrapProvider(unenforced_resources="refuse", root_dir=str(tmp_path))
+    with pytest.raises(SandboxCreateError, match="cannot cap CPU"):
+        await strict.create(SandboxSpec(resources={"cpu": 2}))
+
+
+async def test_an_image_name_maps_to_the_host_system_and_memory_to_a_limit(tmp_path: Path) -> None:
+    mapped = BubblewrapProvider(images={"python:3.12-slim": "host"}, root_dir=str(tmp_path))
+    handle = await mapped.create(
+        SandboxSpec(image="python:3.12-slim", resources={"memory_mib": 512, "cpu": 1})
+    )
+    try:
+        result = await mapped.exec(handle, "ulimit -v; python3 -c 'print(1)'")
+        assert result.stdout.split() == [str(512 * 1024), "1"]
+        assert handle.raw.unenforced == ["cpu"]
+    finally:
+        await mapped.aclose()
+
+
+async def test_ttl_closes_the_sandbox(tmp_path: Path) -> None:
+    provider = BubblewrapProvider(root_dir=str(tmp_path))
+    handle = await provider.create(SandboxSpec(ttl_s=0.3))
+    await asyncio.sleep(0.8)
+    assert await provider.status(handle) == SandboxStatus.STOPPED
+    with pytest.raises(RuntimeError, match="ttl_s"):
+        await provider.exec(handle, "true")
+    await provider.close(handle)
+
+
+async def test_pty_session(sandbox: AsyncSandbox) -> None:
+    session = await sandbox.pty.create()
+    async with session:
+        await session.write(b"stty -echo; echo $((6*7)); tty\n")
+        seen = b""
+        while b"42" not in seen:
+            seen += await session.read(timeout_s=5)
+        await session.write(b"exit 5\n")
+        assert await session.wait_exit(timeout_s=5) == 5
+    result = await sandbox.pty.exec("echo piped; echo err >&2", pty=False, timeout_s=10)
+    assert (result.stdout, result.stderr, result.return_code) == ("piped\n", "err\n", 0)
+
+
+async def test_nothing_is_left_running_after_close(tmp_path: Path) -> None:
+    provider = BubblewrapProvider(root_dir=str(tmp_path))
+    handle = await provider.create(SandboxSpec())
+    await provider.exec(handle, "for i in 1 2 3; do setsid sleep 300 </dev/null >/dev/null 2>&1 & done")
+    session = await provider.create_pty(handle, SandboxPtySpec())
+    members = handle.raw.sandbox.cgroup_members()
+    assert len(members) >= 5
+    await provider.aclose()  # closes sandboxes still open, and their terminals
+    await asyncio.sleep(0.1)
+    assert session.closed and not any(_alive(pid) for pid in members)
+    assert not any(os.scandir(tmp_path))  # the sandbox's directories are gone too
