@@ -124,6 +124,13 @@ class AgentRolloutHandler:
             raise InvalidInstanceError("responses_create_params.input", str(exc)) from None
         self.transport.validate(instance)
 
+    async def check_instance(self, instance: Mapping[str, Any]) -> None:
+        """The transport's check at submit that must await (a Gym resources server's
+        `/check_instance`), after `validate`; nothing for a transport whose `validate` says all."""
+        check = getattr(self.transport, "check_instance", None)
+        if check is not None:
+            await check(instance)
+
     # -- INIT -------------------------------------------------------------------------------------
     async def init(self, job: Job) -> Any:
         try:

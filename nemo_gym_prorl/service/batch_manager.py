@@ -18,7 +18,7 @@ import os
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -26,10 +26,9 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from nemo_gym_prorl.pipeline.dapo import BatchEvent, BatchStats, DapoConfig, DapoScheduler
 from nemo_gym_prorl.pipeline.groups import GroupResult
-from nemo_gym_prorl.pipeline.handler import InvalidInstanceError
-from nemo_gym_prorl.pipeline.prompt_source import CyclingSource, PromptSource
+from nemo_gym_prorl.pipeline.prompt_source import CyclingSource, PromptSource, iter_jsonl
 from nemo_gym_prorl.service.core import RolloutService
-from nemo_gym_prorl.service.errors import ApiError
+from nemo_gym_prorl.service.errors import ApiError, as_api_error
 
 ID_PATTERN = r"^[A-Za-z0-9_.:\-]+$"
 MAX_INLINE_ROWS = 100_000
@@ -90,6 +89,17 @@ class SourceSpec(BaseModel):
             raise ValueError("give exactly one of `rows` (inline) or `dataset` (server-side name)")
         return self
 
+    def label(self) -> str:
+        """How a refusal names this source: `source.rows` or `source.dataset 'name'`."""
+        return "source.rows" if self.rows is not None else f"source.dataset {self.dataset!r}"
+
+    def rows_once(self, catalog: DatasetCatalog) -> Iterable[Mapping[str, Any]]:
+        """Every row of one epoch, in the source's own order (a dataset read lazily; a line that
+        is not a JSON object is refused, naming the file and line)."""
+        if self.rows is not None:
+            return self.rows
+        return _dataset_rows(catalog.path(str(self.dataset)), self.label())
+
     def build(self, catalog: DatasetCatalog) -> PromptSource:
         data: list[dict[str, Any]] | Path = (
             self.rows if self.rows is not None else catalog.path(str(self.dataset))
@@ -97,6 +107,13 @@ class SourceSpec(BaseModel):
         return CyclingSource(
             data, epochs=self.epochs, shuffle_seed=self.shuffle_seed, key_field=self.key_field
         )
+
+
+def _dataset_rows(path: Path, label: str) -> Iterator[dict[str, Any]]:
+    try:
+        yield from iter_jsonl(path)
+    except ValueError as exc:  # the file's own fault, named by line: the request cannot run
+        raise ApiError(400, "invalid_dataset", f"{label}: {exc}") from None
 
 
 class BatchRequest(BaseModel):
@@ -252,7 +269,7 @@ class BatchManager:
         self._lock = asyncio.Lock()
 
     async def start(self, request: BatchRequest) -> BatchRun:
-        self._check_rows(request)  # 400 before 503: bad input is bad whatever the state
+        await self._check_rows(request)  # 400 before 503: bad input is bad whatever the state
         await self.service.check_admission()
         async with self._lock:  # session creation and the busy check are one step
             session = self.sessions.get(request.session_id) if request.session_id else None
@@ -279,18 +296,20 @@ class BatchManager:
             await asyncio.sleep(0)
             return run
 
-    def _check_rows(self, request: BatchRequest) -> None:
-        """Inline rows are checked at the door like any submitted instance (dataset rows are
-        read as the batch goes, and a bad one fails its own rollout)."""
-        if request.session_id in self.sessions:
+    async def _check_rows(self, request: BatchRequest) -> None:
+        """A new session's rows, inline or a dataset's, are checked at the door like any
+        submitted instance before anything starts: the first bad one is named by its index in
+        the source (a dataset is read once for this, a chunk at a time)."""
+        if request.session_id in self.sessions or request.source is None:
             return  # a running session's source is fixed (giving one again is refused: 409)
-        rows = request.source.rows if request.source is not None else None
+        source = request.source
         task = request.config.task if request.config is not None else DapoConfig().task
-        for index, row in enumerate(rows or []):
-            try:
-                self.service.check_instance(row, task)
-            except InvalidInstanceError as exc:
-                raise ApiError(400, "invalid_instance", f"source.rows[{index}]: {exc}") from None
+        refusal = await self.service.first_refusal(source.rows_once(self.datasets), task)
+        if refusal is None:
+            return
+        answer = as_api_error(refusal.error)  # the code every door answers it with, the row named
+        assert answer is not None  # the table knows every refusal
+        raise ApiError(answer.status, answer.code, f"{source.label()}[{refusal.index}]: {answer.reason}")
 
     def _new_session(self, request: BatchRequest) -> Session:
         if request.source is None:

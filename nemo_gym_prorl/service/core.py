@@ -10,17 +10,42 @@ so concurrent control calls can never receive each other's answers.
 from __future__ import annotations
 
 import asyncio
+import inspect
+import itertools
 import logging
-from collections.abc import AsyncIterator, Mapping, Sequence
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
+from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from nemo_gym_prorl.pipeline import JobResult, JobSpec, Pipeline
+from nemo_gym_prorl.pipeline import InvalidInstanceError, JobResult, JobSpec, Pipeline, UnknownTaskError
 from nemo_gym_prorl.service.backends import BackendInfo, BackendRegistry
 from nemo_gym_prorl.service.errors import ApiError
 
 logger = logging.getLogger(__name__)
+
+InstanceCheck = Callable[[Mapping[str, Any]], Awaitable[None]]
+"""A check of one instance that must await (the domain's check lives in another server)."""
+
+# Checks awaited at once for one submit (a trainer may submit thousands of rows in one call).
+MAX_CONCURRENT_CHECKS = 32
+# Rows of a batch's source checked per step: a dataset is read a chunk at a time, and the first
+# bad row ends the reading.
+CHECK_CHUNK_ROWS = 256
+
+
+class Refusal(NamedTuple):
+    """The first row refused at submit: its position among those submitted, and why."""
+
+    index: int
+    error: InvalidInstanceError | UnknownTaskError
+
+
+def awaited_check(handler: object) -> InstanceCheck | None:
+    """A handler's check at submit that must await (the agent handler's reaches a Gym resources
+    server's `/check_instance`); None for handlers that check all in `validate`."""
+    check = getattr(handler, "check_instance", None)
+    return check if check is not None and inspect.iscoroutinefunction(check) else None
 
 
 class ServiceOptions(BaseModel):
@@ -75,23 +100,79 @@ class RolloutService:
                 "no LLM backend can take work; add one with POST /v1/backends or /add_llm_server",
             )
 
-    def admit(self, specs: Sequence[JobSpec]) -> list[JobSpec]:
+    async def admit(self, specs: Sequence[JobSpec]) -> list[JobSpec]:
         """The jobs with their task resolved (once, here), each instance checked by its task's
         handler: an unknown task or an instance the task cannot run is refused (400) before any
         work, whatever the service's state. Every door submits through this."""
-        admitted = []
-        for spec in specs:
-            task = self.pipeline.handlers.resolve(spec.task, spec.instance)
-            self.pipeline.handlers.validate(task, spec.instance)
-            admitted.append(spec if spec.task == task else spec.model_copy(update={"task": task}))
+        admitted, refusal = await self._admit(specs)
+        if refusal is not None:
+            raise refusal.error
         return admitted
 
-    def check_instance(self, instance: Mapping[str, Any], task: str | None = None) -> None:
-        """Raise as `admit` would for one instance (a DAPO batch's inline rows)."""
-        self.admit([JobSpec(task=task, instance=dict(instance))])
+    async def first_refusal(self, rows: Iterable[Mapping[str, Any]], task: str | None) -> Refusal | None:
+        """The first of `rows` (a DAPO batch's source) that `admit` would refuse, with its index;
+        None when all pass. Read a chunk at a time: a dataset is never held whole."""
+        for chunk in itertools.batched(enumerate(rows), CHECK_CHUNK_ROWS, strict=False):  # last: short
+            specs = [JobSpec(task=task, instance=dict(row)) for _, row in chunk]
+            _, refusal = await self._admit(specs)
+            if refusal is not None:
+                return Refusal(chunk[refusal.index][0], refusal.error)
+            await asyncio.sleep(0)  # a long source must not hold the event loop
+        return None
+
+    async def _admit(self, specs: Sequence[JobSpec]) -> tuple[list[JobSpec], Refusal | None]:
+        """The specs resolved, and the first refused. The handlers' own checks run first, in
+        order, up to the first refusal; the awaited checks then run for the rows before it (a row
+        after it cannot be the first). A check that could not be made raises (503), unless a row
+        was refused: bad input is answered whatever the state."""
+        resolved: list[JobSpec] = []
+        refusal: Refusal | None = None
+        for index, spec in enumerate(specs):
+            try:
+                resolved.append(self._resolve(spec))
+            except (InvalidInstanceError, UnknownTaskError) as exc:
+                refusal = Refusal(index, exc)
+                break
+        try:
+            earlier = await self._awaited_refusal(resolved)
+        except Exception:
+            if refusal is None:
+                raise
+            earlier = None  # a row is refused anyway: that answer needs no other check
+        return resolved, earlier or refusal
+
+    def _resolve(self, spec: JobSpec) -> JobSpec:
+        task = self.pipeline.handlers.resolve(spec.task, spec.instance)
+        self.pipeline.handlers.validate(task, spec.instance)
+        return spec if spec.task == task else spec.model_copy(update={"task": task})
+
+    async def _awaited_refusal(self, specs: Sequence[JobSpec]) -> Refusal | None:
+        """Run the handlers' awaited checks of `specs` (resolved), a few at once; the first
+        refusal by position, else the first error of a check that could not be made."""
+        gate = asyncio.Semaphore(MAX_CONCURRENT_CHECKS)
+
+        async def run(check: InstanceCheck, instance: Mapping[str, Any]) -> None:
+            async with gate:
+                await check(instance)
+
+        checks = [
+            (index, check, spec.instance)
+            for index, spec in enumerate(specs)
+            if (check := awaited_check(self.pipeline.handlers.get(str(spec.task)))) is not None
+        ]
+        if not checks:
+            return None
+        outcomes = await asyncio.gather(*(run(c, i) for _, c, i in checks), return_exceptions=True)
+        failed = [(c[0], o) for c, o in zip(checks, outcomes, strict=True) if isinstance(o, BaseException)]
+        for index, error in failed:
+            if isinstance(error, InvalidInstanceError):
+                return Refusal(index, error)
+        if failed:
+            raise failed[0][1]
+        return None
 
     async def submit(self, specs: Sequence[JobSpec]) -> list[str]:
-        admitted = self.admit(specs)  # 400 before 503: bad input is bad whatever the state
+        admitted = await self.admit(specs)  # 400 before 503: bad input is bad whatever the state
         await self.check_admission()
         return self.pipeline.submit(admitted)
 

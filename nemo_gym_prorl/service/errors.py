@@ -12,6 +12,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from nemo_gym_prorl.agent.handler import ToolServiceUnavailableError
 from nemo_gym_prorl.llm.policy import PolicyLoadError, PolicyVersionError
 from nemo_gym_prorl.pipeline import (
     DuplicateJobError,
@@ -54,6 +55,11 @@ ERRORS: dict[type[Exception], tuple[int, str, dict[str, str] | None]] = {
     DuplicateJobError: (409, "duplicate_id", None),
     QueueFullError: (503, "queue_full", RETRY_AFTER),
     PipelineClosedError: (503, "shutting_down", None),
+    # What checks a row at submit where its tools live (a Gym resources server) could not be
+    # reached: the row is neither accepted unchecked nor refused. Answered as a rollout that met
+    # the same server down at INIT is (same code, so trainers and Gym classify it alike), plus
+    # `Retry-After`: nothing was started, asking again is all there is to do.
+    ToolServiceUnavailableError: (503, "infrastructure_failure", RETRY_AFTER),
     # A publish the backends cannot carry out (a bad adapter path, no backend up, full weights)
     # is refused whole and changes nothing: the caller's to fix, not a fault of this server.
     PolicyVersionError: (409, "stale_version", None),
@@ -132,6 +138,9 @@ ErrorBodyDoc: dict[int | str, dict[str, Any]] = {
     410: _error_doc("Result evicted by the retention cap"),
     422: _error_doc("Malformed request"),
     429: _error_doc("Too many batch sessions open"),
-    503: _error_doc("Queue full (with Retry-After), not running, no LLM backend, or shutting down"),
+    503: _error_doc(
+        "Queue full or the tools' server unreachable (with Retry-After), not running, no LLM backend, "
+        "or shutting down"
+    ),
     504: _error_doc("The rollout did not finish in time (cancelled)"),
 }

@@ -12,20 +12,9 @@ import asyncio
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
-import httpx
 import pytest
-from nemo_gym.config_types import BaseServerConfig
-from nemo_gym.server_utils import ServerClient
-from omegaconf import OmegaConf
-from support.gym_fakes import FakeResources, ScriptedDialect, scripted_runtime, session_opened
-
-from environment_servers.prorl_pipeline.app import (
-    ProRLPipelineEnvironmentServer,
-    ProRLPipelineEnvironmentServerConfig,
-)
-from nemo_gym_prorl.integrations.gym.config import ProRLAgentSettings
-from nemo_gym_prorl.pipeline import PipelineConfig
-from responses_api_agents.prorl_agent.app import ProRLAgent, ProRLAgentConfig
+from support.environment_stack import EnvironmentStack
+from support.gym_fakes import FakeResources, ScriptedDialect, session_opened
 
 TOOL = {"type": "function", "name": "ipython", "description": "run python", "strict": False,
         "parameters": {"type": "object", "properties": {"code": {"type": "string"}}, "required": ["code"]}}  # fmt: skip
@@ -59,44 +48,12 @@ def episode(rollout_id: str = "t0-r0", attempt: int = 0, **extra: object) -> dic
     }
 
 
-class _AgentReply:
-    """What Gym's server client returns (aiohttp's response, the parts the server reads)."""
+class Stack(EnvironmentStack):
+    """The environment server and the agent over the in-memory resources server."""
 
-    def __init__(self, response: httpx.Response) -> None:
-        self.status, self.ok, self._body = response.status_code, response.is_success, response.content
-
-    async def read(self) -> bytes:
-        return self._body
-
-    def raise_for_status(self) -> None:
-        if not self.ok:
-            raise RuntimeError(f"HTTP {self.status}")
-
-
-class InProcessClient:
-    """Gym's server client, reaching the agent app in process; `down` makes it unreachable."""
-
-    def __init__(self, agent_app: Any) -> None:
-        self.http = httpx.AsyncClient(transport=httpx.ASGITransport(app=agent_app), base_url="http://agent")
-        self.down = False
-        self.paths: list[str] = []
-
-    async def post(self, server_name: str, url_path: str, json: Any = None, **_: Any) -> _AgentReply:
-        self.paths.append(url_path)
-        if self.down:
-            import aiohttp
-
-            raise aiohttp.ClientConnectionError("connection refused")
-        return _AgentReply(await self.http.post(url_path, json=json, timeout=60))
-
-
-class Stack:
-    def __init__(self, server: ProRLPipelineEnvironmentServer, client: InProcessClient,
-                 resources: FakeResources, dialect: ScriptedDialect) -> None:  # fmt: skip
-        self.server, self.client, self.resources, self.dialect = server, client, resources, dialect
-        self.http = httpx.AsyncClient(
-            transport=httpx.ASGITransport(app=server.setup_webserver()), base_url="http://env"
-        )
+    def __init__(self, dialect: ScriptedDialect, **limits: Any) -> None:
+        self.resources = FakeResources(reward=1.0)
+        super().__init__(dialect, lambda: self.resources, {"prorl_math": "prorl_math"}, **limits)
 
     def seeds(self) -> int:
         return sum(1 for _, path, _, _ in self.resources.calls if path == "/seed_session")
@@ -113,37 +70,15 @@ MakeStack = Callable[..., Stack]
 
 @pytest.fixture
 async def make_stack() -> AsyncIterator[MakeStack]:
-    agents: list[ProRLAgent] = []
+    stacks: list[Stack] = []
 
     def make(dialect: ScriptedDialect | None = None, **limits: Any) -> Stack:
-        resources = FakeResources(reward=1.0)
-        dialect = dialect or ScriptedDialect([CALL, ANSWER])
-        gym_client = ServerClient(head_server_config=BaseServerConfig(host="127.0.0.1", port=11000),
-                                  global_config_dict=OmegaConf.create({}))  # fmt: skip
-        agent = ProRLAgent(
-            config=ProRLAgentConfig(
-                host="127.0.0.1", port=0, entrypoint="app.py", name="prorl_agent",
-                model_server={"type": "responses_api_models", "name": "policy_model"},
-                resources_servers={"prorl_math": {"type": "resources_servers", "name": "prorl_math"}},
-                llm={"backends": ["http://127.0.0.1:9"], "health_path": None, "model": "m"},
-            ),
-            server_client=gym_client,
-        )  # fmt: skip
-        settings = ProRLAgentSettings(pipeline=PipelineConfig(init_workers=2, run_workers=2, eval_workers=2))
-        agent._runtime = scripted_runtime(settings, dialect, lambda: resources)
-        agents.append(agent)
-        client = InProcessClient(agent.setup_webserver())
-        config = ProRLPipelineEnvironmentServerConfig(
-            host="127.0.0.1", port=0, entrypoint="app.py", name="prorl_agent_environment_server",
-            agent_server={"type": "responses_api_agents", "name": "prorl_agent"}, **limits,
-        )  # fmt: skip
-        server = ProRLPipelineEnvironmentServer(config=config, server_client=gym_client)
-        server.server_client = client  # type: ignore[assignment]
-        return Stack(server, client, resources, dialect)
+        stacks.append(Stack(dialect or ScriptedDialect([CALL, ANSWER]), **limits))
+        return stacks[-1]
 
     yield make
-    for agent in agents:
-        await agent.runtime.close()
+    for stack in stacks:
+        await stack.close()
 
 
 async def test_an_episode_request_answers_gyms_typed_result(make_stack: MakeStack) -> None:

@@ -28,6 +28,8 @@ from unittest.mock import MagicMock
 
 import pytest
 import uvicorn
+from fastapi import FastAPI
+from fastapi.responses import JSONResponse
 from nemo_gym.rollout_observability import TrajectoryRecord
 from nemo_gym.server_utils import ServerClient
 from support.fake_llm import FakeLLM, detokenize
@@ -104,6 +106,24 @@ async def math_server() -> AsyncIterator[int]:
             yield port
 
 
+@pytest.fixture
+async def failing_seed_server() -> AsyncIterator[int]:
+    """A resources server that passes every row at submit (`/check_instance`) and then fails to
+    seed it (503): a failure only a node's stage can meet."""
+    app = FastAPI()
+
+    @app.post("/check_instance")
+    async def check() -> dict[str, bool]:
+        return {"ok": True}
+
+    @app.post("/seed_session")
+    async def seed() -> JSONResponse:
+        return JSONResponse({"detail": "out of sandboxes"}, status_code=503)
+
+    async with served(app) as port:
+        yield port
+
+
 def gym_config(math_port: int, dead_port: int) -> dict[str, Any]:
     """The global config an `ng_run` would hold: where each resources server listens."""
 
@@ -120,12 +140,14 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-async def test_rows_run_on_every_node_and_failures_keep_their_class(cluster: Any, math_server: int) -> None:
+async def test_rows_run_on_every_node_and_failures_keep_their_class(
+    cluster: Any, math_server: int, failing_seed_server: int
+) -> None:
     model = await FakeLLM(responder=compute_then_answer).start()
     clients = functools.partial(
         GymServerClient.from_config,
         {"host": "127.0.0.1", "port": free_port()},
-        gym_config(math_server, free_port()),
+        gym_config(math_server, failing_seed_server),
         connection_retries=2,
     )
     settings = ProRLAgentSettings(
@@ -163,10 +185,10 @@ async def test_rows_run_on_every_node_and_failures_keep_their_class(cluster: Any
         assert {o.body["prorl"]["nodes"][0] for o in outcomes} == node_ids  # both nodes took rows
         assert sum(n.placed_total for n in executor.nodes()) == 4
 
-        # The node's RolloutFailure (resources server unreachable at seed) keeps its class.
+        # The node's RolloutFailure (the resources server failing at seed) keeps its class.
         dead = await runtime.run(row("prorl_dead"))
         assert dead.status == 503 and dead.body["error"] == "infrastructure_failure"
-        assert "seed_session" in dead.body["detail"]
+        assert "seed_session answered HTTP 503" in dead.body["detail"]
     finally:
         await runtime.close()
         await model.kill()

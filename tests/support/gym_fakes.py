@@ -7,6 +7,7 @@ Gym agent runtime wired to both (`scripted_runtime`)."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -23,7 +24,9 @@ class FakeResources:
     """An in-memory resources server. `fail` maps a path to an HTTP status (or 'down').
 
     `rollout_ids` holds (path, Gym's current rollout id) for every call, as Gym's client would
-    prefix it; a tool's reply names the rollout too, so a caller on another node can see it."""
+    prefix it; a tool's reply names the rollout too, so a caller on another node can see it.
+    `/check_instance` (the check at submit, before any rollout) takes every row and is kept apart,
+    in `checks`: `calls` and `rollout_ids` are the rollouts' own calls."""
 
     def __init__(self, reward: float = 1.0, fail: Mapping[str, int | str] | None = None) -> None:
         self.reward = reward
@@ -31,9 +34,12 @@ class FakeResources:
         self.calls: list[tuple[str, str, Any, dict[str, str]]] = []
         self.rollout_ids: list[tuple[str, str | None]] = []
         self.open_sessions: set[str] = set()
+        self.checks: list[tuple[str, Any]] = []
         self._n = 0
 
     async def post(self, server: str, path: str, body: Any, cookies: Mapping[str, str]) -> ResourcesReply:
+        if path == "/check_instance":
+            return self._check(server, body)
         self.calls.append((server, path, body, dict(cookies)))
         rollout_id = current_rollout_id()
         self.rollout_ids.append((path, rollout_id))
@@ -85,6 +91,15 @@ class FakeResources:
             dict(cookies),
         )
 
+    def _check(self, server: str, body: Any) -> ResourcesReply:
+        self.checks.append((server, body))
+        failure = self.fail.get("/check_instance")
+        if failure == "down":
+            raise ResourcesUnavailableError(f"{server}/check_instance: connection refused")
+        if isinstance(failure, int):
+            return ResourcesReply(failure, {"detail": "boom"}, {})
+        return ResourcesReply(200, {"ok": True}, {})
+
 
 def scripted_runtime(
     settings: ProRLAgentSettings,
@@ -104,3 +119,10 @@ def scripted_runtime(
     )
     runtime.llm.dialect = dialect
     return runtime
+
+
+async def session_opened(resources: FakeResources, timeout_s: float = 20.0) -> None:
+    """Return once a rollout holds a session of `resources` (its INIT is done)."""
+    async with asyncio.timeout(timeout_s):
+        while not resources.open_sessions:  # noqa: ASYNC110 (the fake has no event to wait on)
+            await asyncio.sleep(0.01)

@@ -15,6 +15,7 @@ prints it):
 | queue full, service paused                      | prorl:queue_full          | no       | admission    |
 | no LLM backend can take work                    | provider_unavailable      | no       | admission    |
 | shutting down                                   | shutdown                  | no       | admission    |
+| resources server unreachable at submit's check  | transport_unreachable     | no       | admission    |
 | resources server unreachable / 5xx at seed      | transport_unreachable     | no       | seed         |
 | row refused by the resources server at seed     | prorl:invalid_instance    | yes      | seed         |
 | uncaught error in INIT / RUN / EVAL             | prorl:stage_error         | yes      | seed/agent/verification |
@@ -65,6 +66,7 @@ _REFUSALS: dict[str, tuple[str, bool, str]] = {
     "queue_full": (QUEUE_FULL, False, "admission"),
     "not_running": (QUEUE_FULL, False, "admission"),
     "no_backend": ("provider_unavailable", False, "admission"),
+    "infrastructure_failure": ("transport_unreachable", False, "admission"),
     "shutting_down": ("shutdown", False, "admission"),
 }
 _STAGE_OF_CRITICAL = {"init": "seed", "run": "agent", "eval": "verification"}

@@ -6,7 +6,9 @@
 Routes (on top of Gym's `/seed_session`, `/verify`, `/close_session`, `/aggregate_metrics`):
 one POST route per tool the domain offers (`/bash`, `/ipython`, `/editor`, `/submit`), taking
 the tool's JSON arguments and returning a `ToolObservation` (`text`, `is_error`, `metadata`);
-`/exec` runs one command of an agent harness to completion in the session's sandbox.
+`/exec` runs one command of an agent harness to completion in the session's sandbox;
+`/check_instance` answers whether `/seed_session` would take a row (200, or the same 400
+`invalid_instance` naming the field), opening nothing: the agent's rollout API asks it at submit.
 
 A session (keyed by Gym's session cookie, or by `resources_session_id` when a 0.7 environment
 server seeds it) owns one sandbox and its `ToolBox`. `/seed_session` takes the dataset row (its
@@ -25,7 +27,7 @@ import logging
 import time
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from fastapi import Body, FastAPI, HTTPException, Request
 from nemo_gym.base_resources_server import (
@@ -79,6 +81,12 @@ class ProRLSeedSessionRequest(BaseSeedSessionRequest):
     """The dataset row (its task fields) as the agent's `/run` posts it."""
 
     model_config = ConfigDict(extra="allow")
+
+
+class CheckInstanceResponse(BaseModel):
+    """`/check_instance`: `/seed_session` would take the row (nothing was opened to find out)."""
+
+    ok: Literal[True] = True
 
 
 class ProRLVerifyRequest(BaseVerifyRequest):
@@ -154,6 +162,7 @@ class ProRLTaskServer(SimpleResourcesServer):
         for tool in self.task_tools:
             app.post(f"/{tool}")(self._tool_route(tool))
         app.post("/exec")(self._exec_route())
+        app.post("/check_instance")(self.check_instance)
         inner = app.router.lifespan_context
 
         @contextlib.asynccontextmanager
@@ -222,6 +231,23 @@ class ProRLTaskServer(SimpleResourcesServer):
         if self._task is not None:
             await self._task.aclose()
 
+    def check_row(self, checked: Mapping[str, Any]) -> None:
+        """The domain's check of a row, one for `/seed_session` and `/check_instance`: what no
+        stage could run is refused (400 `invalid_instance` naming the field) before a sandbox
+        opens. `checked` is the row with its prompt (the check sees the declared tools too)."""
+        try:
+            self.task.check_row(checked)
+        except InvalidInstanceError as exc:
+            raise HTTPException(
+                400, {"error": INVALID_INSTANCE, "field": exc.field, "reason": exc.reason}
+            ) from None
+
+    async def check_instance(self, body: ProRLSeedSessionRequest) -> CheckInstanceResponse:
+        """Would `/seed_session` take this row? The same check, with no session, sandbox or
+        workspace opened: what the agent's rollout API asks at submit, before anything runs."""
+        self.check_row(row_of(body, keep=_PROMPT))
+        return CheckInstanceResponse()
+
     async def seed_session(
         self, request: Request, body: ResourcesSeedSessionRequest | ProRLSeedSessionRequest
     ) -> ResourcesSeedSessionResponse | BaseSeedSessionResponse:
@@ -230,12 +256,8 @@ class ProRLTaskServer(SimpleResourcesServer):
         else:  # the session keeps the task fields; the check sees the prompt's declared tools too
             checked = row_of(body, keep=_PROMPT)
             row = {k: v for k, v in checked.items() if k not in _PROMPT}
-        try:
-            self.task.check_row(checked)
-        except InvalidInstanceError as exc:  # what no stage could run is refused before a sandbox opens
-            raise HTTPException(
-                400, {"error": INVALID_INSTANCE, "field": exc.field, "reason": exc.reason}
-            ) from None
+        # Checked again here, whoever checked at submit: a 0.7 environment server seeds directly.
+        self.check_row(checked)
         if isinstance(body, ResourcesSeedSessionRequest):
             sid = body.resources_session_id
             if sid in self._closed_ids:

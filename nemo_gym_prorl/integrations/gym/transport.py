@@ -3,6 +3,7 @@
 
 """A rollout whose tools and scoring live in a NeMo Gym resources server, reached over HTTP.
 
+    SUBMIT POST <server>/check_instance (row)        the domain's check, nothing opened
     INIT  POST <server>/seed_session (row)           cookies kept per rollout
     RUN   each tool call is a POST to <server>/<tool> with those cookies
     EVAL  POST <server>/verify (row + response)      the server then closes its session
@@ -13,6 +14,11 @@ Every call is made in the job's rollout context (Gym's `rollout_context`, the ro
 on, so the server's records of seed, tool and verify calls name their rollout. Gym sets that
 context only around `/run` itself, and the stages run in the pipeline's workers (or on a Ray
 node), outside it; /verify alone would otherwise be named, from its body.
+
+At submit, the rollout API (`service.core`) awaits `check_instance`: the resources server's own
+check of the row, the one `/seed_session` runs, so every door of the agent refuses what no stage
+could run (400 `invalid_instance`) before anything is queued. A server without that route (not
+one of this project's) checks at `/seed_session` only; one that cannot be reached is answered 503.
 
 The handler above it (`agent.handler.AgentRolloutHandler`) is the same one `prorl serve` runs;
 this module is only the transport. Tool calls are checked here with the same vocabulary as
@@ -37,7 +43,7 @@ from nemo_gym_prorl.agent.loop import AgentTrajectory
 from nemo_gym_prorl.integrations.gym import observability
 from nemo_gym_prorl.integrations.gym.response import chat_tool_specs, gym_response
 from nemo_gym_prorl.pipeline import Evaluation, Job, RolloutFailure, Trajectory
-from nemo_gym_prorl.pipeline.handler import INVALID_INSTANCE
+from nemo_gym_prorl.pipeline.handler import INVALID_INSTANCE, InvalidInstanceError
 from nemo_gym_prorl.sandbox.base import ExecResult
 from nemo_gym_prorl.tools.dispatch import ToolObservation, decode_arguments, invalid_arguments, unknown_tool
 from nemo_gym_prorl.tools.specs import ALL_TOOLS, ARGUMENT_MODELS
@@ -245,7 +251,25 @@ class ResourcesServerTransport:
         self.client = client
 
     def validate(self, instance: Mapping[str, Any]) -> None:
-        """The resources server checks the rest at `/seed_session` (its tools are its own)."""
+        """Nothing here: the domain's check lives in the resources server (`check_instance`)."""
+
+    async def check_instance(self, instance: Mapping[str, Any]) -> None:
+        """At submit: raise `InvalidInstanceError` naming the field when the resources server's
+        `/check_instance` refuses the row (the check `/seed_session` runs; nothing is opened), or
+        `ResourcesUnavailableError` when it cannot answer (the door answers 503, Retry-After)."""
+        with rollout_context(observability.rollout_id_of(instance)):
+            reply = await self.client.post(self.server, "/check_instance", dict(instance), {})
+        if reply.status in (404, 405):  # a server without the route: it checks at /seed_session
+            return
+        if reply.status >= 500:
+            raise ResourcesUnavailableError(
+                f"{self.server}/check_instance answered HTTP {reply.status}: {str(reply.body)[:300]}"
+            )
+        if reply.status >= 400:
+            raise refusal_of(reply) or InvalidInstanceError(
+                "",
+                f"{self.server}/check_instance refused the row (HTTP {reply.status}): {str(reply.body)[:500]}",
+            )
 
     async def open(self, job: Job) -> ResourcesSession:
         rollout_id = observability.rollout_id_of(job.instance)
@@ -260,15 +284,9 @@ class ResourcesServerTransport:
                 f"{self.server}/seed_session answered HTTP {reply.status}: {str(reply.body)[:500]}",
             )
         if reply.status >= 400:
-            detail = reply.body.get("detail") if isinstance(reply.body, Mapping) else None
-            if isinstance(detail, Mapping) and detail.get("error") == INVALID_INSTANCE:
-                # The domain's own check of the row, answered as every door answers it.
-                raise RolloutFailure(
-                    "data",
-                    f"instance.{detail.get('field')}: {detail.get('reason')}",
-                    400,
-                    code=INVALID_INSTANCE,
-                )
+            refused = refusal_of(reply)
+            if refused is not None:  # the domain's own check of the row, answered as every door answers it
+                raise RolloutFailure("data", str(refused), 400, code=INVALID_INSTANCE)
             raise RolloutFailure(
                 "data",
                 f"{self.server}/seed_session refused the row (HTTP {reply.status}): {str(reply.body)[:500]}",
@@ -331,6 +349,15 @@ class ResourcesServerTransport:
         state.closed = True
         with contextlib.suppress(Exception):
             await state.tools.post("/close_session", None)
+
+
+def refusal_of(reply: ResourcesReply) -> InvalidInstanceError | None:
+    """The domain's refusal of a row in a resources server's 400 (`invalid_instance` naming the
+    field: `ProRLTaskServer.check_row`); None for any other answer."""
+    detail = reply.body.get("detail") if isinstance(reply.body, Mapping) else None
+    if reply.status != 400 or not isinstance(detail, Mapping) or detail.get("error") != INVALID_INSTANCE:
+        return None
+    return InvalidInstanceError(str(detail.get("field") or ""), str(detail.get("reason")))
 
 
 def masked_evaluation(kind: str, reason: str) -> Evaluation:

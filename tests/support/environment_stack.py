@@ -1,0 +1,100 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
+"""The environment server `prorl_pipeline` in front of the real ProRL agent app, in process: the
+agent's runtime runs a scripted model over the resources client a test gives it (the in-memory
+fake or the four real domain servers), and Gym's server client is replaced by one that reaches
+the agent app over ASGI (`down` makes the agent unreachable)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import aiohttp
+import httpx
+from nemo_gym.config_types import BaseServerConfig
+from nemo_gym.server_utils import ServerClient
+from omegaconf import OmegaConf
+
+from environment_servers.prorl_pipeline.app import (
+    ProRLPipelineEnvironmentServer,
+    ProRLPipelineEnvironmentServerConfig,
+)
+from nemo_gym_prorl.integrations.gym.config import ProRLAgentSettings
+from nemo_gym_prorl.integrations.gym.transport import ResourcesClient
+from nemo_gym_prorl.pipeline import PipelineConfig
+from responses_api_agents.prorl_agent.app import ProRLAgent, ProRLAgentConfig
+from support.gym_fakes import scripted_runtime
+from support.scripted_model import ScriptedDialect
+
+
+class _AgentReply:
+    """What Gym's server client returns (aiohttp's response, the parts the server reads)."""
+
+    def __init__(self, response: httpx.Response) -> None:
+        self.status, self.ok, self._body = response.status_code, response.is_success, response.content
+
+    async def read(self) -> bytes:
+        return self._body
+
+    def raise_for_status(self) -> None:
+        if not self.ok:
+            raise RuntimeError(f"HTTP {self.status}")
+
+
+class InProcessClient:
+    """Gym's server client, reaching the agent app in process."""
+
+    def __init__(self, agent_app: Any) -> None:
+        self.http = httpx.AsyncClient(transport=httpx.ASGITransport(app=agent_app), base_url="http://agent")
+        self.down = False
+        self.paths: list[str] = []
+
+    async def post(self, server_name: str, url_path: str, json: Any = None, **_: Any) -> _AgentReply:
+        self.paths.append(url_path)
+        if self.down:
+            raise aiohttp.ClientConnectionError("connection refused")
+        return _AgentReply(await self.http.post(url_path, json=json, timeout=60))
+
+
+class EnvironmentStack:
+    """The environment server (`server`, its app at `http`), the agent it reaches (`agent`)."""
+
+    def __init__(
+        self,
+        dialect: ScriptedDialect,
+        resources: Callable[[], ResourcesClient],
+        servers: Mapping[str, str],
+        **limits: Any,
+    ) -> None:
+        gym_client = ServerClient(
+            head_server_config=BaseServerConfig(host="127.0.0.1", port=11000),
+            global_config_dict=OmegaConf.create({}),
+        )
+        self.agent = ProRLAgent(
+            config=ProRLAgentConfig(
+                host="127.0.0.1", port=0, entrypoint="app.py", name="prorl_agent",
+                model_server={"type": "responses_api_models", "name": "policy_model"},
+                resources_servers={name: {"type": "resources_servers", "name": name} for name in servers},
+                llm={"backends": ["http://127.0.0.1:9"], "health_path": None, "model": "m"},
+            ),
+            server_client=gym_client,
+        )  # fmt: skip
+        settings = ProRLAgentSettings(pipeline=PipelineConfig(init_workers=2, run_workers=2, eval_workers=2))
+        self.agent._runtime = scripted_runtime(settings, dialect, resources, servers)  # type: ignore[arg-type]
+        self.dialect = dialect
+        self.client = InProcessClient(self.agent.setup_webserver())
+        config = ProRLPipelineEnvironmentServerConfig(
+            host="127.0.0.1", port=0, entrypoint="app.py", name="prorl_agent_environment_server",
+            agent_server={"type": "responses_api_agents", "name": "prorl_agent"}, **limits,
+        )  # fmt: skip
+        self.server = ProRLPipelineEnvironmentServer(config=config, server_client=gym_client)
+        self.server.server_client = self.client  # type: ignore[assignment]
+        app = self.server.setup_webserver()
+        self.http = httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://env")
+
+    async def close(self) -> None:
+        await self.http.aclose()
+        await self.client.http.aclose()
+        await self.agent.runtime.close()
