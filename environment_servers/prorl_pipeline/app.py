@@ -23,7 +23,7 @@ import uuid
 from typing import Any, Self
 
 from aiohttp import ClientError
-from fastapi import Body, FastAPI, Request
+from fastapi import Body, FastAPI
 from fastapi.responses import JSONResponse
 from nemo_gym.base_environment_server import (
     BaseEnvironmentServer,
@@ -43,7 +43,6 @@ from pydantic import (
     Field,
     PositiveFloat,
     PositiveInt,
-    PrivateAttr,
     ValidationError,
     model_validator,
 )
@@ -54,10 +53,8 @@ from nemo_gym_prorl.integrations.gym.episodes import (
     EpisodeCancelRequest,
     EpisodeOutcome,
     EpisodeRunRequest,
-    Undelivered,
     flat_failure,
     refused_row,
-    task_digest,
 )
 
 
@@ -114,7 +111,6 @@ class ProRLPipelineEnvironmentServer(BaseEnvironmentServer[ProRLEpisodeRequest, 
     config: ProRLPipelineEnvironmentServerConfig
     request_model = ProRLEpisodeRequest
     response_model = ProRLEpisodeResponse
-    _undelivered: Undelivered[ProRLEpisodeResponse] = PrivateAttr(default_factory=Undelivered)
 
     def setup_webserver(self) -> FastAPI:
         # One `/run` for both shapes, as Gym's collection sends both to the agent's one server.
@@ -131,7 +127,7 @@ class ProRLPipelineEnvironmentServer(BaseEnvironmentServer[ProRLEpisodeRequest, 
         await raise_for_status(response)
         return AggregateMetrics.model_validate(await get_response_json(response))
 
-    async def run_any(self, http: Request, row: dict[str, Any] = Body()) -> Any:  # noqa: B008
+    async def run_any(self, row: dict[str, Any] = Body()) -> Any:  # noqa: B008
         """An episode request answers Gym's typed response (a row no stage could run: a terminal
         failure at stage `seed`). A flat row answers its result, a row no stage could run a 400
         `invalid_instance` as every door of the project does, and any other failure Gym's
@@ -141,23 +137,11 @@ class ProRLPipelineEnvironmentServer(BaseEnvironmentServer[ProRLEpisodeRequest, 
             request = self._episode_request_from_row(row) if flat else ProRLEpisodeRequest.model_validate(row)
         except (ValidationError, ValueError) as exc:
             return JSONResponse({"error": "invalid_request", "reason": str(exc)[:2000]}, status_code=422)
-        key = (
-            request.episode_id.rollout_id,
-            task_digest(row if flat else request.task.model_dump(mode="json")),
-        )
-        # A collector that went away (killed, then resumed) sends the same episode again: it gets
-        # the answer it never read, not a second rollout.
-        undelivered = self._undelivered.take(key)
-        if undelivered is not None:
-            response = undelivered.model_copy(update={"episode_id": request.episode_id})
-        else:
-            token = _FLAT_ROW.set(row if flat else None)
-            try:
-                response = await self.run_request(request)
-            finally:
-                _FLAT_ROW.reset(token)
-        if await http.is_disconnected():
-            self._undelivered.keep(key, response)
+        token = _FLAT_ROW.set(row if flat else None)
+        try:
+            response = await self.run_request(request)
+        finally:
+            _FLAT_ROW.reset(token)
         return self._answer(response) if flat else response.model_dump(mode="json", exclude_none=True)
 
     def _answer(self, response: ProRLEpisodeResponse) -> Any:

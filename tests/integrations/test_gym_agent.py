@@ -10,7 +10,7 @@ import json
 from collections.abc import AsyncIterator
 
 import pytest
-from support.gym_fakes import FakeResources, ScriptedDialect, scripted_runtime
+from support.gym_fakes import ANSWER, CALL, TOOL, FakeResources, ScriptedDialect, scripted_runtime
 
 from nemo_gym_prorl.integrations.gym.config import (
     ModelAccessConfig,
@@ -21,11 +21,6 @@ from nemo_gym_prorl.integrations.gym.contract import assert_conforms, check_grou
 from nemo_gym_prorl.integrations.gym.runtime import ProRLGymRuntime
 from nemo_gym_prorl.llm.errors import RetriesExhaustedError
 from nemo_gym_prorl.pipeline import PipelineConfig
-
-TOOL = {"type": "function", "name": "ipython", "description": "run python", "strict": False,
-        "parameters": {"type": "object", "properties": {"code": {"type": "string"}}, "required": ["code"]}}  # fmt: skip
-CALL = '<tool_call>\n{"name": "ipython", "arguments": {"code": "1+1"}}\n</tool_call>'
-ANSWER = "So the answer is \\boxed{2}."
 
 
 def row(data_source: str = "prorl_math", **extra: object) -> dict[str, object]:

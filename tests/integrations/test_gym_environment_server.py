@@ -14,12 +14,7 @@ from typing import Any
 
 import pytest
 from support.environment_stack import EnvironmentStack
-from support.gym_fakes import FakeResources, ScriptedDialect, session_opened
-
-TOOL = {"type": "function", "name": "ipython", "description": "run python", "strict": False,
-        "parameters": {"type": "object", "properties": {"code": {"type": "string"}}, "required": ["code"]}}  # fmt: skip
-CALL = '<tool_call>\n{"name": "ipython", "arguments": {"code": "1+1"}}\n</tool_call>'
-ANSWER = "So the answer is \\boxed{2}."
+from support.gym_fakes import ANSWER, CALL, TOOL, FakeResources, ScriptedDialect, session_opened
 
 
 def task_input(**extra: object) -> dict[str, Any]:

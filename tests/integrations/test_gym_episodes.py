@@ -15,14 +15,21 @@ from typing import Any
 import pytest
 from nemo_gym.episode_types import EpisodeFailure, EpisodeId
 from nemo_gym.failure_kinds import is_namespaced, is_registered
-from support.gym_fakes import FakeResources, ScriptedDialect, scripted_runtime, session_opened
+from support.gym_fakes import (
+    ANSWER,
+    CALL,
+    TOOL,
+    FakeResources,
+    ScriptedDialect,
+    scripted_runtime,
+    session_opened,
+)
 
 from nemo_gym_prorl.integrations.gym.config import ProRLAgentSettings
 from nemo_gym_prorl.integrations.gym.episodes import (
     _REFUSALS,
     EpisodeLedger,
     EpisodeOutcome,
-    Undelivered,
     failure_for_error,
     flat_failure,
     refused_row,
@@ -30,11 +37,6 @@ from nemo_gym_prorl.integrations.gym.episodes import (
 from nemo_gym_prorl.integrations.gym.runtime import ProRLGymRuntime
 from nemo_gym_prorl.llm.errors import RetriesExhaustedError
 from nemo_gym_prorl.pipeline import PipelineConfig
-
-TOOL = {"type": "function", "name": "ipython", "description": "run python", "strict": False,
-        "parameters": {"type": "object", "properties": {"code": {"type": "string"}}, "required": ["code"]}}  # fmt: skip
-CALL = '<tool_call>\n{"name": "ipython", "arguments": {"code": "1+1"}}\n</tool_call>'
-ANSWER = "So the answer is \\boxed{2}."
 
 
 def row(**extra: object) -> dict[str, Any]:
@@ -64,6 +66,12 @@ async def make_runtime() -> AsyncIterator[MakeRuntime]:
     yield make
     for runtime in runtimes:
         await runtime.close()
+
+
+def typed(outcome: EpisodeOutcome) -> tuple[str | None, bool, str | None]:
+    """A failed outcome's (failure_kind, terminal, stage)."""
+    assert outcome.failure is not None, outcome.result
+    return outcome.failure.failure_kind, outcome.failure.terminal, outcome.failure.stage
 
 
 def seeds(resources: FakeResources) -> int:
@@ -120,12 +128,7 @@ async def test_an_outage_at_seed_is_a_retryable_failure_and_the_next_attempt_run
     resources = FakeResources(reward=1.0, fail={"/seed_session": "down"})
     runtime, dialect = await make_runtime([CALL, ANSWER], resources)
     outcome = await runtime.run_episode(EpisodeId(rollout_id="r1"), row())
-    assert outcome.failure is not None
-    assert (outcome.failure.failure_kind, outcome.failure.terminal, outcome.failure.stage) == (
-        "transport_unreachable",
-        False,
-        "seed",
-    )
+    assert typed(outcome) == ("transport_unreachable", False, "seed")
     assert dialect.calls == 0
     resources.fail.clear()
     retried = await runtime.run_episode(EpisodeId(rollout_id="r1", attempt=1), row())
@@ -138,12 +141,7 @@ async def test_a_row_no_stage_could_run_is_a_terminal_failure_at_seed_before_any
     bad = row()
     del bad["responses_create_params"]
     outcome = await runtime.run_episode(EpisodeId(rollout_id="r1"), bad)
-    assert outcome.failure is not None
-    assert (outcome.failure.failure_kind, outcome.failure.terminal, outcome.failure.stage) == (
-        "prorl:invalid_instance",
-        True,
-        "seed",
-    )
+    assert typed(outcome) == ("prorl:invalid_instance", True, "seed")
     assert "instance.responses_create_params" in outcome.failure.failure_reason
     assert dialect.calls == 0 and not resources.calls
     # settled: a retry is answered the same, not run
@@ -156,12 +154,7 @@ async def test_inference_dying_mid_rollout_is_a_retryable_failure_not_a_scored_r
     dead = RetriesExhaustedError("all 3 attempts failed: connection refused", errors=[])
     runtime, _ = await make_runtime([CALL, dead], resources)
     outcome = await runtime.run_episode(EpisodeId(rollout_id="r1"), row())
-    assert outcome.failure is not None
-    assert (outcome.failure.failure_kind, outcome.failure.terminal, outcome.failure.stage) == (
-        "transport_peer_drop",
-        False,
-        "agent",
-    )
+    assert typed(outcome) == ("transport_peer_drop", False, "agent")
     assert not resources.open_sessions
 
 
@@ -179,12 +172,7 @@ async def test_a_rollout_past_its_wall_deadline_is_an_agent_timeout_and_releases
     outcome = await asyncio.wait_for(
         runtime.run_episode(EpisodeId(rollout_id="r1"), row(), wall_time_s=0.5), 20
     )
-    assert outcome.failure is not None
-    assert (outcome.failure.failure_kind, outcome.failure.terminal, outcome.failure.stage) == (
-        "agent_timeout",
-        False,
-        "agent",
-    )
+    assert typed(outcome) == ("agent_timeout", False, "agent")
     assert seeds(resources) == 1 and not resources.open_sessions
 
 
@@ -250,12 +238,3 @@ async def test_the_ledger_forgets_the_oldest_settled_rollouts_past_its_capacity(
     assert ledger.outcome("a", "task") is None and ledger.outcome("c", "task") is not None
     await ledger.run(EpisodeId(rollout_id="c", attempt=1), "task", start)
     assert runs == 3
-
-
-def test_an_undelivered_answer_is_taken_once_by_the_same_episode_and_the_oldest_go_first() -> None:
-    kept = Undelivered[str](capacity=2)
-    for rollout in ("a", "b", "c"):
-        kept.keep((rollout, "task"), f"answer {rollout}")
-    assert kept.take(("a", "task")) is None  # past the bound
-    assert kept.take(("c", "other task")) is None  # the same rollout id for another task
-    assert kept.take(("c", "task")) == "answer c" and kept.take(("c", "task")) is None

@@ -235,3 +235,107 @@ async def test_nothing_is_left_running_after_close(tmp_path: Path) -> None:
     await asyncio.sleep(0.1)
     assert session.closed and not any(_alive(pid) for pid in members)
     assert not any(os.scandir(tmp_path))  # the sandbox's directories are gone too
+
+
+# -- connect: another process borrows a live sandbox (Gym's ConnectableProvider) -----------------
+
+# A Gym borrower in another process: the provider from Gym's registry, `AsyncSandbox.connect`
+# with the descriptor, one command, then `disconnect()` (what Gym's sandboxed agents do).
+_BORROWER = """
+import asyncio, json, sys
+from nemo_gym.sandbox import AsyncSandbox
+from nemo_gym.sandbox.providers.registry import create_provider
+
+async def main():
+    provider = create_provider({"bubblewrap": {"root_dir": sys.argv[2]}})
+    box = await AsyncSandbox.connect(json.loads(sys.argv[1]), provider=provider)
+    result = await box.exec(sys.argv[3])
+    print(json.dumps({"out": result.stdout, "err": result.stderr, "code": result.return_code}))
+    await box.disconnect()
+
+asyncio.run(main())
+"""
+
+
+def _borrow(descriptor: dict[str, object], root: Path, command: str) -> dict[str, object]:
+    import json
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", _BORROWER, json.dumps(descriptor), str(root), command],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+async def test_is_connectable(provider: BubblewrapProvider) -> None:
+    from nemo_gym.sandbox.providers.base import ConnectableProvider
+
+    assert isinstance(provider, ConnectableProvider)
+
+
+async def test_another_process_connects_to_the_same_live_sandbox(
+    sandbox: AsyncSandbox, tmp_path: Path
+) -> None:
+    await sandbox.exec(
+        "echo from-owner > note.txt; echo t > /tmp/t.txt; setsid sleep 311 >/dev/null 2>&1 </dev/null &"
+    )
+    descriptor = await sandbox.serialize()
+    assert descriptor["workdir"] == "/work" and descriptor["provider"] == "bubblewrap"
+    seen = _borrow(
+        descriptor, tmp_path / "borrower",
+        "cat note.txt /tmp/t.txt; pwd; ps -eo args | grep -c '^sleep 311'; echo borrowed > back.txt; "
+        "setsid sleep 312 >/dev/null 2>&1 </dev/null &",
+    )  # fmt: skip
+    assert seen["code"] == 0 and str(seen["out"]).split() == ["from-owner", "t", "/work", "1"]
+    # The borrower has disconnected and exited: its file and the daemon it detached remain.
+    assert (await sandbox.exec("cat back.txt; ps -eo args | grep -c '^sleep 31[12]'")).stdout.split() == [
+        "borrowed", "2",
+    ]  # fmt: skip
+    assert await sandbox.status() == SandboxStatus.RUNNING
+
+
+async def test_a_borrowed_close_releases_and_the_owners_close_ends_it(tmp_path: Path) -> None:
+    owner = BubblewrapProvider(root_dir=str(tmp_path / "owner"))
+    borrower = BubblewrapProvider(root_dir=str(tmp_path / "borrower"))
+    handle = await owner.create(SandboxSpec())
+    descriptor = await owner.serialize_handle(handle)
+    borrowed = await borrower.connect(descriptor)
+    source = tmp_path / "up.txt"
+    source.write_text("uploaded\n")
+    await borrower.upload_file(borrowed, source, "up.txt")
+    await borrower.exec(borrowed, "setsid sleep 313 >/dev/null 2>&1 </dev/null &")
+    await borrower.download_file(borrowed, "/workspace/up.txt", tmp_path / "down.txt")
+    assert (tmp_path / "down.txt").read_text() == "uploaded\n"
+    pty = await borrower.create_pty(borrowed, SandboxPtySpec())
+    await borrower.close(borrowed)  # a borrower's close: its terminal goes, the sandbox stays
+    assert pty.closed and await owner.status(handle) == SandboxStatus.RUNNING
+    daemons = [pid for pid in handle.raw.sandbox.cgroup_members() if "sleep\x00313" in _cmdline(pid)]
+    assert (await owner.exec(handle, "cat up.txt; ps -eo args | grep -c '^sleep 313'")).stdout.split() == [
+        "uploaded", "1",
+    ]  # fmt: skip
+    borrowed = await borrower.connect(descriptor)
+    await owner.close(handle)
+    await asyncio.sleep(0.1)
+    assert not any(_alive(pid) for pid in daemons)
+    assert await borrower.status(borrowed) == SandboxStatus.STOPPED
+    with pytest.raises(RuntimeError, match="closed by its owner"):
+        await borrower.exec(borrowed, "true")
+    with pytest.raises(SandboxCreateError, match="is closed"):
+        await borrower.connect(descriptor)
+    await borrower.aclose()
+    await owner.aclose()
+    assert not any(os.scandir(tmp_path / "owner"))
+
+
+async def test_connect_needs_a_full_live_descriptor(provider: BubblewrapProvider) -> None:
+    with pytest.raises(SandboxCreateError, match="not a bare sandbox id"):
+        await provider.connect({"sandbox_id": "bwrap-123"})
+    handle = await provider.create(SandboxSpec())
+    descriptor = await provider.serialize_handle(handle)
+    ticket = {**descriptor["ticket"], "leader_start_ticks": descriptor["ticket"]["leader_start_ticks"] + 1}
+    with pytest.raises(SandboxCreateError, match="has exited"):  # the pid is another process now
+        await provider.connect({**descriptor, "ticket": ticket})
+    await provider.close(handle)

@@ -19,6 +19,12 @@ from nemo_gym_prorl.integrations.gym.transport import ResourcesReply, ResourcesU
 from nemo_gym_prorl.llm.access import LLMConfig
 from support.scripted_model import ScriptedDialect
 
+# A math rollout the scripted model plays: one IPython call computing 1+1, then the boxed answer.
+TOOL = {"type": "function", "name": "ipython", "description": "run python", "strict": False,
+        "parameters": {"type": "object", "properties": {"code": {"type": "string"}}, "required": ["code"]}}  # fmt: skip
+CALL = '<tool_call>\n{"name": "ipython", "arguments": {"code": "1+1"}}\n</tool_call>'
+ANSWER = "So the answer is \\boxed{2}."
+
 
 class FakeResources:
     """An in-memory resources server. `fail` maps a path to an HTTP status (or 'down').

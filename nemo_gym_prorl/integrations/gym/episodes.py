@@ -227,24 +227,6 @@ class EpisodeLedger:
         return self._settled.get((rollout_id, digest))
 
 
-class Undelivered[AnswerT]:
-    """Answers whose caller had gone when they were ready, by episode (rollout id, task digest),
-    for the same episode's next request: a collector killed mid-way and resumed re-sends what was
-    in flight, and gets what it never read instead of a second rollout. Bounded: the oldest go."""
-
-    def __init__(self, capacity: int = 10_000) -> None:
-        self.capacity = capacity
-        self._answers: OrderedDict[tuple[str, str], AnswerT] = OrderedDict()
-
-    def keep(self, key: tuple[str, str], answer: AnswerT) -> None:
-        self._answers[key] = answer
-        while len(self._answers) > self.capacity:
-            self._answers.popitem(last=False)
-
-    def take(self, key: tuple[str, str]) -> AnswerT | None:
-        return self._answers.pop(key, None)
-
-
 # -- the agent's episode routes, as the environment server calls them -------------------------------
 EPISODE_PATH = "/v1/episodes/run"
 EPISODE_CANCEL_PATH = "/v1/episodes/cancel"
