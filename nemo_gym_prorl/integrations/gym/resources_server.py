@@ -17,6 +17,12 @@ task fields), opens the sandbox and sets up the workspace (SWE: the repository a
 sandbox, and evaluates in fresh sandboxes. Verify never answers 5xx for anything the policy did:
 reward 0 and a `reason`; an infrastructure failure sets `mask_sample` (top level and
 `instance_config.mask_sample`, where NeMo RL reads it) and `failure_kind="verifier_error"`.
+
+Lending (`sandbox_access_provider_ref` set): a session's bubblewrap sandbox is the persistent
+kind, and `/seed_session` answers Gym's `sandbox_access`, with which an agent in another process
+joins it through the `bubblewrap` provider (`AsyncSandbox.connect`). Its commands run beside the
+session's own tools, in the same namespaces and files. Only `/close_session` (or `/verify`) ends
+the sandbox; the borrower disconnects.
 """
 
 from __future__ import annotations
@@ -42,12 +48,15 @@ from nemo_gym.base_resources_server import (
     ResourcesSeedSessionResponse,
     SimpleResourcesServer,
 )
+from nemo_gym.sandbox.access import DirectSandboxConnection, SandboxAccess
 from nemo_gym.server_utils import SESSION_ID_KEY
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from nemo_gym_prorl.agent.harness.base import SandboxExecutor
+from nemo_gym_prorl.integrations.gym.sandbox_provider import describe_sandbox
 from nemo_gym_prorl.pipeline.handler import INVALID_INSTANCE, InvalidInstanceError
 from nemo_gym_prorl.sandbox import Sandbox, SandboxSpec
+from nemo_gym_prorl.sandbox.persistent import PERSISTENT_BACKEND, NamespaceBubblewrapSandbox
 from nemo_gym_prorl.tasks.base import EvalOutcome, TaskDomain, final_text_from_response
 from nemo_gym_prorl.tasks.workspace import Workspace, open_workspace
 from nemo_gym_prorl.tools.dispatch import ToolBox, ToolBoxConfig
@@ -65,6 +74,13 @@ class ProRLServerConfig(BaseResourcesServerConfig):
         default_factory=ToolBoxConfig,
         description="Tool limits (timeouts, output size). Which tools a session gets is the domain's choice.",
     )
+    sandbox_access_provider_ref: str | None = Field(
+        None,
+        description="Lend each session's sandbox to the agent: the name of a top-level config block "
+        "holding `{bubblewrap: {...}}` (Gym's `DirectSandboxConnection.provider_config_ref`, resolved "
+        "by the borrower). Set: a bubblewrap session sandbox is the persistent kind and /seed_session "
+        "answers `sandbox_access` (same host and user only). Null: nothing is lent.",
+    )
 
 
 class ExecRequest(BaseModel):
@@ -81,6 +97,12 @@ class ProRLSeedSessionRequest(BaseSeedSessionRequest):
     """The dataset row (its task fields) as the agent's `/run` posts it."""
 
     model_config = ConfigDict(extra="allow")
+
+
+class ProRLSeedSessionResponse(BaseSeedSessionResponse):
+    """`/seed_session` of a flat row when the session lends its sandbox."""
+
+    sandbox_access: SandboxAccess
 
 
 class CheckInstanceResponse(BaseModel):
@@ -115,6 +137,24 @@ def row_of(body: Any, *, keep: frozenset[str] = frozenset()) -> dict[str, Any]:
     extra = getattr(body, "model_extra", None) or {}
     data.update(extra)
     return {k: v for k, v in data.items() if k not in _GYM_FIELDS - keep}
+
+
+class _LendingDomain:
+    """The domain, with its bubblewrap RUN sandbox made persistent so that another process can
+    join it; everything else is the domain's own. (`open_workspace` asks the domain for the
+    spec, which each domain builds its own way: SWE ignores the server's `sandbox`.)"""
+
+    def __init__(self, domain: TaskDomain) -> None:
+        self._domain = domain
+
+    def sandbox_spec(self, row: Mapping[str, Any], base: SandboxSpec | None = None) -> SandboxSpec:
+        spec = self._domain.sandbox_spec(row, base)
+        if spec.backend != "bubblewrap":
+            return spec  # refused after opening, naming the backend
+        return spec.model_copy(update={"backend": PERSISTENT_BACKEND})
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._domain, name)
 
 
 @dataclass
@@ -214,10 +254,35 @@ class ProRLTaskServer(SimpleResourcesServer):
             if len(self._sessions) >= self.config.max_sessions:
                 raise RuntimeError(f"too many open sessions ({self.config.max_sessions})")
             tools = [t for t in self.task.tool_names(row) if t in self.task_tools] or list(self.task_tools)
-            workspace = await open_workspace(self.task, row, self.config.sandbox, self.config.tools, tools)
+            domain = _LendingDomain(self.task) if self.lends_sandboxes else self.task
+            workspace = await open_workspace(domain, row, self.config.sandbox, self.config.tools, tools)  # type: ignore[arg-type]
+            if self.lends_sandboxes and not isinstance(workspace.sandbox, NamespaceBubblewrapSandbox):
+                await workspace.close()
+                raise RuntimeError(
+                    "sandbox_access_provider_ref is set, but this session's sandbox backend is "
+                    f"{workspace.sandbox.spec.backend!r}: only bubblewrap sandboxes can be lent"
+                )
             session = _Session(workspace, dict(row))
             self._sessions[sid] = session
             return session
+
+    @property
+    def lends_sandboxes(self) -> bool:
+        return self.config.sandbox_access_provider_ref is not None
+
+    def sandbox_access(self, session: _Session) -> SandboxAccess | None:
+        """Gym's access to the session's sandbox, when this server lends it: the provider block
+        to connect through, the descriptor, and the workspace as the working directory."""
+        ref = self.config.sandbox_access_provider_ref
+        if ref is None:
+            return None
+        sandbox = session.sandbox
+        assert isinstance(sandbox, NamespaceBubblewrapSandbox)  # checked when the session opened
+        workdir = sandbox.spec.workspace_mount
+        connection = DirectSandboxConnection(
+            provider_config_ref=ref, descriptor=describe_sandbox(sandbox, workdir)
+        )
+        return SandboxAccess(connection=connection, workdir=workdir)
 
     async def close_session_id(self, sid: str) -> None:
         session = self._sessions.pop(sid, None)
@@ -250,7 +315,7 @@ class ProRLTaskServer(SimpleResourcesServer):
 
     async def seed_session(
         self, request: Request, body: ResourcesSeedSessionRequest | ProRLSeedSessionRequest
-    ) -> ResourcesSeedSessionResponse | BaseSeedSessionResponse:
+    ) -> ResourcesSeedSessionResponse | ProRLSeedSessionResponse | BaseSeedSessionResponse:
         if isinstance(body, ResourcesSeedSessionRequest):
             row = checked = dict(body.task_data)
         else:  # the session keeps the task fields; the check sees the prompt's declared tools too
@@ -263,9 +328,14 @@ class ProRLTaskServer(SimpleResourcesServer):
             if sid in self._closed_ids:
                 raise ValueError(f"resources session {sid} is already closed")
             request.session[SESSION_ID_KEY] = sid
-            await self.open_session(sid, row)
-            return ResourcesSeedSessionResponse(resources_session_id=sid)
-        await self.open_session(request.session[SESSION_ID_KEY], row)
+            session = await self.open_session(sid, row)
+            return ResourcesSeedSessionResponse(
+                resources_session_id=sid, sandbox_access=self.sandbox_access(session)
+            )
+        session = await self.open_session(request.session[SESSION_ID_KEY], row)
+        access = self.sandbox_access(session)
+        if access is not None:
+            return ProRLSeedSessionResponse(sandbox_access=access)
         return BaseSeedSessionResponse()
 
     async def close_resources_session(

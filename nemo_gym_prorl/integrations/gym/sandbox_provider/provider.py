@@ -1,9 +1,17 @@
 # SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
 # SPDX-License-Identifier: Apache-2.0
 
-"""`BubblewrapProvider`: NeMo Gym's `SandboxProvider` (and its PTY capability) over this
-project's bubblewrap sandbox. Selected in a Gym config as `sandbox_provider: {bubblewrap: {...}}`
-(registered under the `nemo_gym.sandbox_providers` entry point)."""
+"""`BubblewrapProvider`: NeMo Gym's `SandboxProvider` (and its PTY and connect capabilities) over
+this project's bubblewrap sandbox. Selected in a Gym config as `sandbox_provider: {bubblewrap: {...}}`
+(registered under the `nemo_gym.sandbox_providers` entry point).
+
+Connect (Gym's `ConnectableProvider`): `serialize_handle` describes a live sandbox (its init's
+pid and start time, its namespaces, its host directories and bwrap arguments) and `connect`, in
+another process of the same host and user, joins it. A handle from `connect` is borrowed: its
+`close` releases what this process holds (its own commands and terminals) and leaves the
+sandbox running; only the handle from `create` (the owner's) ends it. Unlike Gym's docker and
+apptainer providers, where either handle stops the container, a borrower cannot end the
+owner's sandbox by mistake; Gym's borrowers release with `AsyncSandbox.disconnect()` anyway."""
 
 from __future__ import annotations
 
@@ -13,6 +21,7 @@ import contextlib
 import logging
 import posixpath
 import shlex
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,11 +34,18 @@ from nemo_gym.sandbox.providers.base import (
     SandboxSpec,
     SandboxStatus,
 )
+from pydantic import BaseModel, ConfigDict, ValidationError
 
-from nemo_gym_prorl.integrations.gym.sandbox_provider.namespace import PersistentBubblewrapSandbox
 from nemo_gym_prorl.integrations.gym.sandbox_provider.pty import BubblewrapPtySession
 from nemo_gym_prorl.integrations.gym.sandbox_provider.spec_map import BubblewrapProviderConfig, project_spec
-from nemo_gym_prorl.sandbox import SandboxError, open_sandbox
+from nemo_gym_prorl.sandbox import SandboxError
+from nemo_gym_prorl.sandbox.persistent import (
+    JoinedBubblewrapSandbox,
+    JoinTicket,
+    NamespaceBubblewrapSandbox,
+    PersistentBubblewrapSandbox,
+    SandboxGoneError,
+)
 from nemo_gym_prorl.sandbox.workspace_fs import read_no_follow, write_no_follow
 
 logger = logging.getLogger(__name__)
@@ -45,13 +61,36 @@ _ROOT_USERS = (None, 0, "0", "root")
 class _Box:
     """The provider's state behind one `SandboxHandle`."""
 
-    sandbox: PersistentBubblewrapSandbox
+    sandbox: NamespaceBubblewrapSandbox
     workdir: str
     metadata: dict[str, str]
     unenforced: list[str]
     expiry: asyncio.Task[None] | None = None
     ptys: list[BubblewrapPtySession] = field(default_factory=list)
     expired: bool = False
+    borrowed: bool = False  # from `connect`: the sandbox is another handle's to close
+
+
+class BubblewrapDescriptor(BaseModel):
+    """What `serialize_handle` gives and `connect` takes (JSON). `workdir` and `ports` are the
+    keys Gym's `AsyncSandbox.serialize` reads and adds."""
+
+    model_config = ConfigDict(extra="allow")
+
+    provider: str
+    sandbox_id: str
+    workdir: str
+    ticket: JoinTicket
+
+
+def describe_sandbox(sandbox: NamespaceBubblewrapSandbox, workdir: str | None = None) -> dict[str, Any]:
+    """The connect descriptor of a live persistent sandbox, whoever opened it (this provider, or
+    a resources server lending its session's sandbox)."""
+    ticket = sandbox.join_ticket()
+    return BubblewrapDescriptor(
+        provider=BubblewrapProvider.name, sandbox_id=f"bwrap-{ticket.sandbox_id}",
+        workdir=workdir or ticket.workspace_mount, ticket=ticket,
+    ).model_dump(mode="json")  # fmt: skip
 
 
 def check_user(user: str | int | None) -> None:
@@ -69,21 +108,19 @@ class BubblewrapProvider:
 
     def __init__(self, **options: Any) -> None:
         self.config = BubblewrapProviderConfig(**options)
-        self._boxes: dict[str, _Box] = {}
+        self._boxes: dict[int, _Box] = {}  # by id(box): a sandbox may be owned and borrowed here
 
     # -- lifecycle ------------------------------------------------------------------------------
     async def create(self, spec: SandboxSpec) -> SandboxHandle:
         project, unenforced = project_spec(spec, self.config)
         timeout = float(spec.ready_timeout_s or self.config.ready_timeout_s)
         try:
-            sandbox = await asyncio.to_thread(open_sandbox, project)
+            sandbox = await asyncio.to_thread(PersistentBubblewrapSandbox, project, ready_timeout_s=timeout)
         except (SandboxError, ValueError) as exc:
             raise SandboxCreateError(f"bubblewrap sandbox could not be created: {exc}") from exc
-        assert isinstance(sandbox, PersistentBubblewrapSandbox)
         box = _Box(sandbox, project.workspace_mount, dict(spec.metadata), unenforced)
         handle = SandboxHandle(sandbox_id=f"bwrap-{sandbox.id}", provider_name=self.name, raw=box)
         try:
-            await sandbox.start(timeout)
             for target, text in spec.files.items():
                 await self._write(box, target, text.encode())
             if spec.entrypoint:
@@ -97,7 +134,7 @@ class BubblewrapProvider:
             raise
         if spec.ttl_s:
             box.expiry = asyncio.create_task(self._expire(handle, float(spec.ttl_s)))
-        self._boxes[handle.sandbox_id] = box
+        self._boxes[id(box)] = box
         return handle
 
     async def _expire(self, handle: SandboxHandle, ttl_s: float) -> None:
@@ -110,11 +147,16 @@ class BubblewrapProvider:
         box: _Box = handle.raw
         if box.sandbox.closed:
             return SandboxStatus.STOPPED
-        return SandboxStatus.RUNNING if box.sandbox.init_alive else SandboxStatus.ERROR
+        if box.sandbox.init_alive:
+            return SandboxStatus.RUNNING
+        # A borrowed sandbox whose init is gone was closed by its owner; an owned one crashed.
+        return SandboxStatus.STOPPED if box.borrowed else SandboxStatus.ERROR
 
     async def close(self, handle: SandboxHandle) -> None:
+        """The owner's handle ends the sandbox; a borrowed one (from `connect`) only releases
+        this process's part of it: its commands, terminals and namespace fds."""
         box: _Box = handle.raw
-        self._boxes.pop(handle.sandbox_id, None)
+        self._boxes.pop(id(box), None)
         if box.expiry is not None and box.expiry is not asyncio.current_task():
             box.expiry.cancel()
         await self._teardown(box)
@@ -125,12 +167,48 @@ class BubblewrapProvider:
         await box.sandbox.aclose()
 
     async def aclose(self) -> None:
-        """Sandboxes are processes of this one: none may outlive the provider."""
+        """Owned sandboxes are processes of this one: none may outlive the provider. Borrowed ones
+        are released, and stay with their owner."""
         for handle_id, box in list(self._boxes.items()):
             self._boxes.pop(handle_id, None)
             if box.expiry is not None:
                 box.expiry.cancel()
             await self._teardown(box)
+
+    # -- connect (Gym's ConnectableProvider) -----------------------------------------------------
+    async def serialize_handle(self, handle: SandboxHandle, *, scope: str | None = None) -> dict[str, Any]:
+        """A descriptor `connect` rebuilds a handle from, in another process of this host and
+        user: a trusted control-plane message (host paths, bwrap arguments), like Gym's apptainer
+        descriptor. `scope` is unused: there are no leases to mint."""
+        box = self._open_box(handle)
+        return describe_sandbox(box.sandbox, box.workdir)
+
+    async def connect(self, descriptor: Mapping[str, Any]) -> SandboxHandle:
+        """Join the live sandbox `descriptor` names. Refused (`SandboxCreateError`) when it is
+        not a bubblewrap descriptor, or its sandbox is closed, on another host, or its init's pid
+        now belongs to another process."""
+        try:
+            described = BubblewrapDescriptor.model_validate(dict(descriptor))
+        except ValidationError as exc:
+            raise SandboxCreateError(
+                "bubblewrap connect needs the full descriptor from serialize_handle "
+                f"(provider, sandbox_id, workdir, ticket), not a bare sandbox id: {exc}"
+            ) from exc
+        if described.provider != self.name:
+            raise SandboxCreateError(f"not a bubblewrap sandbox descriptor (provider={described.provider!r})")
+        try:
+            sandbox = await asyncio.to_thread(
+                JoinedBubblewrapSandbox, described.ticket, root_dir=self.config.root_dir
+            )
+        except SandboxError as exc:
+            raise SandboxCreateError(
+                f"cannot connect to bubblewrap sandbox {described.sandbox_id}: {exc}"
+            ) from exc
+        box = _Box(sandbox, described.workdir, {}, [], borrowed=True)
+        handle = SandboxHandle(sandbox_id=described.sandbox_id, provider_name=self.name, raw=box)
+        # Kept with the owned ones: `aclose` (what Gym's `disconnect` calls) releases it.
+        self._boxes[id(box)] = box
+        return handle
 
     # -- commands -------------------------------------------------------------------------------
     def _open_box(self, handle: SandboxHandle) -> _Box:
@@ -138,6 +216,8 @@ class BubblewrapProvider:
         if box.sandbox.closed:
             reason = "reached its ttl_s" if box.expired else "is closed"
             raise RuntimeError(f"sandbox {handle.sandbox_id} {reason}")
+        if box.borrowed and not box.sandbox.init_alive:
+            raise SandboxGoneError(f"sandbox {handle.sandbox_id} was closed by its owner")
         return box
 
     async def exec(

@@ -17,13 +17,14 @@ from nemo_gym.sandbox.providers.base import SandboxSpec as GymSandboxSpec
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from nemo_gym_prorl.sandbox.bubblewrap import SYSTEM_DIRS
+from nemo_gym_prorl.sandbox.persistent import PERSISTENT_BACKEND
 from nemo_gym_prorl.sandbox.spec import PythonRuntime, SandboxLimits, SandboxSpec
 
 logger = logging.getLogger(__name__)
 
 HOST = "host"
-# The backend of `open_sandbox`: the project's bubblewrap sandbox with persistent namespaces.
-BACKEND = "nemo_gym_prorl.integrations.gym.sandbox_provider.namespace:PersistentBubblewrapSandbox"
+# The project's bubblewrap sandbox with persistent namespaces (`nemo_gym_prorl.sandbox.persistent`).
+BACKEND = PERSISTENT_BACKEND
 DEFAULT_WORKDIR = "/workspace"
 # Gym's `platform.arch` spelling against the kernel's.
 _ARCH = {"amd64": "x86_64", "x86_64": "x86_64", "arm64": "aarch64", "aarch64": "aarch64"}

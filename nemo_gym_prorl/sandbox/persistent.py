@@ -1,0 +1,404 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
+"""A bubblewrap sandbox whose namespaces outlive each process, and other processes joining it.
+
+`BubblewrapSandbox` starts one `bwrap` per process, each with its own pid namespace, so a
+`setsid daemon &` dies with the command that started it (the kernel kills a pid namespace with
+its init). Gym's agents start servers in one exec and use them in the next. Here one long-lived
+init (`bwrap --unshare-all ... sh` reading a pipe only the owner holds) owns the sandbox's user,
+pid, network, IPC, UTS and cgroup namespaces, and every later process joins them:
+
+    nsenter --user --net --ipc --uts --cgroup   (the init's namespaces, held open as fds here)
+      bwrap --pidns 3 --cap-drop ALL ...         (a fresh mount namespace: the same binds, own /proc)
+
+Why bwrap again rather than `nsenter --mount`: joining the user namespace grants every
+capability in it, and a process that is uid 0 there keeps them across exec. With them it could
+remount the read-only binds writable (the host's /usr, as the host's root) or unmount the
+tmpfs over hidden test directories. bwrap drops them all before running the command, and needs
+nothing inside the image to do it. Every mount namespace is built from the same binds, so all
+processes see one filesystem; state lives in the workspace and /tmp host directories.
+
+Processes that joined live in the init's pid namespace: a daemon survives its exec, and killing
+the init (close) makes the kernel kill every one of them, with or without a pids cgroup.
+
+Two kinds share that recipe:
+
+- `PersistentBubblewrapSandbox` (a spec's `backend=PERSISTENT_BACKEND`, this module's import
+  target) owns the sandbox: it starts the init when built, and its `close()` ends everything in
+  the sandbox and removes its directories.
+- `JoinedBubblewrapSandbox` runs commands in a sandbox another process owns, from the owner's
+  `JoinTicket` (a trusted descriptor: same host, same user). Its `close()` ends only what it
+  started itself and leaves the sandbox to its owner. Before joining it checks that the init
+  is still the very process the ticket names (pid and start time, in this boot), so a reused
+  pid is never mistaken for the sandbox.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import shutil
+import subprocess
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from nemo_gym_prorl.sandbox.base import SandboxError
+from nemo_gym_prorl.sandbox.bubblewrap import BubblewrapSandbox
+from nemo_gym_prorl.sandbox.limits import PidsCgroup
+from nemo_gym_prorl.sandbox.spec import SandboxLimits, SandboxSpec
+
+# ioctl(2) on a namespace fd: the user namespace that owns it (linux/nsfs.h).
+NS_GET_USERNS = 0xB701
+# Namespaces a process joins besides the pid namespace, which bwrap joins itself (`--pidns`)
+# so that its `--proc` mounts a procfs of the sandbox's pids, not the host's.
+_JOINED = ("net", "ipc", "uts", "cgroup")
+# The init: blocks reading a pipe whose write end only the owner holds. POSIX sh, no binary of
+# the image needed; if the owner dies the pipe closes and the init (and the sandbox) ends.
+INIT_ARGV = ["/bin/sh", "-c", "while read -r _; do :; done"]
+DEFAULT_READY_TIMEOUT_S = 60.0
+# What a `SandboxSpec` names as its backend to get a persistent sandbox from `open_sandbox`.
+PERSISTENT_BACKEND = "nemo_gym_prorl.sandbox.persistent:PersistentBubblewrapSandbox"
+_POLL_S = 0.002
+_BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
+# include/linux/sched.h: set when a process starts exiting. A pid namespace's init that was
+# killed lingers in that state until every process of the namespace has been reaped.
+_PF_EXITING = 0x4
+# bwrap's --die-with-parent (PR_SET_PDEATHSIG) fires when the *thread* that spawned it exits, not
+# the process. A sandbox is often built in a worker thread (`asyncio.to_thread`) that may end
+# long before the sandbox should: every init is spawned from this one thread, which lives as
+# long as the process.
+_INIT_SPAWNER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="prorl-sandbox-init")
+
+
+class SandboxGoneError(SandboxError):
+    """The sandbox a ticket names is closed, or its init is another process now."""
+
+
+def _host_env() -> dict[str, str]:
+    return {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+
+
+def _first_child(pid: int) -> int | None:
+    try:
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except OSError:
+        return None
+    return int(children[0]) if children else None
+
+
+def boot_id() -> str:
+    return _BOOT_ID.read_text().strip()
+
+
+def start_ticks(pid: int) -> int | None:
+    """When `pid` started, in clock ticks since boot (`/proc/<pid>/stat` field 22), or None if
+    no such process is alive (or it is exiting). With the boot id it names one process for good:
+    a pid is reused, a (pid, start time) pair within one boot is not."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat.rsplit(")", 1)[1].split()  # after the command name, which may hold spaces
+    if fields[0] in ("Z", "X") or int(fields[6]) & _PF_EXITING:  # state (field 3), flags (9)
+        return None
+    return int(fields[19])  # field 22 overall; fields[0] is field 3
+
+
+def _find_nsenter() -> str:
+    nsenter = shutil.which("nsenter")
+    if nsenter is None:
+        raise SandboxError("nsenter (util-linux) is not installed: it joins a sandbox's namespaces")
+    return nsenter
+
+
+class JoinTicket(BaseModel):
+    """What another process needs to run commands in a live persistent sandbox.
+
+    A trusted control-plane descriptor, like Gym's apptainer descriptor: it holds host paths and
+    the sandbox's bwrap arguments, and works only on the same host (boot) for the same user. It
+    grants nothing by itself: joining needs the kernel's permission to the init's namespaces."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    kind: Literal["prorl-bubblewrap-persistent"] = "prorl-bubblewrap-persistent"
+    version: Literal[1] = 1
+    sandbox_id: str
+    boot_id: str
+    uid: int
+    leader_pid: int = Field(gt=1, description="Host pid of the sandbox's init (pid 1 inside).")
+    leader_start_ticks: int = Field(ge=0, description="Its start time: guards against pid reuse.")
+    net_ns: str = Field(description="Its network namespace, as /proc/<pid>/ns/net reads.")
+    workspace: Path = Field(description="Host directory of the workspace.")
+    tmp_dir: Path = Field(description="Host directory behind /tmp inside.")
+    workspace_mount: str
+    env: dict[str, str] = Field(description="Every command's environment, before its own env.")
+    fs_args: list[str] = Field(description="The sandbox's bwrap filesystem arguments, verbatim.")
+    limits: SandboxLimits
+    cgroup: Path | None = Field(description="The sandbox's pids cgroup, which joined processes enter too.")
+    python: str = Field(description="The Python interpreter to run inside.")
+
+
+class NamespaceBubblewrapSandbox(BubblewrapSandbox):
+    """What owner and borrower share: every process joins the namespaces held open as fds."""
+
+    backend = "bubblewrap_persistent"  # names its directories and cgroups; not a registered name
+
+    def __init__(self, spec: SandboxSpec) -> None:
+        self._nsenter = _find_nsenter()
+        self._ns_fds: dict[str, int] = {}
+        self._ticket: JoinTicket | None = None
+        super().__init__(spec)
+
+    @property
+    def started(self) -> bool:
+        return bool(self._ns_fds)
+
+    @property
+    def init_alive(self) -> bool:
+        raise NotImplementedError
+
+    def join_ticket(self) -> JoinTicket:
+        """The descriptor another process joins this sandbox with (`JoinedBubblewrapSandbox`)."""
+        self._check_open()
+        if self._ticket is None:
+            raise SandboxError(f"sandbox {self.id} has not started")
+        return self._ticket
+
+    def _open_namespaces(self, leader: int) -> None:
+        """Hold the namespaces open by fd: a pid can be reused once the init is gone, an fd
+        cannot be redirected. The user namespace is the one that owns the network namespace:
+        unprivileged bwrap moves its own processes into a nested one afterwards, which does
+        not own the others."""
+        for kind in ("pid", *_JOINED):
+            self._ns_fds[kind] = os.open(f"/proc/{leader}/ns/{kind}", os.O_RDONLY | os.O_CLOEXEC)
+        self._ns_fds["user"] = fcntl.ioctl(self._ns_fds["net"], NS_GET_USERNS)
+        os.set_inheritable(self._ns_fds["user"], False)
+
+    def _close_namespaces(self) -> None:
+        for fd in self._ns_fds.values():
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self._ns_fds.clear()
+
+    def _ns_path(self, kind: str) -> str:
+        return f"/proc/{os.getpid()}/fd/{self._ns_fds[kind]}"
+
+    def _isolate(self, argv: list[str], *, cwd: str, env: dict[str, str]) -> list[str]:
+        if not self._ns_fds:  # the init itself
+            return super()._isolate(argv, cwd=cwd, env=env)
+        cmd = ["/bin/sh", "-c", 'exec 3<"$0" && exec "$@"', self._ns_path("pid"), self._nsenter]
+        cmd += [f"--user={self._ns_path('user')}", *(f"--{kind}={self._ns_path(kind)}" for kind in _JOINED)]
+        cmd += ["--preserve-credentials", "--", self._bwrap, "--pidns", "3", "--die-with-parent"]
+        cmd += ["--cap-drop", "ALL", "--clearenv"]
+        for key, value in env.items():
+            cmd += ["--setenv", key, value]
+        cmd += self._fs_args
+        # fd 3 (the pid namespace) is bwrap's, not the command's: close it before running that.
+        cmd += ["--chdir", cwd, "--", "/bin/sh", "-c", 'exec 3<&- && exec "$@"', "sh", *argv]
+        return cmd
+
+    def _run_quick(self, argv: list[str], timeout: float) -> subprocess.CompletedProcess[bytes]:
+        """A short command inside, run to completion from any thread (no event loop needed)."""
+        return subprocess.run(
+            self.command(argv), stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout,
+            cwd=self._dir, env=_host_env(), start_new_session=True, check=False,
+        )  # fmt: skip
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            self._close_namespaces()
+
+
+class PersistentBubblewrapSandbox(NamespaceBubblewrapSandbox):
+    """`BubblewrapSandbox` with one init per sandbox, started when it is built; every `exec`,
+    `spawn` and `spawn_pty` runs inside the init's namespaces. `close()` ends them all."""
+
+    def __init__(self, spec: SandboxSpec, *, ready_timeout_s: float = DEFAULT_READY_TIMEOUT_S) -> None:
+        self._init: subprocess.Popen[bytes] | None = None
+        super().__init__(spec)
+        try:
+            self._start(ready_timeout_s)
+        except BaseException:
+            self.close()
+            raise
+
+    @property
+    def init_alive(self) -> bool:
+        return self._init is not None and self._init.poll() is None
+
+    def _start(self, timeout: float) -> None:
+        """Start the init and wait until a joined process runs (or raise `SandboxError`).
+        Blocking, like Apptainer's instance start: async callers run it in a thread."""
+        deadline = time.monotonic() + timeout
+        # A plain Popen, not an asyncio process: the sandbox may be built in a worker thread
+        # (`open_workspace`), and the init must not belong to that thread's event loop.
+        self._init = _INIT_SPAWNER.submit(
+            subprocess.Popen, self.command(INIT_ARGV), stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE, start_new_session=True, cwd=self._dir, env=_host_env(),
+        ).result()  # fmt: skip
+        self._processes.append(self._init)  # type: ignore[arg-type]  (killed by group, like the rest)
+        leader = self._wait_for_leader(deadline)
+        self._open_namespaces(leader)
+        self._wait_until_joinable(deadline)
+        self._ticket = self._make_ticket(leader)
+
+    def _wait_for_leader(self, deadline: float) -> int:
+        """The init's pid-1 process: the first child of the outer bwrap, once it is in a new
+        network namespace (created together with the others, by one clone)."""
+        assert self._init is not None
+        own_net = os.readlink("/proc/self/ns/net")
+        while time.monotonic() < deadline:
+            if self._init.poll() is not None:
+                raise SandboxError(f"sandbox init exited with {self._init.returncode}: {self._init_stderr()}")
+            leader = _first_child(self._init.pid)
+            with contextlib.suppress(OSError):
+                if leader is not None and os.readlink(f"/proc/{leader}/ns/net") != own_net:
+                    return leader
+            time.sleep(_POLL_S)
+        raise SandboxError("sandbox init did not start in time")
+
+    def _wait_until_joinable(self, deadline: float) -> None:
+        # Until bwrap has written the user namespace's id maps, joining it fails: retry briefly.
+        last = ""
+        while time.monotonic() < deadline:
+            try:
+                result = self._run_quick(["true"], timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                break
+            if result.returncode == 0:
+                return
+            last = result.stderr.decode(errors="replace").strip()
+            if not self.init_alive:
+                break
+            time.sleep(_POLL_S)
+        raise SandboxError(f"could not join the sandbox's namespaces: {last or self._init_stderr()}")
+
+    def _init_stderr(self) -> str:
+        if self._init is None or self._init.stderr is None or self._init.poll() is None:
+            return ""
+        return self._init.stderr.read(4096).decode(errors="replace").strip()
+
+    def _make_ticket(self, leader: int) -> JoinTicket:
+        ticks = start_ticks(leader)
+        if ticks is None:
+            raise SandboxError("sandbox init exited while starting")
+        return JoinTicket(
+            sandbox_id=self.id, boot_id=boot_id(), uid=os.getuid(), leader_pid=leader,
+            leader_start_ticks=ticks, net_ns=os.readlink(f"/proc/{leader}/ns/net"),
+            workspace=self.workspace, tmp_dir=self.tmp_dir, workspace_mount=self.spec.workspace_mount,
+            env={**self.base_env(), **self.spec.env}, fs_args=list(self._fs_args),
+            limits=self.spec.limits, cgroup=self.cgroup_path, python=self.python,
+        )  # fmt: skip
+
+    def close(self) -> None:
+        # Killing the init (pid 1 of the namespace) makes the kernel kill every process in it,
+        # a borrower's included; then the directories go.
+        try:
+            super().close()
+        finally:
+            if self._init is not None:
+                with contextlib.suppress(subprocess.TimeoutExpired, OSError):
+                    self._init.wait(5)  # reap it: killed by close, so this is quick
+                if self._init.stderr is not None:
+                    self._init.stderr.close()
+                if self._init.stdin is not None:
+                    with contextlib.suppress(OSError):
+                        self._init.stdin.close()
+
+
+def check_ticket(ticket: JoinTicket) -> None:
+    """Refuse a ticket whose sandbox is not this host's live sandbox, saying why."""
+    if ticket.boot_id != boot_id():
+        raise SandboxGoneError(f"sandbox {ticket.sandbox_id} is not on this host (or this boot)")
+    if ticket.uid != os.getuid():
+        raise SandboxGoneError(
+            f"sandbox {ticket.sandbox_id} belongs to uid {ticket.uid}; only that user can join it"
+        )
+    if start_ticks(ticket.leader_pid) != ticket.leader_start_ticks:
+        raise SandboxGoneError(
+            f"sandbox {ticket.sandbox_id} is closed: its init (pid {ticket.leader_pid}) has exited"
+        )
+    with contextlib.suppress(OSError):
+        if os.readlink(f"/proc/{ticket.leader_pid}/ns/net") == ticket.net_ns:
+            return
+    raise SandboxGoneError(f"sandbox {ticket.sandbox_id}: pid {ticket.leader_pid} is not its init")
+
+
+class JoinedBubblewrapSandbox(NamespaceBubblewrapSandbox):
+    """A live persistent sandbox of another process (or of this one), joined from its ticket.
+
+    Commands, files and terminals work as in the owner's; `close()` ends only the processes
+    this object started (a daemon they detached lives on in the sandbox) and never the
+    sandbox: only the owner closes that. Once the owner has closed it, every use raises
+    `SandboxGoneError`."""
+
+    def __init__(self, ticket: JoinTicket, *, root_dir: Path | None = None) -> None:
+        check_ticket(ticket)
+        if not ticket.workspace.is_dir() or not ticket.tmp_dir.is_dir():
+            raise SandboxGoneError(f"sandbox {ticket.sandbox_id} is closed: its directories are gone")
+        spec = SandboxSpec(
+            backend=PERSISTENT_BACKEND, workspace=ticket.workspace, workspace_mount=ticket.workspace_mount,
+            env=ticket.env, limits=ticket.limits, python_runtime="none", root_dir=root_dir,
+        )  # fmt: skip
+        # Set before the base builds the filesystem arguments: they are the owner's, verbatim.
+        self._joined = ticket
+        self._scratch_tmp: Path | None = None
+        super().__init__(spec)
+        self._ticket = ticket
+        # This object's own directory (host cwd of its processes, its pids cgroup's name) is
+        # scratch; /tmp inside is the owner's.
+        self._scratch_tmp, self.tmp_dir = self.tmp_dir, ticket.tmp_dir
+        self.id = ticket.sandbox_id
+        self._use_owners_cgroup(ticket.cgroup)
+        try:
+            self._open_namespaces(ticket.leader_pid)
+            # Opened by pid: check again that the pid was still the init when the fds were taken.
+            check_ticket(ticket)
+        except BaseException:
+            self.close()
+            raise
+
+    def _filesystem_args(self) -> list[str]:
+        return list(self._joined.fs_args)
+
+    def _use_owners_cgroup(self, path: Path | None) -> None:
+        """Processes started here enter the owner's pids cgroup, not one of this object's: they
+        share the sandbox's process limit, and closing this object (which removes its own
+        cgroup, killing every member) would kill the daemons they detached."""
+        if self._cgroup is not None:
+            self._cgroup.remove()  # this object's own, still empty
+        self._cgroup = None
+        if path is not None:
+            owners = PidsCgroup.__new__(PidsCgroup)  # an existing group: nothing to create
+            owners.path = path
+            self._cgroup = owners
+
+    @property
+    def python(self) -> str:
+        return self._joined.python
+
+    @property
+    def init_alive(self) -> bool:
+        return start_ticks(self._joined.leader_pid) == self._joined.leader_start_ticks
+
+    def _check_open(self) -> None:
+        super()._check_open()
+        if not self.init_alive:
+            raise SandboxGoneError(f"sandbox {self.id} was closed by its owner")
+
+    def close(self) -> None:
+        # The base removes `tmp_dir` of a sandbox that does not own its workspace: point it back
+        # at this object's scratch directory, never at the owner's /tmp.
+        if self._scratch_tmp is not None:
+            self.tmp_dir = self._scratch_tmp
+            # Likewise the cgroup: the owner's, which only the owner's close removes.
+            self._cgroup = None
+        super().close()

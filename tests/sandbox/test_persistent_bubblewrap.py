@@ -1,0 +1,160 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
+"""The persistent bubblewrap sandbox (`PERSISTENT_BACKEND`) and other processes joining it.
+
+Built by `open_sandbox`, it is started: a daemon outlives its exec. Its ticket lets another
+process join the very same sandbox (files, /tmp, processes); the joiner's close leaves the
+sandbox alone; the owner's close ends everything, the joiner's processes included. A ticket
+whose init is gone, or whose pid is another process now, is refused, saying so."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from nemo_gym_prorl.sandbox import SandboxSpec, open_sandbox
+from nemo_gym_prorl.sandbox.persistent import (
+    PERSISTENT_BACKEND,
+    JoinedBubblewrapSandbox,
+    JoinTicket,
+    PersistentBubblewrapSandbox,
+    SandboxGoneError,
+    start_ticks,
+)
+
+pytestmark = pytest.mark.bwrap
+
+# Another process joins the sandbox from its ticket, runs `argv[2]` there and prints the result.
+_JOINER = """
+import asyncio, json, sys
+from nemo_gym_prorl.sandbox.persistent import JoinedBubblewrapSandbox, JoinTicket
+
+async def main():
+    joined = JoinedBubblewrapSandbox(JoinTicket.model_validate_json(sys.argv[1]))
+    try:
+        result = await joined.exec(sys.argv[2], timeout=30)
+        print(json.dumps({"exit": result.exit_code, "out": result.stdout, "err": result.stderr}))
+    finally:
+        await joined.aclose()
+
+asyncio.run(main())
+"""
+
+
+def join_and_run(ticket: JoinTicket, command: str) -> dict[str, object]:
+    done = subprocess.run(
+        [sys.executable, "-c", _JOINER, ticket.model_dump_json(), command],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+@pytest.fixture
+async def owner(tmp_path: Path) -> AsyncIterator[PersistentBubblewrapSandbox]:
+    box = await asyncio.to_thread(open_sandbox, SandboxSpec(backend=PERSISTENT_BACKEND, root_dir=tmp_path))
+    assert isinstance(box, PersistentBubblewrapSandbox) and box.started
+    yield box
+    await box.aclose()
+
+
+async def _pids_of(box: PersistentBubblewrapSandbox | JoinedBubblewrapSandbox, pattern: str) -> list[str]:
+    listing = await box.exec(["/bin/sh", "-c", "ps -eo pid=,args="])
+    return [
+        line.split()[0] for line in listing.stdout.splitlines() if pattern in line and "ps -eo" not in line
+    ]
+
+
+async def test_a_daemon_outlives_its_exec(owner: PersistentBubblewrapSandbox) -> None:
+    await owner.exec("setsid sleep 301 >/dev/null 2>&1 </dev/null &")
+    assert await _pids_of(owner, "sleep 301")
+
+
+async def test_another_process_joins_the_same_sandbox(owner: PersistentBubblewrapSandbox) -> None:
+    owner.write_file("note.txt", "from the owner\n")
+    await owner.exec("echo in-tmp > /tmp/t.txt; setsid sleep 302 >/dev/null 2>&1 </dev/null &")
+    seen = join_and_run(
+        owner.join_ticket(),
+        "cat note.txt /tmp/t.txt; ps -eo args | grep -c '^sleep 302'; echo joined > back.txt; "
+        "setsid sleep 303 >/dev/null 2>&1 </dev/null &",
+    )
+    assert seen["exit"] == 0 and str(seen["out"]).split() == ["from", "the", "owner", "in-tmp", "1"]
+    # The joiner has exited and closed: what it wrote and the daemon it detached are still here.
+    assert owner.read_file("back.txt") == b"joined\n"
+    assert await _pids_of(owner, "sleep 303")
+    assert (owner.tmp_dir / "t.txt").read_text() == "in-tmp\n"
+
+
+async def test_the_owners_close_ends_what_a_joiner_started(owner: PersistentBubblewrapSandbox) -> None:
+    joined = await asyncio.to_thread(JoinedBubblewrapSandbox, owner.join_ticket())
+    await joined.exec("setsid sleep 304 >/dev/null 2>&1 </dev/null &")
+    assert joined.id == owner.id and joined.init_alive
+    await joined.aclose()  # the joiner's close: the sandbox and the daemon stay
+    assert owner.init_alive and await _pids_of(owner, "sleep 304")
+    joined = await asyncio.to_thread(JoinedBubblewrapSandbox, owner.join_ticket())
+    daemon_pids = _host_pids("sleep\x00304\x00")
+    assert daemon_pids
+    ticket = owner.join_ticket()
+    owner.close()
+    assert not joined.init_alive
+    with pytest.raises(SandboxGoneError, match="closed by its owner"):
+        await joined.exec("true")
+    joined.close()
+    assert not any(start_ticks(pid) is not None for pid in daemon_pids)
+    with pytest.raises(SandboxGoneError, match="is closed"):
+        JoinedBubblewrapSandbox(ticket)
+
+
+def _host_pids(cmdline: str) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if (entry / "cmdline").read_text() == cmdline:
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+async def test_a_ticket_for_another_process_is_refused(owner: PersistentBubblewrapSandbox) -> None:
+    ticket = owner.join_ticket()
+    restarted = ticket.model_copy(update={"leader_start_ticks": ticket.leader_start_ticks + 1})
+    with pytest.raises(SandboxGoneError, match="has exited"):
+        JoinedBubblewrapSandbox(restarted)
+    # A live pid with the right start time that is not the sandbox's init (here: this process).
+    reused = ticket.model_copy(
+        update={"leader_pid": os.getpid(), "leader_start_ticks": start_ticks(os.getpid())}
+    )
+    with pytest.raises(SandboxGoneError, match="is not its init"):
+        JoinedBubblewrapSandbox(reused)
+    elsewhere = ticket.model_copy(update={"boot_id": "another-boot"})
+    with pytest.raises(SandboxGoneError, match="not on this host"):
+        JoinedBubblewrapSandbox(elsewhere)
+
+
+def test_the_plain_backend_is_unchanged(tmp_path: Path) -> None:
+    with open_sandbox(SandboxSpec(root_dir=tmp_path)) as box:
+        assert type(box).__name__ == "BubblewrapSandbox"
+
+
+def test_the_sandbox_outlives_the_thread_that_built_it(tmp_path: Path) -> None:
+    # bwrap's --die-with-parent follows the spawning thread: `asyncio.to_thread` workers end.
+    built: list[PersistentBubblewrapSandbox] = []
+    spec = SandboxSpec(backend=PERSISTENT_BACKEND, root_dir=tmp_path)
+    worker = threading.Thread(target=lambda: built.append(open_sandbox(spec)))  # type: ignore[arg-type]
+    worker.start()
+    worker.join()
+    time.sleep(0.2)
+    with built[0] as box:
+        assert box.init_alive
