@@ -16,7 +16,6 @@ from __future__ import annotations
 import tempfile
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from http.cookies import SimpleCookie
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +42,7 @@ from nemo_gym.sandbox.providers.registry import create_provider
 from nemo_gym.single_agent_turn_types import SingleAgentTurnRequest
 from omegaconf import OmegaConf
 from pydantic import BaseModel
+from support.environment_stack import GymReply
 
 from nemo_gym_prorl.integrations.gym.resources_server import standalone_server_client
 from nemo_gym_prorl.sandbox import SandboxSpec
@@ -210,23 +210,6 @@ def borrowing_agent(root: Path, after_turn: Callable[[], None]) -> FastAPI:
     return app
 
 
-class _Reply:
-    """The parts of aiohttp's response Gym's environment server reads."""
-
-    def __init__(self, response: httpx.Response) -> None:
-        self.status, self.ok, self._body = response.status_code, response.is_success, response.content
-        self.cookies = SimpleCookie()
-        for header in response.headers.get_list("set-cookie"):
-            self.cookies.load(header)
-
-    async def read(self) -> bytes:
-        return self._body
-
-    def raise_for_status(self) -> None:
-        if not self.ok:
-            raise RuntimeError(f"HTTP {self.status}: {self._body[:500]!r}")
-
-
 class _Servers:
     """Gym's server client, reaching each server's app in process by its Gym name."""
 
@@ -246,12 +229,12 @@ class _Servers:
         json: Any = None,
         cookies: dict[str, str] | None = None,
         **_: Any,
-    ) -> _Reply:
+    ) -> GymReply:
         http = self.http[server_name]
         http.cookies = httpx.Cookies(cookies or {})
         if isinstance(json, BaseModel):  # as Gym's client sends a model body
             json = json.model_dump(mode="json", exclude_unset=True)
-        return _Reply(await http.post(url_path, json=json, timeout=60))
+        return GymReply(await http.post(url_path, json=json, timeout=60))
 
 
 async def test_single_agent_turn_drives_a_prorl_server_with_an_agent_in_its_sandbox() -> None:

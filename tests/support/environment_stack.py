@@ -9,6 +9,7 @@ the agent app over ASGI (`down` makes the agent unreachable)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from http.cookies import SimpleCookie
 from typing import Any
 
 import aiohttp
@@ -29,18 +30,21 @@ from support.gym_fakes import scripted_runtime
 from support.scripted_model import ScriptedDialect
 
 
-class _AgentReply:
-    """What Gym's server client returns (aiohttp's response, the parts the server reads)."""
+class GymReply:
+    """What Gym's server client returns (aiohttp's response): the parts Gym's servers read."""
 
     def __init__(self, response: httpx.Response) -> None:
         self.status, self.ok, self._body = response.status_code, response.is_success, response.content
+        self.cookies = SimpleCookie()
+        for header in response.headers.get_list("set-cookie"):
+            self.cookies.load(header)
 
     async def read(self) -> bytes:
         return self._body
 
     def raise_for_status(self) -> None:
         if not self.ok:
-            raise RuntimeError(f"HTTP {self.status}")
+            raise RuntimeError(f"HTTP {self.status}: {self._body[:500]!r}")
 
 
 class InProcessClient:
@@ -51,11 +55,11 @@ class InProcessClient:
         self.down = False
         self.paths: list[str] = []
 
-    async def post(self, server_name: str, url_path: str, json: Any = None, **_: Any) -> _AgentReply:
+    async def post(self, server_name: str, url_path: str, json: Any = None, **_: Any) -> GymReply:
         self.paths.append(url_path)
         if self.down:
             raise aiohttp.ClientConnectionError("connection refused")
-        return _AgentReply(await self.http.post(url_path, json=json, timeout=60))
+        return GymReply(await self.http.post(url_path, json=json, timeout=60))
 
 
 class EnvironmentStack:

@@ -85,7 +85,9 @@ async def test_a_rollout_with_turns_is_left_as_it_is(runtime_with) -> None:
     runtime = await runtime_with(ScriptedDialect(["So the answer is \\boxed{2}."]))
     body = (await runtime.run(dict(ROW))).body
     assert check_result(body) == []
-    assert body.get("failure_kind") != "prorl:no_generation" and body["instance_config"]["mask_sample"] is False
+    assert (
+        body.get("failure_kind") != "prorl:no_generation" and body["instance_config"]["mask_sample"] is False
+    )
     assert not any(item["id"].endswith("_placeholder") for item in body["response"]["output"])
 
 
