@@ -1,6 +1,6 @@
 """Bundles the checkout's top-level project directories into the wheel.
 
-configs/, resources_servers/, responses_api_agents/, environments/, benchmarks/ and
+configs/, resources_servers/, responses_api_agents/, environment_servers/, environments/, benchmarks/ and
 requirements/ stay at the top of the repository (NeMo Gym's plugin layout); a wheel carries
 them as `nemo_gym_prorl/_bundled/<dir>/`, found at run time by `nemo_gym_prorl.assets`.
 An editable install needs no copy: `assets.project_root()` finds the checkout itself.

@@ -1,8 +1,8 @@
 """Where the project's non-Python files are, in a source checkout and in an installed wheel.
 
 The repository keeps its Gym plugin root at the top level (`configs/`, `resources_servers/`,
-`responses_api_agents/`, `environments/`), with `benchmarks/` and `requirements/` (the locks)
-beside it. A wheel carries the same directories under `nemo_gym_prorl/_bundled/` (see
+`responses_api_agents/`, `environment_servers/`, `environments/`), with `benchmarks/` and
+`requirements/` (the locks) beside it. A wheel carries the same directories under `nemo_gym_prorl/_bundled/` (see
 setup.py), so nothing named `configs` lands at the top of site-packages. Every lookup of
 those files goes through `project_root()`, never through paths relative to a module.
 
@@ -21,6 +21,7 @@ BUNDLED_DIRS = (
     "configs",
     "resources_servers",
     "responses_api_agents",
+    "environment_servers",
     "environments",
     "benchmarks",
     "requirements",
