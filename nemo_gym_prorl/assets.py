@@ -2,9 +2,10 @@
 
 The repository keeps its Gym plugin root at the top level (`configs/`, `resources_servers/`,
 `responses_api_agents/`, `environment_servers/`, `environments/`), with `benchmarks/` and
-`requirements/` (the locks) beside it. A wheel carries the same directories under `nemo_gym_prorl/_bundled/` (see
-setup.py), so nothing named `configs` lands at the top of site-packages. Every lookup of
-those files goes through `project_root()`, never through paths relative to a module.
+`requirements/` (the locks) beside it. A wheel carries the same directories under
+`nemo_gym_prorl/_bundled/` (see setup.py), so nothing named `configs` lands at the top of
+site-packages. Every lookup of those files goes through `project_root()`, never through paths
+relative to a module.
 
 Outputs are a different matter: commands write to the working directory (or a path the user
 gives), never beside the package; `output_root()` is that default.
