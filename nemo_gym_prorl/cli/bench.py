@@ -49,6 +49,14 @@ def _load_module(stem: str) -> ModuleType:
 def _bench(args: argparse.Namespace) -> int:
     if args.name == "report":  # the README table from benchmarks/results/*.json
         return int(_load_module("provenance").main(as_json=args.json, check=args.check) or 0)
+    if args.json:  # it records: refused on a dirty tree before anything runs, unless told
+        from nemo_gym_prorl.provenance import DirtyTreeError, check_recordable
+
+        try:
+            check_recordable(allow_dirty=args.allow_dirty)
+        except DirtyTreeError as exc:
+            print(f"prorl bench: {exc}", file=sys.stderr)
+            return 2
     return int(load_benchmark(args.name).main(as_json=args.json) or 0)
 
 
@@ -60,4 +68,6 @@ def add_bench_parser(subparsers: argparse._SubParsersAction) -> None:
                        help="print one JSON object and write benchmarks/results/NAME.json "
                        "(from an installed package: outputs/results/NAME.json)")  # fmt: skip
     bench.add_argument("--check", action="store_true", help="report: fail if the README table is stale")
+    bench.add_argument("--allow-dirty", action="store_true",
+                       help="with --json: record even with uncommitted changes (the file says so)")  # fmt: skip
     bench.set_defaults(func=_bench)

@@ -27,6 +27,14 @@ def _train(args: argparse.Namespace) -> int:
     if args.print_config:
         print(config.model_dump_json(indent=2))
         return 0
+    if config.record:  # refused on a dirty tree before the run, not after it
+        from nemo_gym_prorl.provenance import DirtyTreeError, check_recordable
+
+        try:
+            check_recordable(allow_dirty=args.allow_dirty)
+        except DirtyTreeError as exc:
+            print(f"prorl train: {exc}", file=sys.stderr)
+            return 2
     try:
         with StopOnSignals("{signal}: already stopping everything the training run started") as signals:
             report = signals.run(run_training(config))
@@ -58,4 +66,6 @@ def add_train_parser(subparsers: argparse._SubParsersAction) -> None:
         "--config", default="default", help="configs/train/<name>.yaml, or a path (default: default)"
     )
     train.add_argument("--print-config", action="store_true", help="print the validated config and exit")
+    train.add_argument("--allow-dirty", action="store_true",
+                       help="record the results even with uncommitted changes (the file says so)")  # fmt: skip
     train.set_defaults(func=_train)

