@@ -161,7 +161,9 @@ def commit() -> dict[str, Any]:
             return done.stdout.strip() if done.returncode == 0 else None
         return None
 
-    status = git("status", "--porcelain", "--untracked-files=no")
+    # The results files are the runs' output, not the code that measures: one benchmark's fresh
+    # file does not make the next one's figures uncommitted.
+    status = git("status", "--porcelain", "--untracked-files=no", "--", ".", ":!benchmarks/results")
     return {"sha": git("rev-parse", "HEAD"), "dirty": bool(status) if status is not None else None}
 
 
