@@ -21,6 +21,13 @@ the IPython tool offered, math-verify EVAL). Nothing is simulated. Three measure
 
 Small on purpose (each part well under two minutes on 2 cores); on a contended machine the
 figures are noisy, and the results file records the load.
+
+Only the service cost is recorded (`benchmarks/results/service_cost.json`). The pipeline and
+balancer comparisons run each arm once, in a fixed order, on the rollouts the service run just
+prefilled into vLLM's prefix cache: a measurement at a clean commit gave the coupled loop 3.0 s
+against the pipeline's 25.1 s where an earlier, contended one gave 73.1 s against 66.8 s. Until
+they alternate and repeat their arms they are printed for inspection, never recorded; the
+simulated `prorl bench pipeline` and `prorl bench balancer` are the recorded comparisons.
 """
 
 from __future__ import annotations
@@ -353,18 +360,7 @@ def main(as_json: bool = False) -> int:
             against=f"the same {len(urls)} vLLM-CPU servers driven directly: same prompt ids, sampling, tokens, concurrency",
             measured=s["service_cost"],
         )  # fmt: skip
-        provenance.record(
-            "pipeline_real", result["pipeline"], simulated=SIMULATED, command="prorl bench real",
-            ours="INIT/RUN/EVAL pipeline, real math rollouts on vLLM-CPU",
-            against="a coupled loop (slot held INIT to EVAL), same handler and workers",
-            measured=s["pipeline_real"],
-        )  # fmt: skip
-        provenance.record(
-            "balancer_real", result["balancer"], simulated=SIMULATED, command="prorl bench real",
-            ours=f"least-in-flight + sticky pool over {len(urls)} vLLM-CPU servers",
-            against="least connections without stickiness; ProRL's assignment heap",
-            measured=s["balancer_real"],
-        )  # fmt: skip
+        # The pipeline and balancer comparisons are printed, not recorded: see the module's docstring.
         print(json.dumps(result))
     else:
         print(format_report(result))
