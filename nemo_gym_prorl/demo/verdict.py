@@ -2,8 +2,9 @@
 
 A demo that prints a table but exits 0 after every rollout broke would let CI pass on a broken
 system. The run fails when no rollout completed, when any trajectory breaks NeMo RL's contract,
-or when every sample of some domain ended in an infrastructure error (a sandbox, a server or an
-evaluator failing, as opposed to the model answering wrongly).
+when every sample of some domain ended in an infrastructure error (a sandbox, a server or an
+evaluator failing, as opposed to the model answering wrongly), or when every completed rollout
+ended in a model error (a harness's format errors: the policy never acted, so nothing was shown).
 """
 
 from __future__ import annotations
@@ -39,6 +40,13 @@ def judge(rollouts: Sequence[Rollout], contract_problems: Sequence[str], domains
         shown = "; ".join(contract_problems[:3])
         more = f" (and {len(contract_problems) - 3} more)" if len(contract_problems) > 3 else ""
         verdict.failures.append(f"{len(contract_problems)} NeMo RL contract violation(s): {shown}{more}")
+    done = [r for r in rollouts if r.result.state is JobState.DONE]
+    stops = [r.result.trajectory.stop_reason if r.result.trajectory else None for r in done]
+    if done and all(stop == "model_error" for stop in stops):
+        verdict.failures.append(
+            f"every one of {len(done)} completed rollouts ended in a model error (the policy never wrote an "
+            "action the agent could run; a harness needs a policy trained in its format: `--policy`)"
+        )
     by_domain: dict[str, list[str | None]] = defaultdict(list)
     for rollout in rollouts:
         by_domain[rollout.domain].append(infrastructure_failure(rollout.result))

@@ -106,9 +106,18 @@ class TokenSession:
 
     # --- turns --------------------------------------------------------------------------------
 
-    async def generate(self, new_messages: Sequence[ChatMessage | Mapping[str, Any]]) -> TurnRecord:
+    async def generate(
+        self,
+        new_messages: Sequence[ChatMessage | Mapping[str, Any]],
+        *,
+        rendered_ids: list[int] | None = None,
+    ) -> TurnRecord:
         """Append `new_messages` (the first call: system + user; later: tool results, user
-        turns) and sample the next assistant turn."""
+        turns) and sample the next assistant turn.
+
+        `rendered_ids`: `new_messages` are the whole conversation, whose rendering (`render`)
+        extends the history token for token; it is the prompt as is (a harness that re-sent its
+        history in words of its own that still tokenize to the same sequence)."""
         if self.finished:
             reason = (
                 self.failure.message
@@ -127,19 +136,31 @@ class TokenSession:
         # The turn runs on the policy version current at its start, to its end.
         policy = await self.pool.policy.acquire()
         try:
-            return await self._turn(wire, turn_index, history, policy.model or self.model, policy.version)
+            return await self._turn(
+                wire, turn_index, history, policy.model or self.model, policy.version, rendered_ids
+            )
         finally:
             self.pool.policy.release(policy)
 
-    async def _turn(
+    async def render(self, messages: Sequence[ChatMessage | Mapping[str, Any]]) -> list[int] | None:
+        """The prompt ids `messages` (a whole conversation) render to on the backend, or None
+        when the dialect does not render prompts itself (a server that renders them)."""
+        render = getattr(self.dialect, "render", None)
+        if render is None:
+            return None
+        ctx = self._context([_wire(m) for m in messages], len(self.turns), self.token_ids, self.model, None)
+        ids: list[int] = await render(ctx, ctx.new_messages)
+        return ids
+
+    def _context(
         self,
         wire: list[dict[str, Any]],
         turn_index: int,
         history: list[int],
         model: str,
-        policy_version: int | None,
-    ) -> TurnRecord:
-        ctx = TurnContext(
+        rendered_ids: list[int] | None,
+    ) -> TurnContext:
+        return TurnContext(
             pool=self.pool,
             route=self.route,
             model=model,
@@ -152,7 +173,19 @@ class TokenSession:
             turn=turn_index,
             max_model_len=self.max_model_len,
             constraint=self.constraint,
+            rendered_ids=rendered_ids,
         )
+
+    async def _turn(
+        self,
+        wire: list[dict[str, Any]],
+        turn_index: int,
+        history: list[int],
+        model: str,
+        policy_version: int | None,
+        rendered_ids: list[int] | None = None,
+    ) -> TurnRecord:
+        ctx = self._context(wire, turn_index, history, model, rendered_ids)
         started = time.monotonic()
         try:
             generation = await self.dialect.generate(ctx)
@@ -173,6 +206,8 @@ class TokenSession:
             self.max_model_len = generation.max_model_len
         record = self._record(turn_index, generation, time.monotonic() - started, policy_version)
         self.turns.append(record)
+        if rendered_ids is not None:  # `wire` was the whole conversation
+            self.messages.clear()
         self.messages.extend(wire)
         self.messages.append(record.assistant_message().to_wire())
         self.context_exhausted = generation.context_exhausted

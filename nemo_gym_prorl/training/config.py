@@ -9,10 +9,11 @@ demonstrations, SFT, GRPO through the service, and the held-out evaluations."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from nemo_gym_prorl.assets import configs_dir
 from nemo_gym_prorl.integrations.trl.jobs import (
@@ -29,6 +30,12 @@ from nemo_gym_prorl.training.heldout import SeedSplit
 
 # The override that bounds a task's agent loop in time (the shipped configs set math's).
 TIME_BUDGET = "+tasks.{task}.options.agent.max_time_s="
+# The service task of a harness run, and the options `harness: <name>` alone stands for.
+HARNESS_TASK = "math_harness"
+HANDLER = "nemo_gym_prorl.agent.factory:domain_handler"
+SHIPPED_HARNESS_CONFIGS: dict[str, dict[str, Any]] = {
+    "mini_swe_agent": {"config": "mini_swe_agent_math.yaml"},
+}
 
 
 class TrainConfigError(ValueError):
@@ -144,6 +151,13 @@ class TrainConfig(BaseModel):
         "'template' hands them to the chat template, which SmolLM2's ignores, so the demonstrations "
         "alone teach the call and every sample is about 3x shorter to train on",
     )
+    harness: dict[str, Any] | None = Field(
+        None,
+        description="an agent harness runs every rollout of the run instead of the built-in loop: "
+        "`mini_swe_agent` (its shipped config for the embedded model) or its options "
+        "(`{name: mini_swe_agent, config: ...}`). The demonstrations are written in its format through "
+        "it, GRPO's rollouts and every evaluation run through it and the recording endpoint",
+    )
     backend: BackendSettings = Field(default_factory=BackendSettings)
     lora: LoraSettings = Field(default_factory=LoraSettings)
     demonstrations: DemonstrationSettings = Field(default_factory=DemonstrationSettings)
@@ -153,6 +167,12 @@ class TrainConfig(BaseModel):
     max_staleness: int = Field(1, ge=0, description="the service's bound on off-policy rollouts")
     trainer_threads: int | None = Field(None, ge=1, description="torch threads of the trainer (None: all)")
     record: bool = Field(True, description="write benchmarks/results/<name>.json and <name>.png")
+
+    @property
+    def task(self) -> str | None:
+        """The service task every job of the run names (None: each row's `data_source` picks
+        one). A harness is selected by task name, never by a row's data source."""
+        return HARNESS_TASK if self.harness is not None else None
 
     def task_rows(self) -> SeedSplit | EnvironmentSplit:
         """Where GRPO prompts and held-out tasks come from."""
@@ -183,6 +203,45 @@ class TrainConfig(BaseModel):
                 if o.startswith(math_budget)
             ]
             self.service_overrides = served + [b for b in budgets if b not in served]
+        return self
+
+    @field_validator("harness", mode="before")
+    @classmethod
+    def _harness_options(cls, value: Any) -> Any:
+        """`mini_swe_agent` alone: the harness with the config the project ships for the
+        embedded model; options are validated by the harness's own options model."""
+        if value is None:
+            return None
+        if isinstance(value, str):
+            value = {"name": value, **SHIPPED_HARNESS_CONFIGS.get(value, {})}
+        from nemo_gym_prorl.agent.harness import harness_options
+
+        return harness_options(value).model_dump()
+
+    @model_validator(mode="after")
+    def _harness_is_served(self) -> TrainConfig:
+        """The harness task is the math domain with the harness as its agent (demonstrations
+        are math), served beside `tasks=math`."""
+        if self.harness is None:
+            return self
+        if self.environment is not None:
+            raise ValueError("a harness run trains on the split's math tasks; `environment` must be unset")
+        options = ",".join(f"{k}:{json.dumps(v)}" for k, v in self.harness.items())
+        entry = f"+tasks.{HARNESS_TASK}={{handler:{json.dumps(HANDLER)},options:{{domain:math,harness:{{{options}}}}}}}"
+        budgets = [
+            TIME_BUDGET.format(task=HARNESS_TASK) + o.removeprefix(TIME_BUDGET.format(task="math"))
+            for o in self.service_overrides
+            if o.startswith(TIME_BUDGET.format(task="math"))
+        ]
+        turns = [
+            f"+tasks.{HARNESS_TASK}.options.agent.max_turns=" + o.split("=", 1)[1]
+            for o in self.service_overrides
+            if o.startswith("tasks.math.options.agent.max_turns=")
+        ]
+        self.service_overrides = [
+            *self.service_overrides,
+            *(o for o in [entry, *turns, *budgets] if o not in self.service_overrides),
+        ]
         return self
 
     @model_validator(mode="after")

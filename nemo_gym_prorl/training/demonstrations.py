@@ -60,6 +60,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from nemo_gym_prorl.agent.handler import AgentRolloutHandler, InProcessTransport
+from nemo_gym_prorl.agent.harness import make_harness
 from nemo_gym_prorl.agent.loop import AgentLimits
 from nemo_gym_prorl.datasets.rows import write_jsonl
 from nemo_gym_prorl.integrations.trl.fields import ServiceTrajectory, concatenate, model_turns
@@ -85,6 +86,9 @@ from nemo_gym_prorl.training.programs import (
     PROGRAMS,
     DemonstrationError,
     answer_text,
+    harness_compute_text,
+    harness_submit_text,
+    observed_output,
     program_code,
     tool_call_text,
     value_of,
@@ -135,6 +139,12 @@ class DemonstrationConfig(BaseModel):
     )
     math: MathConfig = Field(default_factory=MathConfig)
     concurrency: int = Field(2, ge=1, le=64, description="Tasks demonstrated at once.")
+    harness: dict[str, Any] | None = Field(
+        None,
+        description="an agent harness's options (`{name: mini_swe_agent, config: ...}`): the harness, "
+        "unchanged, drives each demonstration through the recording endpoint, and the program writes "
+        "its replies in the harness's own format (a bash block) instead of tool calls",
+    )
     max_tries_factor: float = Field(
         2.0, ge=1.0, description="Give up after n * this many tasks tried (plus 8)."
     )
@@ -180,6 +190,25 @@ class ProgramWriter:
             self.tool_failed = True
             return "The tool gave no value."
         return answer_text(value)
+
+
+class HarnessProgramWriter(ProgramWriter):
+    """The same program in a bash harness's format: `python3 -c` in a bash block, then the value
+    the harness observed submitted as the harness submits (`programs.harness_submit_text`)."""
+
+    def __init__(self, row: Mapping[str, Any]) -> None:
+        self.call = harness_compute_text(row)
+        self.tool_failed = False
+
+    def text(self, ctx: TurnContext) -> str:
+        if ctx.turn == 0:
+            return self.call
+        observed = [m.get("content") or "" for m in ctx.new_messages if m.get("role") == "user"]
+        value = value_of(observed_output(observed[-1])) if observed else None
+        if value is None:
+            self.tool_failed = True
+            return "The command gave no value."
+        return harness_submit_text(value)
 
 
 class ProgramDialect(Dialect):
@@ -239,9 +268,15 @@ class Demonstrator:
         self.llm = llm
         self.dialect: VLLMCompletionsDialect = llm.dialect
         self.domain = MathTask(config.math)
-        self.transport = InProcessTransport(self.domain, sandbox=config.sandbox, tools=config.tools)
+        # A harness runs its own commands in the sandbox; the built-in loop is offered the tools.
+        self.harness = make_harness(config.harness) if config.harness is not None else None
+        self.transport = InProcessTransport(
+            self.domain, sandbox=config.sandbox, tools=config.tools, offer_tools=self.harness is None
+        )
 
     async def close(self) -> None:
+        if self.harness is not None:
+            await self.harness.aclose()
         await self.domain.aclose()
 
     async def demonstrate(self, row: Mapping[str, Any]) -> Demonstration:
@@ -256,9 +291,15 @@ class Demonstrator:
             raise ValueError(
                 f"row {row.get('task_id')!r} is a held-out task; only training tasks are demonstrated"
             )
-        writer = ProgramWriter(program_code(row), self.dialect.tool_call_format)
+        writer = (
+            ProgramWriter(program_code(row), self.dialect.tool_call_format)
+            if self.harness is None
+            else HarnessProgramWriter(row)
+        )
         access = replace(self.llm, dialect=ProgramDialect(self.dialect, writer))
-        handler = AgentRolloutHandler(self.transport, access, limits=AgentLimits(max_turns=2))
+        handler = AgentRolloutHandler(
+            self.transport, access, limits=AgentLimits(max_turns=2), harness=self.harness
+        )
         job = Job(
             id=f"demonstration-{recipe.family}-{recipe.seed}",
             task="math",
@@ -303,7 +344,14 @@ def demonstration_of(
     if not turns or not service.messages[-1].get("role") == "assistant":
         raise DemonstrationError("the demonstration's rollout did not end with the program's answer")
     first = next(m for m in service.messages if m.get("role") == "assistant")
-    if not first.get("tool_calls"):
+    if trajectory.harness is not None:
+        # The harness's whole conversation must be the one sequence trained on: every call merged.
+        if trajectory.harness.get("segments") != 1 or not trajectory.steps:
+            raise DemonstrationError(
+                f"the harness's demonstration is not one token sequence with a command run "
+                f"({trajectory.harness.get('segments')} segments, {len(trajectory.steps)} commands)"
+            )
+    elif not first.get("tool_calls"):
         raise DemonstrationError("the service's parser read no tool call in the program's first turn")
     prompt, completion, _, env_mask = concatenate(turns)
     return Demonstration(
@@ -319,7 +367,7 @@ def demonstration_of(
         model=llm.model or "",
         tool_call_format=llm.dialect.tool_call_format,
         turns=len(turns),
-        tool_calls=sum(len(m.get("tool_calls") or []) for m in service.messages),
+        tool_calls=len(trajectory.steps),
     )
 
 

@@ -49,8 +49,10 @@ async def evaluate(
     phase: str,
     sampling: Mapping[str, Any],
     timeout_s: float,
+    task: str | None = None,
 ) -> PolicyEvaluation:
-    """Run each held-out row once; `families[i]` names row i's family."""
+    """Run each held-out row once; `families[i]` names row i's family; `task`: the service task
+    every row runs as (None: its `data_source` picks)."""
     if len(families) != len(rows):
         raise ValueError(f"{len(rows)} held-out rows but {len(families)} families")
     started = time.monotonic()
@@ -60,6 +62,7 @@ async def evaluate(
             "instance": dict(row),
             "sampling_params": dict(sampling),
             "metadata": {"evaluation": phase, "task": i, "family": families[i]},
+            **({"task": task} if task is not None else {}),
         }
         for i, row in enumerate(rows)
     ]

@@ -99,7 +99,10 @@ async def run_training(config: TrainConfig, *, say: Say = _print, run_dir: Path 
             if phase not in config.evaluation.phases:
                 return None
             with timed(phases, f"eval_{phase}"):
-                say(f"evaluating {phase} on {len(heldout)} held-out tasks (unconstrained, {config.sampling})")
+                agent = f", through {config.harness['name']}" if config.harness else ""
+                say(
+                    f"evaluating {phase} on {len(heldout)} held-out tasks{agent} (unconstrained, {config.sampling})"
+                )
                 result = await evaluate(
                     client,
                     heldout,
@@ -107,6 +110,7 @@ async def run_training(config: TrainConfig, *, say: Say = _print, run_dir: Path 
                     phase=phase,
                     sampling=config.sampling,
                     timeout_s=config.evaluation.timeout_s,
+                    task=config.task,
                 )
             report.evaluations[phase] = result
             for line in progress.evaluation_lines(result, tasks.demonstrated):
@@ -250,6 +254,7 @@ def demonstration_config(config: TrainConfig, service: TrainingService) -> Demon
         split=config.split,
         llm=LLMConfig(backends=[service.backend_url], tool_prompt=config.tool_prompt),
         concurrency=config.demonstrations.concurrency,
+        harness=config.harness,
     )
 
 
@@ -297,7 +302,8 @@ async def _demonstrate_and_imitate(
     model by the trainer, and how many training tasks the demonstrations tried (GRPO's
     demonstrated-family prompts come after them)."""
     with timed(phases, "demonstrations"):
-        say(f"writing {config.demonstrations.n} program-written demonstrations through the real tools")
+        through = f"{config.harness['name']} (unchanged)" if config.harness else "the real tools"
+        say(f"writing {config.demonstrations.n} program-written demonstrations through {through}")
         demos, summary = await collect_demonstrations(
             config.demonstrations.n, demonstration_config(config, service), progress=None
         )
@@ -407,6 +413,7 @@ def write_policy_settings(policies: Path, config: TrainConfig) -> None:
         "tool_prompt": config.tool_prompt,
         "sampling": config.sampling,
         "split": config.split.model_dump(mode="json"),
+        "harness": config.harness,
     }
     (policies / POLICY_SETTINGS).write_text(json.dumps(settings, indent=2) + "\n")
 

@@ -10,6 +10,8 @@ Pure text: no backend, sandbox or evaluator (`demonstrations.py` runs them throu
 from __future__ import annotations
 
 import json
+import re
+import shlex
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -86,3 +88,30 @@ def value_of(observation: str) -> str | None:
 
 def answer_text(value: str) -> str:
     return f"The answer is \\boxed{{{value}}}."
+
+
+# -- the same programs in a bash harness's own format (mini-swe-agent: one ```bash block) -------
+
+SUBMIT_MARKER = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
+
+
+def bash_block(command: str) -> str:
+    return f"```bash\n{command}\n```"
+
+
+def harness_compute_text(row: Mapping[str, Any]) -> str:
+    """The first reply: the row's program run by `python3 -c`, on one line."""
+    code = "; ".join(line for line in program_code(row).splitlines() if line.strip())
+    return bash_block(f"python3 -c {shlex.quote(code)}")
+
+
+def observed_output(observation: str) -> str:
+    """What a command printed, out of the harness's observation message (mini-swe-agent's
+    `<output>...</output>`, or the bare text)."""
+    match = re.search(r"<output>\n?(.*?)</output>", observation, re.DOTALL)
+    return match.group(1) if match else observation
+
+
+def harness_submit_text(value: str) -> str:
+    """The reply that submits `value` as the harness submits: the marker, then the answer."""
+    return bash_block(f"echo {SUBMIT_MARKER}; echo {shlex.quote(f'\\boxed{{{value}}}')}")

@@ -19,7 +19,7 @@ def evaluation_lines(result: PolicyEvaluation, demonstrated: Collection[str]) ->
     lines = [
         f"held-out {result.phase} ({version}): reward {s.reward.text()} (95% CI) over {s.scored} tasks "
         f"({s.masked} masked); {s.tool_calls_per_rollout:.2f} tool calls, {s.turns_per_rollout:.2f} turns "
-        f"per rollout; {result.seconds:.0f}s"
+        f"per rollout{_harness(s.merged_share, None)}; {result.seconds:.0f}s"
     ]
     for family, f in result.by_family.items():
         kind = "demonstrated" if family in demonstrated else "no demonstrations"
@@ -57,6 +57,17 @@ def grpo_step_line(step: Mapping[str, Any], steps: int) -> str:
         f"{step['informative_groups']}/{step['groups']} informative groups"
         f"{f' ({g} guided by a demonstration)' if (g := step.get('guided_groups')) else ''}, "
         f"{step['tool_calls']:.2f} tool calls, {step['turns']:.2f} turns per rollout, "
-        f"staleness {step['staleness']}, versions {step['policy_versions']}, {step['masked']} masked; "
+        f"staleness {step['staleness']}, versions {step['policy_versions']}, {step['masked']} masked"
+        f"{_harness(step.get('merged_share'), step.get('delivered_share'))}; "
         f"rollouts {step['rollout_s']:.0f}s at {step['rollout_tokens_per_s']:.0f} tok/s; {train}"
     )
+
+
+def _harness(merged: float | None, delivered: float | None) -> str:
+    """A harness's token bookkeeping, where there is a harness: how many of its calls extended
+    the previous one's token sequence, and how much of what it generated reached the trainer."""
+    parts = [
+        f"merged share {merged:.2f}" if merged is not None else "",
+        f"delivered share {delivered:.2f}" if delivered is not None else "",
+    ]
+    return "".join(f", {p}" for p in parts if p)

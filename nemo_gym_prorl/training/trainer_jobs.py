@@ -51,5 +51,6 @@ def grpo_job(
         "lora": config.lora,
         "sampling_params": config.sampling,
         "threads": config.trainer_threads,
+        "task": config.task,
     }
     return GrpoJob.model_validate({**settings, **overrides})

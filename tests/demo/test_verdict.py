@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from nemo_gym_prorl.demo.report import Rollout
 from nemo_gym_prorl.demo.verdict import judge
-from nemo_gym_prorl.pipeline.job import JobResult, JobState
+from nemo_gym_prorl.pipeline.job import JobResult, JobState, Trajectory
 
 DOMAINS = ("math", "code")
 
@@ -53,3 +53,18 @@ def test_one_infrastructure_error_among_good_samples_is_not_a_failure() -> None:
 def test_a_domain_with_no_rollout_at_all_fails() -> None:
     verdict = judge([rollout("math")], [], DOMAINS)
     assert verdict.failures == ["code: no rollout came back"]
+
+
+def test_a_run_whose_every_rollout_was_a_model_error_fails() -> None:
+    # A harness answering every reply with a format error: the rollouts completed, reward 0,
+    # and nothing was shown.
+    error = {"reward": 0.0, "trajectory": Trajectory(stop_reason="model_error")}
+    verdict = judge([rollout("math", **error), rollout("code", **error)], [], DOMAINS)
+    assert verdict.exit_code == 1
+    assert verdict.failures[0].startswith("every one of 2 completed rollouts ended in a model error")
+
+
+def test_one_model_error_among_acting_rollouts_is_not_a_failure() -> None:
+    error = {"reward": 0.0, "trajectory": Trajectory(stop_reason="model_error")}
+    acted = {"reward": 1.0, "trajectory": Trajectory(stop_reason="submitted")}
+    assert judge([rollout("math", **error), rollout("code", **acted)], [], DOMAINS).ok

@@ -157,3 +157,30 @@ async def test_without_a_backend_or_with_a_format_it_cannot_write_it_says_so(tok
         Demonstrator(
             config, LLMAccess.from_config(LLMConfig(backends=[tokenizer_backend.url], dialect="nemo_rl"))
         )
+
+
+async def test_a_harness_demonstration_is_the_unchanged_harness_driven_by_the_program(
+    tokenizer_backend,
+) -> None:
+    # mini-swe-agent, unchanged, with the project's config for the embedded model: the program
+    # sits in the model's seat and writes bash blocks; the harness runs them in the sandbox and
+    # submits as it always does. One token sequence, every call merged.
+    harness = {"name": "mini_swe_agent", "config": "mini_swe_agent_math.yaml"}
+    demos, summary = await collect_demonstrations(
+        3, config_for(tokenizer_backend.url, harness=harness, concurrency=1)
+    )
+    assert summary.kept == 3 and summary.keep_rate == 1.0 and not summary.dropped
+    for demo, row in zip(demos, SeedSplit().train_rows(3), strict=True):
+        assert demo.reward == 1.0 and (demo.turns, demo.tool_calls) == (2, 2)  # compute, submit
+        system, task, compute, observation, submit = demo.messages
+        assert "```bash" in system["content"] and task["content"].startswith(
+            row["responses_create_params"]["input"][-1]["content"]
+        )
+        assert compute["content"].startswith("```bash\npython3 -c ")
+        assert f"<output>\n{computed(row)}\n</output>" in observation["content"]  # the sandbox's real output
+        assert submit["content"] == (
+            f"```bash\necho COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT; echo '\\boxed{{{computed(row)}}}'\n```"
+        )
+        assert demo.prompt_ids == tokenize_text(render_chat([system, task], add_generation_prompt=True))
+        assert [mask for mask, _ in spans(demo)] == [1, 0, 1]
+        assert spans(demo)[2] == (1, submit["content"] + "<|im_end|>")

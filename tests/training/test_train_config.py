@@ -20,7 +20,7 @@ from nemo_gym_prorl.training.config import GrpoSettings, TrainConfigError, load_
 from nemo_gym_prorl.training.trainer_jobs import grpo_job
 
 
-@pytest.mark.parametrize("name", ["default", "smoke"])
+@pytest.mark.parametrize("name", ["default", "smoke", "harness_math"])
 def test_every_shipped_training_config_validates(name: str) -> None:
     config = load_train_config(name)
     assert config.lora.r <= config.backend.lora.max_lora_rank
@@ -132,3 +132,33 @@ def test_every_rollout_a_run_serves_is_bounded_in_time(name: str, environment: s
 def test_rehearsal_must_leave_room_for_the_rl_families_in_every_step() -> None:
     with pytest.raises(TrainConfigError, match=r"rehearsal \(6\) must be below grpo.prompts_per_step \(6\)"):
         load_train_config("default", ["grpo.rehearsal=6"])
+
+
+def test_a_harness_run_serves_the_math_domain_through_the_harness_and_names_its_task_in_every_job() -> None:
+    config = load_train_config("harness_math")
+    assert config.harness is not None and config.harness["name"] == "mini_swe_agent"
+    assert config.harness["config"] == "mini_swe_agent_math.yaml"  # the config the project ships
+    served = load_config([*config.service_overrides, "llm.backends=[http://127.0.0.1:1/v1]"])
+    task = served.tasks[config.task or ""]
+    assert task.aliases == [] and task.options["domain"] == "math"
+    assert task.options["harness"]["config"] == "mini_swe_agent_math.yaml"
+    # The built-in math task's budgets bound the harness's rollouts too.
+    assert task.options["agent"] == {"max_turns": 3, "max_time_s": 300}
+    layout = SimpleNamespace(model_dir="/models/m")
+    service = SimpleNamespace(url="http://svc", token="t")
+    job = grpo_job(config, layout, service, prompts=Path("p.jsonl"), output_dir=Path("o"))  # type: ignore[arg-type]
+    assert job.task == config.task and job.segment_slots == 2
+
+
+def test_a_harness_is_named_or_given_its_options_and_a_wrong_one_is_refused() -> None:
+    named = load_train_config("default", ["harness=mini_swe_agent"])
+    given = load_train_config(
+        "default", ["harness.name=mini_swe_agent", "harness.config=swebench_backticks.yaml"]
+    )
+    assert named.harness is not None and named.harness["config"] == "mini_swe_agent_math.yaml"
+    assert given.harness is not None and given.harness["config"] == "swebench_backticks.yaml"
+    assert load_train_config("default").task is None  # the built-in loop: rows pick their task
+    with pytest.raises(TrainConfigError, match="unknown harness 'claude'"):
+        load_train_config("default", ["harness=claude"])
+    with pytest.raises(TrainConfigError, match="environment"):
+        load_train_config("default", ["harness=mini_swe_agent", "environment=gsm8k"])

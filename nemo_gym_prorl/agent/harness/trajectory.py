@@ -26,11 +26,13 @@ def agent_trajectory(
     """The harness's rollout in the built-in loop's record: its conversation, every command as
     a tool step, and the token sequence that ends it.
 
-    That sequence (the last segment) is what a trainer gets as the rollout's sample: it is the
-    conversation the harness finished with, which the reward is about. A harness whose history
-    only grows has one segment; the segments it left behind (a reply it dropped after a format
-    error, a history it summarised) are kept in `harness["earlier_segments"]` with their ids and
-    log-probs, for a trainer that wants them too, and counted in `delivered_share`. A harness that
+    That sequence (the last segment) is the rollout's sample for a trainer that takes one per
+    rollout (NeMo RL's `/run` rows; TRL with one slot per rollout): it is the conversation the
+    harness finished with, which the reward is about, and `delivered_share` says how much of what
+    the policy generated it holds. A harness whose history only grows has one segment. Every
+    segment, complete (a reply it dropped after a format error, a history it summarised), is in
+    `harness["token_segments"]` with its ids and log-probs, for a trainer that takes each as its
+    own sample (TRL with `segment_slots` above one: `integrations.trl.fields`). A harness that
     kept none of its last segment's replies (mini-swe-agent answers each reply without one bash
     block with a format error and drops it) would leave no sample at all, and a policy that never
     gets the format right would never be told so: its sample is then its first reply, to the task
@@ -93,18 +95,15 @@ def agent_trajectory(
             "delivered_share": (sum(len(t.generation_token_ids) for _, t in kept) / generated)
             if generated
             else None,
-            "earlier_segments": [
-                {
-                    "calls": s.calls,
-                    "turns": [
-                        t.model_dump(
-                            include={"prompt_token_ids", "generation_token_ids", "generation_log_probs"}
-                        )
-                        for t in s.tokens.turns
-                    ],
-                }
+            "delivered_segment": delivered.index if delivered is not None else None,
+            "token_segments": [
+                [
+                    t.model_dump(
+                        include={"prompt_token_ids", "generation_token_ids", "generation_log_probs", "decoding"}
+                    )
+                    for t in s.tokens.turns
+                ]
                 for s in record.segments
-                if delivered is None or s.index != delivered.index
             ],
         },
     )

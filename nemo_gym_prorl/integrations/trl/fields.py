@@ -15,6 +15,14 @@ A rollout that must not be trained on (failed, cancelled, its infrastructure fai
 sampled under constrained decoding, or its token history is not exact) becomes a one-token
 placeholder with `env_mask` 0 and no reward, so its group keeps `num_generations` members while
 it adds nothing to the loss or the baseline.
+
+A harness rollout may hold several token sequences (segments: a harness that dropped a reply or
+rewrote its history started a new one). With one slot per rollout its sample is the sequence
+that ends it (the messages' token fields). With `slots` above one (`rollout_samples`) each
+segment is a sample of its own with the rollout's reward, the slots it leaves empty are
+placeholders, and a rollout with more segments than slots is masked with that reason: nothing
+the policy generated is trained on partially without saying so. TRL's groups then hold
+`slots` samples per rollout, and a rollout's segments each count in its group's baseline.
 """
 
 from __future__ import annotations
@@ -59,6 +67,18 @@ class ServiceTrajectory(BaseModel):
         None,
         description="the service's summary of its turns' decoding constraints (None: none was constrained)",
     )
+    harness: dict[str, Any] | None = Field(
+        None, description="a harness rollout's record: its calls, and every token segment (`token_segments`)"
+    )
+
+    def segments(self) -> list[list[ModelTurn]]:
+        """Every token sequence of the rollout: a harness's segments, complete, or the one the
+        messages carry."""
+        recorded = (self.harness or {}).get("token_segments")
+        if recorded:
+            return [[ModelTurn.model_validate(turn) for turn in segment] for segment in recorded if segment]
+        turns = model_turns(self)
+        return [turns] if turns else []
 
 
 class ServiceResult(BaseModel):
@@ -183,7 +203,7 @@ def to_sample(
     placeholder_prompt_ids: Sequence[int],
     placeholder_token_id: int | None = None,
 ) -> TrlSample:
-    """The TRL sample of one finished rollout.
+    """The TRL sample of one finished rollout (its messages' token sequence).
 
     `placeholder_prompt_ids`: the prompt a masked sample carries (a sibling's prompt keeps the
     group's prompt shared); its completion is `placeholder_token_id` (the tokenizer's EOS, so TRL
@@ -191,35 +211,94 @@ def to_sample(
     """
     if not isinstance(result, ServiceResult):
         result = ServiceResult.model_validate(result)
-    stop_reason = result.trajectory.stop_reason if result.trajectory else None
     reason = mask_reason(result)
     if reason is None:
         assert result.trajectory is not None  # mask_reason checked it
-        try:
-            prompt, completion, logprobs, env_mask = concatenate(model_turns(result.trajectory))
-        except NotTokenExactError as exc:
-            reason = f"not token-exact: {exc}"
-        else:
-            return TrlSample(
-                prompt_ids=prompt,
-                completion_ids=completion,
-                logprobs=logprobs,
-                env_mask=env_mask,
-                reward=result.reward,
-                reward_components=result.reward_components,
-                stop_reason=stop_reason,
-                rollout_id=result.id,
+        sample = _sample(result, model_turns(result.trajectory))
+        if isinstance(sample, TrlSample):
+            return sample
+        reason = sample
+    return placeholder(result, reason, placeholder_prompt_ids, placeholder_token_id)
+
+
+def rollout_samples(
+    result: ServiceResult | Mapping[str, Any],
+    *,
+    slots: int,
+    placeholder_prompt_ids: Sequence[int],
+    placeholder_token_id: int | None = None,
+) -> list[TrlSample]:
+    """The `slots` samples of one rollout: each of its token segments with the rollout's reward,
+    then placeholders; all placeholders, with the reason, when it may not be trained on or has
+    more segments than slots. One slot: `to_sample`."""
+    if slots == 1:
+        return [
+            to_sample(
+                result,
+                placeholder_prompt_ids=placeholder_prompt_ids,
+                placeholder_token_id=placeholder_token_id,
             )
-    if not placeholder_prompt_ids:
+        ]
+    if not isinstance(result, ServiceResult):
+        result = ServiceResult.model_validate(result)
+    reason = mask_reason(result)
+    samples: list[TrlSample] = []
+    if reason is None:
+        assert result.trajectory is not None  # mask_reason checked it
+        segments = result.trajectory.segments()
+        if len(segments) > slots:
+            reason = f"{len(segments)} token segments, {slots} sample slots per rollout"
+        for turns in segments if reason is None else []:
+            sample = _sample(result, turns)
+            if not isinstance(sample, TrlSample):
+                reason, samples = sample, []
+                break
+            samples.append(sample)
+    if reason is not None:
+        return [
+            placeholder(result, reason, placeholder_prompt_ids, placeholder_token_id) for _ in range(slots)
+        ]
+    return [
+        *samples,
+        *(
+            placeholder(result, "an empty slot", placeholder_prompt_ids, placeholder_token_id)
+            for _ in range(slots - len(samples))
+        ),
+    ]
+
+
+def _sample(result: ServiceResult, turns: Sequence[ModelTurn]) -> TrlSample | str:
+    """The sample of one token sequence of a rollout that may be trained on, or why it cannot be."""
+    try:
+        prompt, completion, logprobs, env_mask = concatenate(turns)
+    except NotTokenExactError as exc:
+        return f"not token-exact: {exc}"
+    return TrlSample(
+        prompt_ids=prompt,
+        completion_ids=completion,
+        logprobs=logprobs,
+        env_mask=env_mask,
+        reward=result.reward,
+        reward_components=result.reward_components,
+        stop_reason=result.trajectory.stop_reason if result.trajectory else None,
+        rollout_id=result.id,
+    )
+
+
+def placeholder(
+    result: ServiceResult, reason: str, prompt_ids: Sequence[int], token_id: int | None
+) -> TrlSample:
+    """A sample that keeps its group's shape and adds nothing to the loss or the baseline."""
+    if not prompt_ids:
         raise ValueError("a masked sample needs a non-empty placeholder prompt")
     return TrlSample(
-        prompt_ids=list(placeholder_prompt_ids),
-        completion_ids=[placeholder_prompt_ids[-1] if placeholder_token_id is None else placeholder_token_id],
+        prompt_ids=list(prompt_ids),
+        completion_ids=[prompt_ids[-1] if token_id is None else token_id],
         logprobs=[0.0],
         env_mask=[0],
         reward=None,
         reward_components=result.reward_components,
-        stop_reason=stop_reason,
+        stop_reason=result.trajectory.stop_reason if result.trajectory else None,
         mask_sample=True,
         mask_reason=reason,
         rollout_id=result.id,
@@ -231,18 +310,23 @@ def group_samples(
     *,
     fallback_prompt_ids: Sequence[int],
     placeholder_token_id: int | None = None,
+    slots: int = 1,
 ) -> list[TrlSample]:
-    """The samples of one prompt's group, in order. A masked member borrows the first usable
-    sibling's prompt (the group shares one prompt); `fallback_prompt_ids` when none is usable."""
+    """The samples of one prompt's group, in order (`slots` per rollout). A masked member
+    borrows the first usable sibling's prompt (the group shares one prompt);
+    `fallback_prompt_ids` when none is usable."""
     parsed = [r if isinstance(r, ServiceResult) else ServiceResult.model_validate(r) for r in results]
-    placeholder = list(fallback_prompt_ids)
+    shared = list(fallback_prompt_ids)
     for result in parsed:
         if mask_reason(result) is None and result.trajectory is not None:
-            placeholder = list(model_turns(result.trajectory)[0].prompt_token_ids)
+            shared = list(model_turns(result.trajectory)[0].prompt_token_ids)
             break
     return [
-        to_sample(result, placeholder_prompt_ids=placeholder, placeholder_token_id=placeholder_token_id)
+        sample
         for result in parsed
+        for sample in rollout_samples(
+            result, slots=slots, placeholder_prompt_ids=shared, placeholder_token_id=placeholder_token_id
+        )
     ]
 
 

@@ -47,6 +47,14 @@ def step_prompts(job: GrpoJob, prompts: list[str]) -> list[str]:
     return [prompts[i % len(prompts)] for i in range(needed)]
 
 
+def delivered_share(stats: RolloutStats, rollout: ServiceRollout) -> float | None:
+    """Of the tokens the policy generated in the step's scored rollouts, the share that reached
+    the trainer in a sample (a segment no slot held, or a rollout masked for having more
+    segments than slots, is not delivered)."""
+    delivered = sum(s.model_tokens for s in rollout.last_samples if not s.mask_sample and s.origin is None)
+    return round(delivered / stats.generated_tokens, 4) if stats.generated_tokens else None
+
+
 def rollout_fields(stats: RolloutStats, rollout: ServiceRollout) -> dict[str, Any]:
     return {
         "rollouts": stats.rollouts,
@@ -62,6 +70,8 @@ def rollout_fields(stats: RolloutStats, rollout: ServiceRollout) -> dict[str, An
         "stale": stats.stale,
         "stop_reasons": stats.stop_reasons,
         "mask_reasons": stats.mask_reasons,
+        "merged_share": stats.merged_share,
+        "delivered_share": delivered_share(stats, rollout),
         "guided_groups": rollout.last_guided,
         "rollout_s": round(rollout.last_seconds, 2),
         "rollout_tokens_per_s": round(stats.generated_tokens / max(rollout.last_seconds, 1e-9), 1),
@@ -71,7 +81,7 @@ def rollout_fields(stats: RolloutStats, rollout: ServiceRollout) -> dict[str, An
 def simulate(job: GrpoJob, prompts: list[str], rollout: ServiceRollout) -> None:
     """Real rollouts, SIMULATED optimizer steps (a sleep of `simulated_step_s`; no update)."""
     started = time.monotonic()
-    size = job.num_generations
+    size = job.num_generations * job.segment_slots
     for step in range(job.steps):
         t0 = time.monotonic()
         heads = prompts[step * job.prompts_per_step : (step + 1) * job.prompts_per_step]
@@ -100,17 +110,17 @@ def grpo_config(job: GrpoJob) -> Any:
     sampled at (TRL divides the logits by it when it computes log-probs), and its device."""
     from trl import GRPOConfig
 
-    rollouts_per_step = job.prompts_per_step * job.num_generations
-    if rollouts_per_step % job.optimizer.batch_size:
+    samples_per_step = job.prompts_per_step * job.num_generations * job.segment_slots
+    if samples_per_step % job.optimizer.batch_size:
         raise ValueError(
-            f"{rollouts_per_step} rollouts per step do not split into batches of {job.optimizer.batch_size}"
+            f"{samples_per_step} samples per step do not split into batches of {job.optimizer.batch_size}"
         )
     return GRPOConfig(
         output_dir=job.output_dir,
         use_vllm=False,
-        num_generations=job.num_generations,
+        num_generations=job.num_generations * job.segment_slots,  # TRL's group: every rollout's slots
         per_device_train_batch_size=job.optimizer.batch_size,
-        gradient_accumulation_steps=rollouts_per_step // job.optimizer.batch_size,
+        gradient_accumulation_steps=samples_per_step // job.optimizer.batch_size,
         max_steps=job.steps,
         learning_rate=job.optimizer.learning_rate,
         weight_decay=job.optimizer.weight_decay,
@@ -139,6 +149,7 @@ def service_rollout(job: GrpoJob, prompts: list[str], client: ServiceClient) -> 
     return ServiceRollout(
         client,
         task=job.task,
+        slots=job.segment_slots,
         sampling_params=job.sampling_params,
         timeout_s=job.rollout_timeout_s,
         ahead=prompts if job.collect_ahead else None,

@@ -172,7 +172,16 @@ class GrpoAlgorithm(BaseModel):
 
     steps: int = Field(8, ge=1)
     prompts_per_step: int = Field(4, ge=1)
-    num_generations: int = Field(4, ge=2)
+    num_generations: int = Field(4, ge=2, description="rollouts per prompt")
+    segment_slots: int = Field(
+        1,
+        ge=1,
+        le=4,
+        description="samples per rollout: above one, each token segment of a harness rollout (a reply it "
+        "dropped, a history it rewrote) is a sample of its own with the rollout's reward, and a rollout with "
+        "more segments is masked; TRL's groups hold num_generations x segment_slots samples, so the trainer "
+        "does that much more work per step. 1: the segment that ends the rollout",
+    )
     loss_type: LossType = "dapo"
     beta: float = Field(0.0, ge=0.0, description="KL coefficient (0: no reference model, as DAPO)")
     epsilon: float = Field(0.2, gt=0.0)

@@ -29,7 +29,13 @@ from pathlib import Path
 from typing import Any
 
 from nemo_gym_prorl.integrations.trl.client import ServiceClient, ServiceError
-from nemo_gym_prorl.integrations.trl.fields import TrlSample, group_samples, to_fields
+from nemo_gym_prorl.integrations.trl.fields import (
+    ServiceResult,
+    TrlSample,
+    group_samples,
+    placeholder,
+    to_fields,
+)
 
 
 def prompt_column(rows: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -130,6 +136,10 @@ class ServiceRollout:
     the service keeps running and retaining those rollouts, and a trainer restarted with the
     same journal from the policy that sampled them takes them up when it asks for the same
     groups instead of submitting them again (`carried_over`).
+
+    `slots`: samples per rollout (`fields.rollout_samples`): TRL's group of `num_generations`
+    samples is `num_generations / slots` rollouts, each a run of `slots` samples (a guide's run
+    is the demonstration and placeholders).
     """
 
     def __init__(
@@ -137,14 +147,18 @@ class ServiceRollout:
         client: ServiceClient,
         *,
         task: str | None = None,
+        slots: int = 1,
         sampling_params: Mapping[str, Any] | None = None,
         timeout_s: float = 3600.0,
         ahead: Sequence[Any] | None = None,
         journal: str | Path | None = None,
         guides: Mapping[str, TrlSample] | None = None,
     ) -> None:
+        if slots < 1:
+            raise ValueError(f"slots must be at least 1, not {slots}")
         self.client = client
         self.task = task
+        self.slots = slots
         self.sampling_params = dict(sampling_params or {})
         self.timeout_s = timeout_s
         self.run_id = uuid.uuid4().hex[:12]
@@ -168,7 +182,7 @@ class ServiceRollout:
         for index, group in enumerate(groups):
             instance = instance_of(group[0])
             group_id = f"trl-{self.run_id}-{self.calls}-{index}"
-            for sample in range(len(group) - (self.guide(group[0]) is not None)):
+            for sample in range(self.rollouts_in(group)):
                 job: dict[str, Any] = {
                     # The trainer's own id: a submit retried after a lost answer is the same job.
                     "id": f"{group_id}-{sample}",
@@ -225,17 +239,39 @@ class ServiceRollout:
         self.last_guided = 0
         for group in groups:
             guide = self.guide(group[0])
-            rollouts = size - (guide is not None)
+            rollouts = self.rollouts_in(group)
             fallback = guide.prompt_ids if guide is not None else [eos if eos is not None else 0]
-            samples += group_samples(
-                results[start : start + rollouts], fallback_prompt_ids=fallback, placeholder_token_id=eos
+            members = group_samples(
+                results[start : start + rollouts],
+                fallback_prompt_ids=fallback,
+                placeholder_token_id=eos,
+                slots=self.slots,
             )
+            samples += members
             start += rollouts
             if guide is not None:
                 samples.append(guide.model_copy(deep=True))
+                samples += [
+                    placeholder(
+                        ServiceResult(id=guide.rollout_id, state="done"),
+                        "an empty slot",
+                        guide.prompt_ids,
+                        eos,
+                    )
+                    for _ in range(self.slots - 1)
+                ]
                 self.last_guided += 1
         self.last_samples = samples
         return to_fields(samples)
+
+    def rollouts_in(self, group: Sequence[Any]) -> int:
+        """The service rollouts a TRL group of prompts runs: a slot run per rollout, one fewer
+        with a guide."""
+        if len(group) % self.slots:
+            raise ValueError(
+                f"a group of {len(group)} samples does not split into runs of {self.slots} slots"
+            )
+        return len(group) // self.slots - (self.guide(group[0]) is not None)
 
     def guide(self, prompt: Any) -> TrlSample | None:
         """The demonstration that guides this prompt's group, if it has one."""

@@ -36,6 +36,11 @@ class RolloutStats(BaseModel):
     stale: int = Field(description="rollouts past max_staleness, kept with the flag")
     stop_reasons: dict[str, int]
     mask_reasons: dict[str, int]
+    merged_share: float | None = Field(
+        None,
+        description="a harness's calls after each rollout's first whose prompt extended the previous call's "
+        "tokens, pooled over the scored rollouts (None: no harness rollout)",
+    )
 
     @classmethod
     def of(cls, results: Sequence[ServiceResult | Mapping[str, Any]]) -> RolloutStats:
@@ -58,6 +63,9 @@ class RolloutStats(BaseModel):
                 key = reason.split(":")[0]
                 masks[key] = masks.get(key, 0) + 1
         per = max(len(trajectories), 1)
+        harnessed = [t.harness for t in trajectories if t.harness and t.harness.get("calls")]
+        later = sum(int(h["calls"]) - 1 for h in harnessed)
+        merged = sum((h.get("merged_share") or 0.0) * (int(h["calls"]) - 1) for h in harnessed)
         return cls(
             rollouts=len(parsed),
             scored=len(scored),
@@ -74,4 +82,5 @@ class RolloutStats(BaseModel):
             stale=sum(r.stale for r in parsed),
             stop_reasons=stops,
             mask_reasons=masks,
+            merged_share=round(merged / later, 4) if later else None,
         )

@@ -38,6 +38,9 @@ class TurnContext:
     turn: int
     max_model_len: int | None  # known from config or learned from the server
     constraint: TrajectoryConstraint | None = None  # what constrained decoding may build on
+    # The whole conversation already rendered, when it extends `history_ids` token for token (a
+    # harness's call merged by token prefix): the prompt, as is.
+    rendered_ids: list[int] | None = None
 
 
 class Generation(BaseModel):

@@ -144,8 +144,15 @@ class VLLMCompletionsDialect(Dialect):
         self._probes[cache_key] = probe
         return probe
 
+    async def render(self, ctx: TurnContext, messages: list[dict[str, Any]]) -> list[int]:
+        """`messages` as the chat template renders them, with the generation prompt: the ids a
+        client's whole conversation becomes on the backend."""
+        return (await self._tokenize_chat(ctx, messages, add_generation_prompt=True)).tokens
+
     async def next_prompt(self, ctx: TurnContext) -> tuple[list[int], int | None]:
         """The exact prompt ids for this turn, and the server's max_model_len if it said."""
+        if ctx.rendered_ids is not None:
+            return ctx.rendered_ids, None
         if not ctx.history_ids:
             first = await self._tokenize_chat(ctx, ctx.new_messages, add_generation_prompt=True)
             return first.tokens, first.max_model_len

@@ -91,7 +91,7 @@ async def test_mini_swe_agent_with_the_real_model_records_every_call_token_exact
     assert record is not None and record["name"] == "mini_swe_agent"
     assert 1 <= record["calls"] <= 3
     assert trajectory.num_turns == record["calls"]  # every call recorded, once
-    earlier = [turn for segment in record["earlier_segments"] for turn in segment["turns"]]
+    earlier = [turn for segment in record["token_segments"] for turn in segment]
     replies = [m for m in trajectory.messages if m["role"] == "assistant"]  # the delivered sequence
     for turn in [*earlier, *replies]:  # with the backend's own ids and log-probs
         assert len(turn["generation_token_ids"]) == len(turn["generation_log_probs"]) > 0
