@@ -131,8 +131,15 @@ def as_trained(policy: Path, rows: list[dict[str, Any]]) -> tuple[list[dict[str,
     say(
         f"math rows: {len(math)} held-out tasks of the policy's run ({', '.join(split.family(r) for r in math)})"
     )
+    overrides = [f"{_AGENT}.llm.tool_prompt={settings['tool_prompt']}"]
+    if settings.get("harness"):
+        # Trained through a harness: shown through it, with its options, on its run's math tasks.
+        options = ",".join(f"{k}:{json.dumps(v)}" for k, v in settings["harness"].items())
+        overrides += [f"{_AGENT}.harness={{{options}}}", f"{_AGENT}.agent.max_turns=3"]
+        say(f"the policy was trained through {settings['harness']['name']}: its rollouts run through it")
+        return math, overrides
     others = [row for row in rows if row["data_source"] != "prorl_math"]
-    return math + others, [f"{_AGENT}.llm.tool_prompt={settings['tool_prompt']}"]
+    return math + others, overrides
 
 
 def environment_rows(name: str, per_domain: Mapping[str, int]) -> list[dict[str, Any]]:
