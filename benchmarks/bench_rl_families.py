@@ -27,7 +27,7 @@ from typing import Any
 
 import provenance
 from nemo_gym_prorl.assets import output_root
-from nemo_gym_prorl.demo import is_adapter
+from nemo_gym_prorl.demo.run import is_adapter
 from nemo_gym_prorl.llm.embedded import EmbeddedLayout
 from nemo_gym_prorl.training.config import load_train_config
 from nemo_gym_prorl.training.evaluation import evaluate

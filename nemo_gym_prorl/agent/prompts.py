@@ -10,40 +10,23 @@ task must render byte-identical first messages.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
 from nemo_gym_prorl.llm.access import ToolPromptStyle
 from nemo_gym_prorl.llm.records import ChatMessage
-
-TOOL_INSTRUCTIONS = """\
-You can use tools. The tools are described in JSON inside <tools></tools>:
-<tools>
-{tools}
-</tools>
-To call a tool, write one JSON object per call inside <tool_call></tool_call> tags:
-<tool_call>
-{{"name": "<tool name>", "arguments": {{<arguments as JSON>}}}}
-</tool_call>
-Each tool result comes back in a message from the tool. {finish}"""
-
-FINISH_WITH_SUBMIT = "When you are done, call the `submit` tool with your final answer."
-FINISH_WITH_ANSWER = "When you are done, reply with your final answer and no tool call."
-
-DEFAULT_SYSTEM_PROMPT = "You are a helpful assistant that solves tasks step by step."
+from nemo_gym_prorl.llm.toolprompt import (  # noqa: F401 (the convention's names, re-exported)
+    DEFAULT_SYSTEM_PROMPT,
+    FINISH_WITH_ANSWER,
+    FINISH_WITH_SUBMIT,
+    TOOL_INSTRUCTIONS,
+    system_with_tools,
+    tool_instructions,
+)
 
 
 class PromptError(ValueError):
     """The row's prompt cannot be turned into chat messages."""
-
-
-def tool_instructions(tool_specs: list[dict[str, Any]]) -> str:
-    functions = [spec.get("function", spec) for spec in tool_specs]
-    tools = "\n".join(json.dumps(f, sort_keys=True, ensure_ascii=False) for f in functions)
-    names = {f.get("name") for f in functions}
-    finish = FINISH_WITH_SUBMIT if "submit" in names else FINISH_WITH_ANSWER
-    return TOOL_INSTRUCTIONS.format(tools=tools, finish=finish)
 
 
 def _text(content: Any) -> str:
@@ -105,10 +88,10 @@ def initial_messages(
     messages = row_messages(row)
     if style == "template" or not tool_specs:
         return messages
-    block = tool_instructions(tool_specs)
     if messages[0].role == "system":
-        first = messages[0]
-        messages[0] = ChatMessage(role="system", content=f"{first.content}\n\n{block}")
+        content = system_with_tools(messages[0].content or "", tool_specs)
+        messages[0] = ChatMessage(role="system", content=content)
     else:
-        messages.insert(0, ChatMessage(role="system", content=f"{default_system_prompt}\n\n{block}"))
+        content = system_with_tools(None, tool_specs, default_system_prompt=default_system_prompt)
+        messages.insert(0, ChatMessage(role="system", content=content))
     return messages

@@ -8,12 +8,25 @@ chat-completions call. `RecordingSession` answers each call through a `TokenSess
 shared backend pool (sticky routing, the policy version current at the call, the rollout's
 sampling) and decides, call by call, how the call joins the trajectory:
 
-- **merged**: the call's messages are the previous call's messages plus the reply this session
-  gave, plus new messages. Only the new messages are rendered (the chat template's suffix, the
-  same rendering as the built-in loop), after the exact ids of everything before, so the whole
-  conversation is one token sequence; the tokens the model did not generate are masked later.
-- **new segment**: anything else (a harness that truncated, summarised or edited its history,
-  or changed its tools). The call starts a new token sequence, and the record says so.
+- **merged**: the call's prompt token ids begin with the previous call's prompt plus the ids it
+  generated, so the whole conversation is one token sequence (the tokens the model did not
+  generate are masked later). The endpoint finds that prefix two ways. When the call's messages
+  are the previous call's plus the reply this session gave plus new ones, only the new messages
+  are rendered (the chat template's suffix, the same rendering as the built-in loop) after the
+  exact ids of everything before: the model keeps its own ids, never a re-tokenization. Otherwise
+  the whole conversation is rendered on the backend, and if those ids still extend the previous
+  call's prompt and generation token for token, whatever the messages' words, they are the prompt.
+- **new segment**: anything else (a harness that dropped a reply, truncated, summarised or
+  edited its history, or changed its tools). The call starts a new token sequence, and the
+  record says so.
+
+A call's `tools` reach the model the way the built-in agent's do (`LLMAccess.tool_prompt`):
+`system` describes them in the conversation's system message in the hermes `<tool_call>`
+convention (`llm.toolprompt`, the same text on every call, so the prompts still extend each
+other), for chat templates that ignore tools; `template` hands them to the chat template. Either
+way the reply's text is parsed into OpenAI `tool_calls` with the dialect's tool-call format,
+and a dialect with constrained tool calling (`llm.constrained`) constrains the call's decoding
+as it does the built-in agent's.
 
 Sampling is the rollout's, not the harness's: a policy-gradient trainer needs the temperature it
 computes log-probs at. What the harness asked for is recorded beside what was used.
@@ -30,9 +43,11 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from nemo_gym_prorl.llm.access import LLMAccess
+from nemo_gym_prorl.llm.dialects import TrajectoryConstraint
 from nemo_gym_prorl.llm.records import SamplingParams, TrajectoryTokens, TurnRecord
 from nemo_gym_prorl.llm.tito import TokenSession
 from nemo_gym_prorl.llm.toolcalls import tool_call_to_openai
+from nemo_gym_prorl.llm.toolprompt import system_with_tools
 
 ChatFinishReason = Literal["stop", "length", "tool_calls"]
 
@@ -151,7 +166,14 @@ class CallRecord(BaseModel):
     """One model call as the harness made it and as it was answered."""
 
     segment: int
-    merged: bool = Field(description="True: the call extended its segment's token sequence")
+    merged: bool = Field(
+        description="True: the call's prompt extended the previous call's prompt and generation"
+    )
+    merged_by: Literal["messages", "tokens"] | None = Field(
+        None,
+        description="how the extension was found: the messages extended the previous call's (only the new "
+        "ones rendered), or the whole conversation's rendering extended its ids",
+    )
     messages: int = Field(description="messages the harness sent")
     new_messages: int = Field(description="messages rendered for this call")
     requested: dict[str, Any] = Field(
@@ -171,9 +193,10 @@ class HarnessRecord(BaseModel):
 
     @property
     def merged_share(self) -> float | None:
-        """Of the calls after each segment's first, the share that extended their sequence: 1.0
-        for a harness whose history only grows."""
-        later = len(self.calls) - len(self.segments)
+        """Of the calls after the rollout's first, the share whose prompt extended the previous
+        call's token sequence: 1.0 for a harness whose history only grows, 0.0 when every call
+        started over; None for a rollout of one call."""
+        later = len(self.calls) - 1
         if later <= 0:
             return None
         return sum(c.merged for c in self.calls) / later
@@ -224,8 +247,10 @@ class RecordingSession:
             raise BudgetExhausted("this rollout has ended")
         if self.max_calls is not None and len(self._calls) >= self.max_calls:
             raise BudgetExhausted(f"the rollout's budget of {self.max_calls} model calls is spent")
+        sent = request
+        request = self._presented(request)
         conversation = [comparable(m) for m in request.messages]
-        segment, new = self._place(conversation, request.tools)
+        segment, new, rendered = await self._place(request, conversation)
         merged = segment.calls > 0
         sampling = self.sampling
         if request.token_limit is not None and request.token_limit < sampling.max_tokens:
@@ -234,11 +259,13 @@ class RecordingSession:
         started = time.monotonic()
         if segment.session.finished:
             raise BudgetExhausted(f"the rollout's context window is full ({segment.session.trajectory_id})")
-        turn = await segment.session.generate([wire_message(m) for m in request.messages[-new:]])
+        turn = await segment.session.generate(
+            [wire_message(m) for m in request.messages[-new:]], rendered_ids=rendered
+        )
         reply = self._reply(turn, bool(request.tools))
         finish = reply_finish(turn)
         segment.conversation = [*conversation, comparable(reply)]
-        self.conversation = [*(wire_message(m) for m in request.messages), reply]
+        self.conversation = [*(wire_message(m) for m in sent.messages), reply]
         segment.calls += 1
         requested = {
             k: getattr(request, k) for k in ("temperature", "top_p") if getattr(request, k) is not None
@@ -247,7 +274,8 @@ class RecordingSession:
             CallRecord(
                 segment=segment.index,
                 merged=merged,
-                messages=len(request.messages),
+                merged_by=None if not merged else "tokens" if rendered is not None else "messages",
+                messages=len(sent.messages),
                 new_messages=new,
                 requested=requested,
                 finish_reason=finish,
@@ -268,19 +296,38 @@ class RecordingSession:
             },
         }
 
-    def _place(
-        self, conversation: list[tuple[Any, ...]], tools: list[dict[str, Any]] | None
-    ) -> tuple[_Segment, int]:
-        """The segment a call joins and how many of its messages are new."""
+    def _presented(self, request: ChatRequest) -> ChatRequest:
+        """The call as the model sees it. With `tool_prompt: system` and tools, its system
+        message (a default one where it has none) describes them (`llm.toolprompt`: the text
+        the built-in agent's first messages carry); the tools still decide how the reply is
+        parsed and which segment the call joins, but do not reach the chat template."""
+        if self.llm.tool_prompt != "system" or not request.tools:
+            return request
+        messages = list(request.messages)
+        first = messages[0]
+        if first.get("role") in ("system", "developer"):
+            content = system_with_tools(message_text(first.get("content")), request.tools)
+            messages[0] = {**first, "content": content}
+        else:
+            messages.insert(0, {"role": "system", "content": system_with_tools(None, request.tools)})
+        return request.model_copy(update={"messages": messages})
+
+    async def _place(
+        self, request: ChatRequest, conversation: list[tuple[Any, ...]]
+    ) -> tuple[_Segment, int, list[int] | None]:
+        """The segment a call joins, how many of its messages are new, and, for a call that
+        extends it only token for token, the whole conversation's prompt ids."""
         current = self._segments[-1] if self._segments else None
-        if (
-            current is not None
-            and current.tools == tools
-            and len(conversation) > len(current.conversation)
-            and conversation[: len(current.conversation)] == current.conversation
-            and not current.session.finished
-        ):
-            return current, len(conversation) - len(current.conversation)
+        if current is not None and current.tools == request.tools and not current.session.finished:
+            if (
+                len(conversation) > len(current.conversation)
+                and conversation[: len(current.conversation)] == current.conversation
+            ):
+                return current, len(conversation) - len(current.conversation), None
+            history = current.session.token_ids
+            rendered = await current.session.render([wire_message(m) for m in request.messages])
+            if rendered is not None and len(rendered) > len(history) and rendered[: len(history)] == history:
+                return current, len(conversation), rendered
         if current is not None:
             current.session.close()
         index = len(self._segments)
@@ -289,14 +336,17 @@ class RecordingSession:
             self.llm.dialect,
             model=self.llm.model or "policy",
             sampling=self.sampling,
-            tools=tools,
+            tools=request.tools if self.llm.tool_prompt == "template" else None,
             trajectory_id=f"{self.trajectory_id}-s{index}",
             max_model_len=self.llm.max_model_len,
-            parse_tool_calls=bool(tools),
+            parse_tool_calls=bool(request.tools),
+            # What a dialect with constrained tool calling (`llm.constrained`) builds on, as in
+            # the built-in agent; the parser's specs too. Its turns count within the segment.
+            constraint=TrajectoryConstraint(tools=request.tools) if request.tools else None,
         )
-        segment = _Segment(index, session, tools)
+        segment = _Segment(index, session, request.tools)
         self._segments.append(segment)
-        return segment, len(conversation)
+        return segment, len(conversation), None
 
     @staticmethod
     def _reply(turn: TurnRecord, structured: bool) -> dict[str, Any]:

@@ -22,8 +22,6 @@ nothing comes twice.
 
 from __future__ import annotations
 
-import asyncio
-import time
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from typing import Any, Literal
 
@@ -70,13 +68,9 @@ class RolloutClient(BatchesClientMixin):
         self.close()
 
     def _send[T](self, call: Call[T]) -> T:
-        for delay in (*api.RETRY_DELAYS_S, None):
-            try:
+        for attempt in api.RETRY.attempts(retry=call.repeatable):
+            with attempt:
                 return call.answer(self._http.request(call.method, call.path, **call.request_options()))
-            except httpx.TransportError:
-                if not call.repeatable or delay is None:
-                    raise
-                time.sleep(delay)
         raise AssertionError("unreachable")
 
     def _lines[T](self, call: StreamCall[T]) -> Iterator[T]:
@@ -101,17 +95,12 @@ class RolloutClient(BatchesClientMixin):
         """Results as they finish (NDJSON); stops at the server's end line. A cut stream
         reconnects for the ids it has not delivered yet."""
         left = dict.fromkeys(ids)
-        for delay in (*api.RETRY_DELAYS_S, None):
-            try:
+        for attempt in api.RETRY.attempts():
+            with attempt:
                 for result in self._lines(api.stream(list(left), timeout_s)):
                     if result.id in left:
                         del left[result.id]
                         yield result
-                return
-            except httpx.TransportError:
-                if delay is None:
-                    raise
-                time.sleep(delay)
 
     def run(self, jobs: Sequence[JobLike], *, timeout_s: float = 3600.0) -> list[JobResult]:
         """Submit and collect every result, in submission order."""
@@ -170,13 +159,9 @@ class AsyncRolloutClient(AsyncBatchesClientMixin):
         await self.aclose()
 
     async def _send[T](self, call: Call[T]) -> T:
-        for delay in (*api.RETRY_DELAYS_S, None):
-            try:
+        async for attempt in api.RETRY.attempts_async(retry=call.repeatable):
+            with attempt:
                 return call.answer(await self._http.request(call.method, call.path, **call.request_options()))
-            except httpx.TransportError:
-                if not call.repeatable or delay is None:
-                    raise
-                await asyncio.sleep(delay)
         raise AssertionError("unreachable")
 
     async def _lines[T](self, call: StreamCall[T]) -> AsyncIterator[T]:
@@ -200,17 +185,12 @@ class AsyncRolloutClient(AsyncBatchesClientMixin):
     async def stream(self, ids: Sequence[str], *, timeout_s: float = 3600.0) -> AsyncIterator[JobResult]:
         """Results as they finish; a cut stream reconnects for the ids not delivered yet."""
         left = dict.fromkeys(ids)
-        for delay in (*api.RETRY_DELAYS_S, None):
-            try:
+        async for attempt in api.RETRY.attempts_async():
+            with attempt:
                 async for result in self._lines(api.stream(list(left), timeout_s)):
                     if result.id in left:
                         del left[result.id]
                         yield result
-                return
-            except httpx.TransportError:
-                if delay is None:
-                    raise
-                await asyncio.sleep(delay)
 
     async def run(self, jobs: Sequence[JobLike], *, timeout_s: float = 3600.0) -> list[JobResult]:
         ids = await self.submit(jobs)

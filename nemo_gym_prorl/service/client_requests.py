@@ -20,6 +20,7 @@ import httpx
 
 from nemo_gym_prorl.llm.policy import PublishReport
 from nemo_gym_prorl.pipeline import JobResult, JobSpec
+from nemo_gym_prorl.retry import TRANSPORT
 from nemo_gym_prorl.service.backends import BackendInfo
 from nemo_gym_prorl.service.client_errors import api_error
 from nemo_gym_prorl.service.models import (
@@ -33,9 +34,9 @@ from nemo_gym_prorl.service.models import (
 
 JobLike = JobSpec | Mapping[str, Any]
 
-# Pauses before each new try of a call that got no answer (a refused or cut connection, a
-# timeout), about 15 s in all; only calls that cannot do anything twice are tried again.
-RETRY_DELAYS_S = (0.5, 1.0, 2.0, 4.0, 8.0)
+# How a call that got no answer is tried again (only one that cannot do anything twice, `repeatable`)
+# and how a cut result stream reconnects; both clients read it here at each call.
+RETRY = TRANSPORT
 
 # A call the server may hold open (`wait_s`, `timeout_s`) gets this much more read time, so the
 # client never gives up before the server's own answer arrives.

@@ -63,13 +63,13 @@ from nemo_gym_prorl.agent.handler import AgentRolloutHandler, InProcessTransport
 from nemo_gym_prorl.agent.harness import make_harness
 from nemo_gym_prorl.agent.loop import AgentLimits
 from nemo_gym_prorl.datasets.rows import write_jsonl
-from nemo_gym_prorl.integrations.trl.fields import ServiceTrajectory, concatenate, model_turns
 from nemo_gym_prorl.llm.access import LLMAccess, LLMConfig
 from nemo_gym_prorl.llm.dialects import TurnContext, VLLMCompletionsDialect
 from nemo_gym_prorl.llm.dialects.base import Dialect, Generation
 from nemo_gym_prorl.llm.dialects.replies import check_token_ids
 from nemo_gym_prorl.llm.records import ToolCall
 from nemo_gym_prorl.pipeline.job import Job, Trajectory
+from nemo_gym_prorl.rollouts.results import ServiceTrajectory, concatenate, model_turns
 from nemo_gym_prorl.sandbox import SandboxSpec
 from nemo_gym_prorl.tasks.math import MathConfig, MathTask
 from nemo_gym_prorl.tools.dispatch import ToolBoxConfig
@@ -338,7 +338,7 @@ def demonstration_of(
     llm: LLMAccess,
 ) -> Demonstration:
     """The record of a rewarded demonstration: its token ids and mask assembled as the trainer
-    assembles any rollout's (`integrations.trl.fields.concatenate`), its messages in wire form."""
+    assembles any rollout's (`rollouts.results.concatenate`), its messages in wire form."""
     service = ServiceTrajectory.model_validate(trajectory.model_dump(mode="json"))
     turns = model_turns(service)
     if not turns or not service.messages[-1].get("role") == "assistant":

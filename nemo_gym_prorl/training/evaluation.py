@@ -17,9 +17,9 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from nemo_gym_prorl.integrations.trl.stats import RolloutStats
 from nemo_gym_prorl.intervals import Interval
 from nemo_gym_prorl.intervals import paired_gain as paired_interval
+from nemo_gym_prorl.rollouts.stats import RolloutStats
 from nemo_gym_prorl.service.client import AsyncRolloutClient
 
 

@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-import nemo_gym_prorl.demo as demo
+import nemo_gym_prorl.demo.run as demo
 from nemo_gym_prorl.assets import project_root
 from nemo_gym_prorl.cli.main import main
 from nemo_gym_prorl.integrations.gym import launcher, processes

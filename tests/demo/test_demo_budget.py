@@ -12,7 +12,7 @@ from omegaconf import OmegaConf
 from support.gym_config import parse_global_config
 
 from nemo_gym_prorl.assets import project_root
-from nemo_gym_prorl.demo import CONSTRAINED_OVERRIDES, TIME_BUDGET_OVERRIDES
+from nemo_gym_prorl.demo.rows import CONSTRAINED_OVERRIDES, TIME_BUDGET_OVERRIDES
 from nemo_gym_prorl.integrations.gym.config import ProRLAgentSettings
 from nemo_gym_prorl.integrations.gym.launcher import compose
 

@@ -12,7 +12,8 @@ import pytest
 
 from nemo_gym_prorl.cli.main import build_parser
 from nemo_gym_prorl.datasets.rows import write_jsonl
-from nemo_gym_prorl.demo import demo_rows, run_demo
+from nemo_gym_prorl.demo import run_demo
+from nemo_gym_prorl.demo.rows import demo_rows
 
 
 def test_environment_rows_are_its_examples_until_prepared(

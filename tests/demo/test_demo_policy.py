@@ -44,7 +44,7 @@ def test_the_policy_flag_reaches_the_demo_as_a_path() -> None:
 def test_a_trained_policy_is_shown_on_its_runs_heldout_tasks_with_its_training_prompts(
     tmp_path: Path,
 ) -> None:
-    from nemo_gym_prorl.demo import as_trained
+    from nemo_gym_prorl.demo.rows import as_trained
     from nemo_gym_prorl.training.config import load_train_config
     from nemo_gym_prorl.training.loop import write_policy_settings
 
@@ -63,7 +63,7 @@ def test_a_trained_policy_is_shown_on_its_runs_heldout_tasks_with_its_training_p
 
 
 def test_an_adapter_from_elsewhere_keeps_the_demos_own_rows_and_prompts(tmp_path: Path) -> None:
-    from nemo_gym_prorl.demo import as_trained
+    from nemo_gym_prorl.demo.rows import as_trained
 
     rows = [{"data_source": "prorl_math", "task_id": "m1"}]
     assert as_trained(tmp_path / "policy", rows) == (rows, [])

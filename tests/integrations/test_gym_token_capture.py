@@ -33,7 +33,6 @@ from nemo_gym_prorl.integrations.gym.token_capture import (
     token_entries,
     write_harness_record,
 )
-from nemo_gym_prorl.integrations.trl.fields import ModelTurn, NotTokenExactError, concatenate
 from nemo_gym_prorl.llm.access import LLMAccess
 from nemo_gym_prorl.llm.dialects.vllm import VLLMCompletionsDialect
 from nemo_gym_prorl.llm.pool import LLMBackendPool, PoolConfig
@@ -45,6 +44,7 @@ from nemo_gym_prorl.llm.recording import (
     SegmentRecord,
 )
 from nemo_gym_prorl.llm.records import SamplingParams, TrajectoryTokens, TurnRecord
+from nemo_gym_prorl.rollouts.results import ModelTurn, NotTokenExactError, concatenate
 
 SYSTEM = {"role": "system", "content": "You are a bash agent."}
 TASK = {"role": "user", "content": "Fix the bug."}

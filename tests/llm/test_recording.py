@@ -78,10 +78,54 @@ async def test_a_rewritten_history_starts_a_new_segment_and_says_so(fake_llm: Fa
     assert [c.segment for c in record.calls] == [0, 0, 1, 2]
     assert [c.merged for c in record.calls] == [False, True, False, False]
     assert [s.calls for s in record.segments] == [2, 1, 1]
-    assert record.merged_share == pytest.approx(1 / 1)  # one later call, in segment 0, merged
+    assert record.merged_share == pytest.approx(1 / 3)  # of the three calls after the first, one extended
     assert record.segments[1].tokens.turns[0].prompt_token_ids == tokenize_text(
         render_chat([SYSTEM, summary], add_generation_prompt=True)
     )
+
+
+async def test_a_harness_that_drops_every_reply_merges_nothing_and_its_share_reads_zero(
+    fake_llm: FakeFactory,
+) -> None:
+    backend = await fake_llm(responder=lambda prompt: "no block")
+    async with fast_pool(backend.url) as pool:
+        session = RecordingSession(
+            LLMAccess(pool=pool, dialect=VLLMCompletionsDialect(), model="fake"), sampling=ROLLOUT_SAMPLING
+        )
+        history = [SYSTEM, TASK]
+        for _ in range(4):  # mini-swe-agent after a format error: the reply is gone, an error follows
+            await session.complete(request(history))
+            history = [*history, {"role": "user", "content": "Format error: one bash block."}]
+        session.close()
+    record = session.record()
+    assert [c.merged for c in record.calls] == [False] * 4 and len(record.segments) == 4
+    assert record.merged_share == 0.0
+
+
+async def test_a_conversation_that_renders_to_the_same_tokens_merges_whatever_its_messages_say(
+    fake_llm: FakeFactory,
+) -> None:
+    backend = await fake_llm(responder=lambda prompt: "```bash\nls\n```")
+    async with fast_pool(backend.url) as pool:
+        session = RecordingSession(
+            LLMAccess(pool=pool, dialect=VLLMCompletionsDialect(), model="fake"), sampling=ROLLOUT_SAMPLING
+        )
+        reply = await session.complete(request([SYSTEM, TASK]))
+        # The reply comes back under an id of the client's own, a key the template never renders:
+        # as messages it is not the reply the session gave, as tokens it is.
+        tagged = {**echoed(reply), "tool_call_id": "client-7"}
+        second = [SYSTEM, TASK, tagged, {"role": "user", "content": "a.py"}]
+        await session.complete(request(second))
+        # Words the model never wrote do not render to its ids: a new sequence.
+        edited = {"role": "assistant", "content": "```bash\nls -la\n```"}
+        await session.complete(request([SYSTEM, TASK, edited, {"role": "user", "content": "a.py"}]))
+        session.close()
+    record = session.record()
+    assert [(c.merged, c.merged_by) for c in record.calls] == [(False, None), (True, "tokens"), (False, None)]
+    first, second_turn = record.segments[0].tokens.turns
+    assert second_turn.prompt_token_ids[: len(first.full_token_ids)] == first.full_token_ids
+    assert second_turn.prompt_token_ids == tokenize_text(render_chat(second, add_generation_prompt=True))
+    assert record.merged_share == 0.5
 
 
 async def test_the_rollouts_sampling_governs_and_the_harness_request_is_recorded(

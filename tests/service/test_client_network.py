@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from typing import Any
 
 import httpx
@@ -63,7 +64,7 @@ class _Cut(httpx.AsyncByteStream):
 
 @pytest.fixture(autouse=True)
 def quick_retries(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(client_requests, "RETRY_DELAYS_S", (0.0, 0.0, 0.0))
+    monkeypatch.setattr(client_requests, "RETRY", replace(client_requests.RETRY, delays_s=(0.0, 0.0, 0.0)))
 
 
 async def test_a_submit_whose_answer_is_lost_is_sent_again_and_runs_each_job_once() -> None:
@@ -141,7 +142,7 @@ async def test_a_client_restarted_after_a_cut_takes_its_jobs_up_by_their_ids() -
     await svc.start()
     app = create_app(svc, manage_lifecycle=False)
     jobs = [{"id": f"step3-{i}", "task": "s", "instance": {"script": {"reward": i / 4}}} for i in range(4)]
-    tries = 1 + len(client_requests.RETRY_DELAYS_S)
+    tries = client_requests.RETRY.tries
     try:
         dead = FlakyLink(app, lose={"/v1/rollouts": tries})
         async with AsyncRolloutClient("http://svc", transport=dead) as first:

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from support.scripted_rollout_service import model_turn
 
-from nemo_gym_prorl.integrations.trl.stats import RolloutStats
+from nemo_gym_prorl.rollouts.stats import RolloutStats
 from nemo_gym_prorl.training.config import TrainConfig
 from nemo_gym_prorl.training.evaluation import PolicyEvaluation, paired_gain
 from nemo_gym_prorl.training.report import TrainReport, write_results

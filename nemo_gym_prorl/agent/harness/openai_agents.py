@@ -5,9 +5,13 @@
 
 A harness of another shape than mini-swe-agent's: the model calls a `bash` function through
 structured tool calls (`tools` in the request, `tool_calls` in the reply, `tool` messages with the
-call's id back), which the recording endpoint renders with the model's own chat template and
-parses with its tool-call format. The SDK's `Runner` drives the loop: it ends when the model
-replies without a tool call (that reply is the final answer) or at `max_turns` model calls.
+call's id back). The recording endpoint presents the tools as `llm.tool_prompt` says (`system`,
+the default: described in the system message after the SDK's instructions, as the built-in agent
+does, so a model whose chat template ignores tools, such as SmolLM2, sees them; `template`: to
+the chat template), parses the reply with the model's tool-call format, and under
+`llm.constrained` holds the first calls to well-formed tool calls. The SDK's `Runner` drives the
+loop: it ends when the model replies without a tool call (that reply is the final answer) or at
+`max_turns` model calls.
 
 The SDK's tracing is turned off for the process: it would send traces to OpenAI.
 """

@@ -57,7 +57,7 @@ from nemo_gym.token_id_capture.builder import BuildOutput
 from nemo_gym_prorl.llm.recording import HarnessRecord
 
 # (prompt_ids, completion_ids, logprobs, env_mask): the shape the project's trainer builds
-# (`integrations/trl/fields.py::concatenate`), so the two can be compared directly.
+# (`rollouts/results.py::concatenate`), so the two can be compared directly.
 Fields = tuple[list[int], list[int], list[float], list[int]]
 
 # The reason a later segment's first call is unresolved (Gym treats it as a diagnostic string).

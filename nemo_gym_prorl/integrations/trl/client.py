@@ -19,7 +19,7 @@ this one runs in the model venv and speaks the same native `/v1` API with httpx:
 Errors come back as `ServiceError` with the HTTP status and the service's `error`/`reason`.
 
 A request that gets no answer (a refused or cut connection, a timeout) is sent again after a
-backoff (`RETRY_DELAYS_S`) when repeating it cannot do anything twice: a wait, a cancel, and a
+backoff (`RETRY`, the service client's policy: `nemo_gym_prorl.retry`) when repeating it cannot do anything twice: a wait, a cancel, and a
 submit whose jobs carry their ids (the service takes an id it already has as the same job).
 Publishing a policy is never repeated blindly.
 """
@@ -32,10 +32,12 @@ from typing import Any
 
 import httpx
 
+from nemo_gym_prorl.retry import TRANSPORT
+
 # The service caps one long poll at 600 s (`WaitRequest.timeout_s`).
 MAX_WAIT_S = 600.0
-# Pauses before each new try of a request that got no answer (about 15 s in all).
-RETRY_DELAYS_S = (0.5, 1.0, 2.0, 4.0, 8.0)
+# How a request that got no answer is tried again (read at each request).
+RETRY = TRANSPORT
 
 
 class ServiceError(RuntimeError):
@@ -88,13 +90,12 @@ class ServiceClient:
         self.close()
 
     def _request(self, method: str, path: str, *, repeatable: bool, **options: Any) -> httpx.Response:
-        for delay in (*RETRY_DELAYS_S, None):
-            try:
-                return self._http.request(method, path, **options)
-            except httpx.TransportError as exc:
-                if not repeatable or delay is None:
-                    raise ServiceError(0, "unreachable", f"{method} {self.base_url}{path}: {exc!r}") from exc
-                time.sleep(delay)
+        try:
+            for attempt in RETRY.attempts(retry=repeatable):
+                with attempt:
+                    return self._http.request(method, path, **options)
+        except httpx.TransportError as exc:
+            raise ServiceError(0, "unreachable", f"{method} {self.base_url}{path}: {exc!r}") from exc
         raise AssertionError("unreachable")
 
     def _post(

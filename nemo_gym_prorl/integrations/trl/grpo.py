@@ -31,7 +31,7 @@ from nemo_gym_prorl.integrations.trl.fields import guide_sample
 from nemo_gym_prorl.integrations.trl.jobs import GrpoJob, emit, load_job
 from nemo_gym_prorl.integrations.trl.no_vllm import hide_vllm
 from nemo_gym_prorl.integrations.trl.rollout import ServiceRollout, prompt_column, split_groups
-from nemo_gym_prorl.integrations.trl.stats import RolloutStats
+from nemo_gym_prorl.rollouts.stats import RolloutStats
 
 
 def read_rows(path: str) -> list[dict[str, Any]]:

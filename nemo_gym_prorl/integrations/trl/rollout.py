@@ -29,13 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from nemo_gym_prorl.integrations.trl.client import ServiceClient, ServiceError
-from nemo_gym_prorl.integrations.trl.fields import (
-    ServiceResult,
-    TrlSample,
-    group_samples,
-    placeholder,
-    to_fields,
-)
+from nemo_gym_prorl.integrations.trl.fields import TrlSample, group_samples, placeholder, to_fields
+from nemo_gym_prorl.rollouts.results import ServiceResult
 
 
 def prompt_column(rows: Sequence[Mapping[str, Any]]) -> list[str]:

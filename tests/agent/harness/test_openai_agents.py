@@ -10,9 +10,11 @@ from __future__ import annotations
 import json
 
 from harness_helpers import ScriptedLLM, harness_job, prompt_row
+from support.fake_llm import detokenize
 
 from nemo_gym_prorl.agent.harness import make_harness
 from nemo_gym_prorl.agent.harness.base import SandboxExecutor
+from nemo_gym_prorl.agent.harness.openai_agents import DEFAULT_INSTRUCTIONS
 from nemo_gym_prorl.agent.loop import AgentLimits
 from nemo_gym_prorl.sandbox import SandboxSpec
 from nemo_gym_prorl.sandbox.factory import open_sandbox
@@ -47,3 +49,8 @@ async def test_structured_tool_calls_round_trip_into_one_token_sequence(scripted
     first, second = agent.tokens.turns
     assert second.prompt_token_ids[: len(first.full_token_ids)] == first.full_token_ids
     assert agent.reply_positions == [2, 4]
+    # `tool_prompt: system` (the default): the model saw the SDK's function in its system
+    # message, after the SDK's instructions, once (the chat template got no tools).
+    prompt = detokenize(first.prompt_token_ids)
+    assert f"{DEFAULT_INSTRUCTIONS}\n\nYou can use tools." in prompt
+    assert prompt.count('"name": "bash"') == 1 and "Tools:" not in prompt

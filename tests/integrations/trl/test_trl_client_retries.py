@@ -7,6 +7,7 @@ answer (a submit of jobs with ids, a wait, a cancel); a policy publish is not.""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import httpx
 import pytest
@@ -35,7 +36,7 @@ class LossyService:
 
 @pytest.fixture(autouse=True)
 def quick_retries(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(trl_client, "RETRY_DELAYS_S", (0.0, 0.0, 0.0))
+    monkeypatch.setattr(trl_client, "RETRY", replace(trl_client.RETRY, delays_s=(0.0, 0.0, 0.0)))
 
 
 def test_a_submit_of_jobs_with_ids_is_sent_again_with_the_same_ids() -> None:
@@ -62,4 +63,4 @@ def test_a_link_that_stays_down_ends_in_a_clear_error_after_the_backoff() -> Non
     client = ServiceClient("http://svc", transport=httpx.MockTransport(service))
     with pytest.raises(ServiceError, match=r"unreachable.*POST http://svc/v1/rollouts/wait"):
         client.wait_all(["a"], timeout_s=5)
-    assert len(service.received) == len(trl_client.RETRY_DELAYS_S) + 1
+    assert len(service.received) == trl_client.RETRY.tries

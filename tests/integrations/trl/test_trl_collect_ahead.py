@@ -17,7 +17,7 @@ from support.scripted_rollout_service import ScriptedRolloutService, model_turn
 
 from nemo_gym_prorl.integrations.trl.client import ServiceClient
 from nemo_gym_prorl.integrations.trl.rollout import ServiceRollout, prompt_column, split_groups
-from nemo_gym_prorl.integrations.trl.stats import RolloutStats
+from nemo_gym_prorl.rollouts.stats import RolloutStats
 
 
 def script(job: dict[str, Any], index: int) -> dict[str, Any]:

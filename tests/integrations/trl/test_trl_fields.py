@@ -19,10 +19,10 @@ import pytest
 from trl_venv import run_in_model_venv
 
 from nemo_gym_prorl.integrations.trl.grpo import rollout_fields
-from nemo_gym_prorl.integrations.trl.stats import RolloutStats
 from nemo_gym_prorl.llm.dialects.structured import DecodingRecord, decoding_summary
 from nemo_gym_prorl.llm.records import TurnRecord
 from nemo_gym_prorl.pipeline.job import Evaluation, JobResult, JobState, Trajectory
+from nemo_gym_prorl.rollouts.stats import RolloutStats
 
 SYSTEM_AND_USER = [1, 10, 11, 12, 2, 1, 20, 21, 2, 1, 30]  # first prompt (chat markup + text)
 CALL = [40, 41, 42, 2]  # the model's tool call, ending its message
@@ -220,7 +220,7 @@ def test_a_rollout_with_a_turn_sampled_under_constrained_decoding_is_masked_with
 def test_a_steps_stats_say_how_many_rollouts_were_masked_for_constrained_decoding() -> None:
     stats = RolloutStats.of(constrained_group())
     assert stats.scored == 1 and stats.masked == 2
-    rollout: Any = SimpleNamespace(last_seconds=1.0, last_guided=0)
+    rollout: Any = SimpleNamespace(last_seconds=1.0, last_guided=0, last_samples=[])
     step = rollout_fields(stats, rollout)
     assert step["masked"] == 2 and step["mask_reasons"] == {"constrained decoding": 2}
 

@@ -3,7 +3,7 @@
 
 """The TRL integration runs in the model venv: its modules compile under that venv's Python 3.11
 and import nothing from the rest of the package (whose dependencies live in the 3.13 venv) but
-the bottom-layer modules written for both venvs (`SHARED`: pure Python and pydantic)."""
+the bottom-layer modules written for both venvs (`SHARED`: pure Python, pydantic and httpx)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,19 @@ import subprocess
 
 from trl_venv import REPO, TRL_PACKAGE, model_python, run_in_model_venv
 
-SHARED = ("nemo_gym_prorl.intervals",)
-MODULES = sorted(TRL_PACKAGE.glob("*.py")) + [REPO / (name.replace(".", "/") + ".py") for name in SHARED]
+SHARED = (
+    "nemo_gym_prorl.intervals",
+    "nemo_gym_prorl.retry",
+    "nemo_gym_prorl.rollouts",
+    "nemo_gym_prorl.rollouts.results",
+    "nemo_gym_prorl.rollouts.stats",
+)
+MODULES = sorted(TRL_PACKAGE.glob("*.py")) + [
+    path
+    for name in SHARED
+    for path in (REPO / (name.replace(".", "/") + ".py"), REPO / name.replace(".", "/") / "__init__.py")
+    if path.is_file()
+]
 
 
 def test_every_module_byte_compiles_with_the_model_venvs_python() -> None:

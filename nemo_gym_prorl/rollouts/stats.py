@@ -2,7 +2,9 @@
 # SPDX-License-Identifier: Apache-2.0
 
 """What a set of finished rollouts says about the policy that made them: reward, how it used the
-tools, how stale it was. One summary for a training step's groups and for an evaluation."""
+tools, how stale it was. One summary for a training step's groups and for an evaluation.
+
+Pure Python and pydantic: the project venv and the trainers' model venv both import it."""
 
 from __future__ import annotations
 
@@ -13,8 +15,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from nemo_gym_prorl.integrations.trl.fields import ServiceResult, mask_reason
 from nemo_gym_prorl.intervals import Interval
+from nemo_gym_prorl.rollouts.results import ServiceResult, mask_reason
 
 
 class RolloutStats(BaseModel):
