@@ -27,7 +27,7 @@ __all__ = ["SCHEMA", "commit", "machine", "record", "render_table", "sync_readme
 
 HERE = Path(__file__).resolve().parent
 RESULTS_DIR = HERE / "results"
-README = HERE.parent / "README.md"
+README = HERE.parent / "docs" / "benchmarks.md"  # the page holding the generated tables
 ORDER = (
     "tools", "balancer", "balancer_real", "pipeline", "pipeline_real", "service_cost", "eval", "dapo", "scaleout",
     "train", "train_sweep", "overlap",

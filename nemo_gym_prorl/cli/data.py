@@ -117,8 +117,8 @@ def _environments(args: argparse.Namespace) -> int:
     except FileNotFoundError as exc:
         print(f"prorl data environments: {exc}", file=sys.stderr)
         return 1
-    if sync_readme(root / "README.md", list(entries.values()), check=args.check):
-        stale.append("README.md (the datasets table)")
+    if sync_readme(root / "docs" / "datasets.md", list(entries.values()), check=args.check):
+        stale.append("docs/datasets.md (the datasets table)")
     if args.check and stale:
         print("out of date (run `prorl data environments`):\n  " + "\n  ".join(stale), file=sys.stderr)
         return 1

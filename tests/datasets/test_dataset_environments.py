@@ -62,7 +62,7 @@ def test_sample_prepares_and_gym_validates_the_environment(
 
 
 def test_the_readme_table_lists_every_environment() -> None:
-    assert sync_readme(project_root() / "README.md", list(catalog().values()), check=True) is False
+    assert sync_readme(project_root() / "docs" / "datasets.md", list(catalog().values()), check=True) is False
 
 
 def test_unknown_environment_is_named_with_the_known_ones() -> None:
@@ -209,7 +209,7 @@ def test_a_small_source_still_gets_a_validation_row_and_a_single_row_is_refused(
 
 def test_the_readme_gym_validate_command_runs_as_written(tmp_path: Path) -> None:
     """`gsm8k` is both a Gym benchmark and this environment: the README names the kind."""
-    readme = (project_root() / "README.md").read_text()
+    readme = (project_root() / "docs" / "datasets.md").read_text()
     command = next(
         line.split("#")[0].split() for line in readme.splitlines() if "gym env validate gsm8k" in line
     )
@@ -228,7 +228,7 @@ def test_the_readme_gym_validate_command_runs_as_written(tmp_path: Path) -> None
 
 def readme_data_commands() -> list[list[str]]:
     """The README's `prorl data` command lines, as written (their comments dropped)."""
-    readme = (project_root() / "README.md").read_text()
+    readme = (project_root() / "docs" / "datasets.md").read_text()
     lines = [line.split("#")[0].split() for line in readme.splitlines()]
     return [words for words in lines if words[:3] == [".venv/bin/prorl", "data", "prepare"]
             or words[:3] == [".venv/bin/prorl", "data", "environments"]]  # fmt: skip

@@ -3,39 +3,59 @@
 
 """With a harness as the agent, what the policy writes still runs only in the rollout's sandbox,
 and from there neither the answers, nor the rollout's door token, nor the recording endpoint is
-reachable.
+reachable; and the harness's own process holds no key but its rollout's and sees no answer.
 
-mini-swe-agent (unchanged) runs one math rollout whose scripted policy uses its bash block for
-the probe of `test_no_answers` (the reference answer, the service's API token and the rollout's
-own door token looked for in the workspace, /tmp, every visible process and the environment;
-the graders imported) and for a request to its own base URL. The harness process itself holds
-the token and can reach the endpoint; its commands, run through the sandbox, cannot.
+mini-swe-agent (unchanged) runs one math rollout and one SWE rollout whose scripted policy uses
+its bash block for the probe of `test_no_answers` (the reference answer or the SWE row's gold
+patch and hidden tests, the service's API token, the rollout's own door token and another
+rollout's, looked for in the workspace, /tmp, every visible process and the environment; the
+graders imported) and, for math, a request to its own base URL. The harness's process holds its
+token and reaches the endpoint; its commands, run through the sandbox, cannot.
+
+A harness of the tests runs the same probe in the harness's own process on the SWE row (its
+files: PRORL_HOME with the SWE cache, the sandboxes, the service's caches, /tmp and its own home;
+its environment; every process it sees): confined by bubblewrap, it finds none of them.
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
+import importlib.util
 import itertools
 import json
 import os
-from collections.abc import Callable
+import sys
+import tempfile
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from support.fake_llm import FakeLLM
 
+from nemo_gym_prorl.agent.deps import HandlerDeps
+from nemo_gym_prorl.agent.factory import domain_handler
+from nemo_gym_prorl.agent.handler import AgentRolloutHandler
 from nemo_gym_prorl.agent.harness import make_harness
 from nemo_gym_prorl.agent.harness.base import SandboxExecutor
+from nemo_gym_prorl.agent.harness.endpoint import Door
+from nemo_gym_prorl.agent.harness.process import bubblewrap_works
+from nemo_gym_prorl.agent.harness.runner import HarnessRunner
 from nemo_gym_prorl.agent.loop import AgentLimits
 from nemo_gym_prorl.datasets.sources import gym_math_problems, math_rows
+from nemo_gym_prorl.datasets.swe import swe_rows
 from nemo_gym_prorl.llm.access import LLMAccess
 from nemo_gym_prorl.llm.dialects.vllm import VLLMCompletionsDialect
 from nemo_gym_prorl.llm.pool import LLMBackendPool, PoolConfig
+from nemo_gym_prorl.llm.recording import RecordingSession
 from nemo_gym_prorl.llm.records import SamplingParams
-from nemo_gym_prorl.pipeline.job import Job
+from nemo_gym_prorl.pipeline.job import Job, Trajectory
 from nemo_gym_prorl.sandbox import SandboxSpec
+from nemo_gym_prorl.sandbox.base import default_sandbox_root
+from nemo_gym_prorl.sandbox.runtime import prorl_home
 from nemo_gym_prorl.tasks.math import MathTask
+from nemo_gym_prorl.tasks.swe import ensure_built
 from nemo_gym_prorl.tasks.workspace import open_workspace
 from nemo_gym_prorl.tools.dispatch import ToolBoxConfig
 
@@ -72,7 +92,7 @@ async def test_the_policys_commands_reach_neither_answers_nor_the_door(
     problem = next(p for p in gym_math_problems() if len(p["problem"]) > 60)
     row = next(r for r in math_rows(size_per_task=1) if r.get("expected_answer") == problem["answer"])
     answers = [problem["problem"][:60], f'"expected_answer": "{problem["answer"]}"']
-    monkeypatch.setenv("PRORL_API_TOKEN", API_TOKEN)  # in the harness's process, as under `prorl serve`
+    monkeypatch.setenv("PRORL_API_TOKEN", API_TOKEN)  # in the service's process, as under `prorl serve`
     runner = make_harness({"name": "mini_swe_agent"})
 
     def policy() -> Callable[[list[int]], str]:
@@ -139,3 +159,178 @@ async def test_the_policys_commands_reach_neither_answers_nor_the_door(
     assert "UNREACHABLE" in reach.observation and "REACHED" not in reach.observation.replace(
         "UNREACHABLE", ""
     )
+
+
+# -- a SWE row -------------------------------------------------------------------------------------
+
+SUBMIT = block("echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT")
+
+
+def added_lines(patch: str, n: int = 3) -> list[str]:
+    """Distinctive lines a patch adds (long enough not to occur by chance)."""
+    lines = [ln[1:].strip() for ln in patch.splitlines() if ln.startswith("+") and not ln.startswith("+++")]
+    return sorted((ln for ln in lines if len(ln) > 25), key=len, reverse=True)[:n]
+
+
+async def swe_case() -> tuple[dict[str, Any], list[str]]:
+    """A built instance's row as the service gets it, and its gold patch's and hidden tests'
+    lines (in the SWE cache under PRORL_HOME, on this host)."""
+    instance = next(i for i in await ensure_built() if "toolz" in i["instance_id"])
+    needles = added_lines(instance["patch"]) + added_lines(instance["test_patch"])
+    assert needles and all(len(n) >= 25 for n in needles)
+    return swe_rows([instance], compact=True)[0], needles
+
+
+def probe_harness_module() -> Any:
+    """tests/agent/harness/probe_harness.py, by the name its process imports it by."""
+    if "probe_harness" not in sys.modules:
+        path = Path(__file__).resolve().parents[1] / "agent" / "harness" / "probe_harness.py"
+        spec = importlib.util.spec_from_file_location("probe_harness", path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["probe_harness"] = module
+        spec.loader.exec_module(module)
+    return sys.modules["probe_harness"]
+
+
+@contextlib.asynccontextmanager
+async def swe_rollout(
+    responder: Callable[[list[int]], str], runner: HarnessRunner | None = None
+) -> AsyncIterator[Callable[[Job], Any]]:
+    """`await run(job)`: one SWE rollout through the SWE domain's handler (INIT, RUN by the
+    harness, release), mini-swe-agent unless `runner` says otherwise."""
+    backend = await FakeLLM(responder=responder, max_model_len=65536).start()
+    try:
+        async with LLMBackendPool(PoolConfig(backends=[backend.url], request_timeout_s=30)) as pool:
+            llm = LLMAccess(
+                pool=pool,
+                dialect=VLLMCompletionsDialect(),
+                model="fake",
+                default_sampling=SamplingParams(max_tokens=8192),
+            )
+            handler: AgentRolloutHandler = domain_handler(
+                HandlerDeps(sandbox=SandboxSpec(), llm=llm),
+                domain="swe",
+                agent={"max_turns": 4, "max_time_s": 300},
+                harness={"name": "mini_swe_agent"},
+            )
+            if runner is not None:
+                handler.harness = runner
+
+            async def run(job: Job) -> Trajectory:
+                handler.validate(job.instance)
+                state = await handler.init(job)
+                try:
+                    return await handler.run(job, state)
+                finally:
+                    await handler.release(state)
+
+            try:
+                yield run
+            finally:
+                await handler.aclose()
+    finally:
+        await backend.kill()
+
+
+def swe_job(row: dict[str, Any], name: str) -> Job:
+    return Job(id=name, task="swe", instance=row, sampling_params={}, priority=0, active_time_s=300,
+               wall_time_s=None, group_id=None, metadata={})  # fmt: skip
+
+
+def other_rollout(runner: HarnessRunner) -> Any:
+    """Another rollout's door on the runner's endpoint, open for the block."""
+    assert runner._endpoint is not None
+    return runner._endpoint.opened(RecordingSession(None, sampling=SamplingParams()))  # type: ignore[arg-type]
+
+
+def rollout_door(runner: HarnessRunner, other: Door) -> Door:
+    (door,) = [d for d in runner._endpoint.doors.values() if d is not other]  # type: ignore[union-attr]
+    return door
+
+
+async def test_on_a_swe_row_the_policys_commands_reach_no_gold_patch_hidden_test_or_token(
+    monkeypatch: pytest.MonkeyPatch, ledger: Any
+) -> None:
+    row, needles = await swe_case()
+    monkeypatch.setenv("PRORL_API_TOKEN", API_TOKEN)
+    runner = make_harness({"name": "mini_swe_agent"})
+    await runner.endpoint()
+    calls = itertools.count()
+
+    def reply(prompt: list[int]) -> str:
+        if next(calls) == 0:
+            door = rollout_door(runner, other)
+            plant = f"echo {CANARY[:8]}''{CANARY[8:]} > /tmp/canary.txt && "
+            return block(plant + probe_command([*needles, API_TOKEN, door.token, other.token, CANARY]))
+        return SUBMIT
+
+    with other_rollout(runner) as other:
+        async with swe_rollout(reply, runner) as run:
+            trajectory = await run(swe_job(row, "swe-probe"))
+
+    assert trajectory.stop_reason == "submitted", trajectory.steps
+    found = json.loads(trajectory.steps[0]["observation"])
+    assert [f["path"] for f in found["files"]] == ["/tmp/canary.txt"]  # the probe sees what is there
+    found["files"] = []
+    leaks = {k: found[k] for k in ("imports", "env", "proc", "files", "git") if found[k]}
+    ledger.record(
+        "harness: SWE gold patch, hidden tests and tokens from the policy's commands",
+        not leaks,
+        f"{len(needles)} patch and test lines + 3 tokens looked for in {found['files_scanned']} files, git, "
+        "/proc, env through mini-swe-agent's bash block: "
+        + ("nothing found" if not leaks else json.dumps(leaks)),
+    )
+    assert not leaks, leaks
+    assert found["files_scanned"] > 0
+
+
+async def test_the_harness_process_sees_no_gold_patch_no_service_file_and_no_other_token(
+    monkeypatch: pytest.MonkeyPatch, ledger: Any
+) -> None:
+    if not bubblewrap_works():
+        pytest.skip("bubblewrap does not work here: the harness's process is not confined")
+    row, needles = await swe_case()
+    monkeypatch.setenv("PRORL_API_TOKEN", API_TOKEN)
+    probes = probe_harness_module()
+    home = Path.home()
+    # Where the answers and keys live on this host: the harness's process must not see them.
+    roots = [
+        prorl_home(),
+        default_sandbox_root(),
+        Path(tempfile.gettempdir()),
+        home / ".cache",
+        home / ".config",
+    ]
+    assert any((prorl_home() / "swe").rglob("*")), "the SWE cache holds the gold patch on this host"
+    runner = HarnessRunner(probes.ProbeHarness())
+    await runner.endpoint()
+    assert runner.confine
+    with other_rollout(runner) as other:
+        runner.harness = probes.ProbeHarness(
+            probes.ProbeOptions(
+                probe=PROBE,
+                probe_request={
+                    "needles": [*needles, API_TOKEN, other.token, CANARY],
+                    "roots": [str(r) for r in roots],
+                },
+                canary=CANARY,
+            )
+        )
+        async with swe_rollout(lambda prompt: SUBMIT, runner) as run:
+            trajectory = await run(swe_job(row, "swe-harness-probe"))
+
+    found = json.loads(trajectory.final_answer or "{}")["probe"]
+    # It sees what is there: the canary it wrote in its own home.
+    assert {Path(f["path"]).name for f in found["files"]} == {"canary.txt"}, found["files"]
+    found["files"] = []
+    # The project's packages are importable there by design (the harness is the project's code).
+    leaks = {k: found[k] for k in ("env", "proc", "files", "git") if found[k]}
+    ledger.record(
+        "harness: SWE gold patch, hidden tests and tokens from the harness's own process",
+        not leaks,
+        f"{len(needles)} patch and test lines + 2 tokens looked for in {found['files_scanned']} files under "
+        "PRORL_HOME, the sandboxes, the caches, /tmp, and in /proc and env of the harness's process: "
+        + ("nothing found" if not leaks else json.dumps(leaks)),
+    )
+    assert not leaks, leaks

@@ -3,11 +3,19 @@
 
 """What every harness is given and gives back.
 
-A harness runs in a worker thread (the ones people deploy are synchronous programs). It reaches
-the policy only through `HarnessTask.base_url` with `api_key` (the rollout's door on the
-recording endpoint) and runs commands only through `HarnessTask.commands`, which executes them
-in the rollout's sandbox: the harness's own code runs beside the sandbox, never inside it, and
-everything the policy writes runs inside it.
+A harness runs in a process of its own (`agent.harness.process`; the ones people deploy are
+synchronous programs), started with a minimal environment and, where bubblewrap works, a
+filesystem of its own. It reaches the policy only through `HarnessTask.base_url` with `api_key`
+(the rollout's door on the recording endpoint) and runs commands only through
+`HarnessTask.commands`: `RemoteCommands` posts each to the same door, where the service's
+`SandboxCommands` runs it in the rollout's sandbox and records it. The harness's own code runs
+beside the sandbox, never inside it, and everything the policy writes runs inside it.
+
+Besides `name` and `run`, a harness may define `environment(home) -> dict[str, str]` (settings
+of its own for its process's environment, `home` being its private home directory) and `files`
+(paths outside the project and its interpreter that its process reads, shown to it read-only).
+Its process rebuilds it from its class and its `options` (a pydantic model), so both must be
+importable by name.
 """
 
 from __future__ import annotations
@@ -18,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+import httpx
 from pydantic import BaseModel
 
 from nemo_gym_prorl.agent.loop import StopReason, ToolStep
@@ -41,17 +50,31 @@ class SandboxExecutor:
         return await self.sandbox.exec(["/bin/bash", "-c", command], cwd=cwd, timeout=timeout_s, stdin=b"")
 
 
+class Commands(Protocol):
+    """How a harness runs a command in its rollout's sandbox."""
+
+    timeout_s: float  # the longest a command may run
+
+    def run(self, command: str, *, cwd: str | None = None, timeout_s: float | None = None) -> ExecResult: ...
+
+
+class CommandsClosed(RuntimeError):
+    """The rollout has ended (its time is up): it runs no more commands."""
+
+
 class SandboxCommands:
-    """Runs a harness's commands through the rollout's `CommandExecutor`, from the harness's
-    thread, on the event loop that owns the rollout; records each as a `ToolStep`.
+    """Runs a rollout's commands through its `CommandExecutor`, on the event loop that owns the
+    rollout, and records each as a `ToolStep`: `arun` from that loop (the recording endpoint's
+    command route), `run` from a harness's thread.
 
     Standard input is empty: a command that reads the terminal (`cat`, `uniq`, `python` typed
-    bare) reads end-of-file at once instead of waiting out its time limit."""
+    bare) reads end-of-file at once instead of waiting out its time limit. A command runs to its
+    own end even when the request that asked for it goes away; `drain` waits for those running."""
 
     def __init__(
         self,
         executor: CommandExecutor,
-        loop: asyncio.AbstractEventLoop,
+        loop: asyncio.AbstractEventLoop | None = None,
         *,
         timeout_s: float,
         turn: Callable[[], int] = lambda: 0,
@@ -63,14 +86,24 @@ class SandboxCommands:
         self.turn = turn  # the model call whose command runs now
         self.tool = tool
         self.steps: list[ToolStep] = []
+        self.closed = False
+        self._running: set[asyncio.Future[ExecResult]] = set()
 
-    def run(self, command: str, *, cwd: str | None = None, timeout_s: float | None = None) -> ExecResult:
-        started = time.monotonic()
-        limit = min(timeout_s or self.timeout_s, self.timeout_s)
-        future = asyncio.run_coroutine_threadsafe(
-            self.executor.exec(command, cwd=cwd, timeout_s=limit), self.loop
+    async def arun(
+        self, command: str, *, cwd: str | None = None, timeout_s: float | None = None
+    ) -> ExecResult:
+        if self.closed:
+            raise CommandsClosed("this rollout has ended: it runs no more commands")
+        work = asyncio.ensure_future(
+            self._exec(command, cwd, min(timeout_s or self.timeout_s, self.timeout_s))
         )
-        result = future.result()
+        self._running.add(work)
+        work.add_done_callback(self._running.discard)
+        return await asyncio.shield(work)
+
+    async def _exec(self, command: str, cwd: str | None, limit: float) -> ExecResult:
+        started = time.monotonic()
+        result = await self.executor.exec(command, cwd=cwd, timeout_s=limit)
         self.steps.append(
             ToolStep(
                 turn=self.turn(),
@@ -84,6 +117,51 @@ class SandboxCommands:
         )
         return result
 
+    def run(self, command: str, *, cwd: str | None = None, timeout_s: float | None = None) -> ExecResult:
+        if self.loop is None:
+            raise RuntimeError("SandboxCommands.run needs the loop that owns the rollout")
+        return asyncio.run_coroutine_threadsafe(
+            self.arun(command, cwd=cwd, timeout_s=timeout_s), self.loop
+        ).result()
+
+    def close(self) -> None:
+        """Refuse later commands (those running go on to their own end)."""
+        self.closed = True
+
+    async def drain(self, *, cancel: bool = False) -> None:
+        """Wait for the commands still running (`cancel`: stop waiting for them)."""
+        running = list(self._running)
+        if cancel:
+            for work in running:
+                work.cancel()
+        if running:
+            await asyncio.wait(running)
+
+
+class RemoteCommands:
+    """`Commands` of a harness in its own process: each command is posted to the rollout's door
+    (`POST <url>`, `{command, cwd, timeout_s}`, with the door's token), which runs it in the
+    sandbox and records it. A refused command (the rollout has ended) raises `CommandsClosed`."""
+
+    def __init__(self, url: str, token: str, *, timeout_s: float) -> None:
+        self.url = url
+        self.timeout_s = timeout_s
+        self.steps: list[ToolStep] = []  # recorded by the service, not here
+        self._http = httpx.Client(
+            headers={"Authorization": f"Bearer {token}"},
+            timeout=httpx.Timeout(timeout_s + 60.0, connect=10.0),
+            trust_env=False,  # loopback: never a proxy
+        )
+
+    def run(self, command: str, *, cwd: str | None = None, timeout_s: float | None = None) -> ExecResult:
+        response = self._http.post(self.url, json={"command": command, "cwd": cwd, "timeout_s": timeout_s})
+        if response.status_code != 200:
+            raise CommandsClosed(f"the command was refused ({response.status_code}): {response.text[:500]}")
+        return ExecResult.model_validate(response.json())
+
+    def close(self) -> None:
+        self._http.close()
+
 
 @dataclass
 class HarnessTask:
@@ -93,7 +171,7 @@ class HarnessTask:
     base_url: str  # an OpenAI-compatible base URL (ends in /v1)
     api_key: str
     model: str
-    commands: SandboxCommands
+    commands: Commands
     max_calls: int
     extra: dict[str, Any] = field(default_factory=dict)  # `model_kwargs`: the harness model client's own
 

@@ -4,15 +4,19 @@
 """The recording model endpoint: each harness rollout gets its own OpenAI-compatible base URL.
 
     endpoint = await RecordingEndpoint().start()           # one per process, on loopback
-    with endpoint.opened(RecordingSession(llm, sampling=...)) as door:
+    with endpoint.opened(RecordingSession(llm, sampling=...), commands) as door:
         run_harness(base_url=door.base_url, api_key=door.token)   # any OpenAI client
     record = door.session.record()                         # token-exact segments
 
 `<base_url>/chat/completions` (streaming or not) and `<base_url>/models` answer with the
 rollout's token only: every other path, another rollout's path, and this rollout's path once it
 has ended are 404; a wrong token is 401. Calls of one rollout are answered one at a time, in
-order (a harness is one conversation). The server runs in the event loop that owns the backend
-pool; harnesses run in threads or processes and reach it over loopback HTTP.
+order (a harness is one conversation). A door opened with the rollout's `SandboxCommands` also
+runs the harness's commands: `POST <commands_url>` (`/rollouts/<key>/commands`, same token, same
+404 and 401) with `{command, cwd, timeout_s}` answers the sandbox's `ExecResult`
+(`{stdout, stderr, exit_code, timed_out, ...}`), recorded as a `ToolStep`; once the rollout's
+time is up it is a 403. The server runs in the event loop that owns the backend pool; harnesses
+run in processes of their own (or threads) and reach it over loopback HTTP.
 """
 
 from __future__ import annotations
@@ -28,8 +32,9 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
-from pydantic import ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from nemo_gym_prorl.agent.harness.base import CommandsClosed, SandboxCommands
 from nemo_gym_prorl.llm.errors import InferenceError
 from nemo_gym_prorl.llm.recording import BudgetExhausted, ChatRequest, RecordingRefusal, RecordingSession
 from nemo_gym_prorl.serving import Served, serving
@@ -45,7 +50,22 @@ class Door:
     token: str
     base_url: str
     session: RecordingSession
+    commands: SandboxCommands | None = None  # the rollout's sandbox, when the door runs commands
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+    @property
+    def commands_url(self) -> str:
+        return self.base_url.removesuffix("/v1") + "/commands"
+
+
+class CommandRequest(BaseModel):
+    """One command of a harness, for the rollout's sandbox."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    command: str
+    cwd: str | None = Field(None, description="None: the sandbox's workspace")
+    timeout_s: float | None = Field(None, gt=0, description="None: the rollout's own limit (never more)")
 
 
 def _error(status: int, message: str, kind: str) -> JSONResponse:
@@ -114,14 +134,16 @@ class RecordingEndpoint:
         await self.aclose()
 
     @contextlib.contextmanager
-    def opened(self, session: RecordingSession) -> Iterator[Door]:
-        """The rollout's door, open for the block: its URL dies, and the session ends, after."""
+    def opened(self, session: RecordingSession, commands: SandboxCommands | None = None) -> Iterator[Door]:
+        """The rollout's door, open for the block: its URL dies, and the session ends, after.
+        With `commands`, the door runs the harness's commands too."""
         key = secrets.token_urlsafe(12)
         door = Door(
             key=key,
             token=secrets.token_urlsafe(24),
             base_url=f"{self.url}{ROUTE_PREFIX}/{key}/v1",
             session=session,
+            commands=commands,
         )
         self.doors[key] = door
         try:
@@ -178,6 +200,23 @@ class RecordingEndpoint:
             if call.stream:
                 return StreamingResponse(_stream(reply), media_type="text/event-stream")
             return JSONResponse(reply)
+
+        @app.post(ROUTE_PREFIX + "/{key}/commands")
+        async def commands(key: str, request: Request) -> Response:
+            door = self._door(request, key)
+            if isinstance(door, JSONResponse):
+                return door
+            if door.commands is None:
+                return _error(404, "this rollout runs no commands here", "not_found")
+            try:
+                body = CommandRequest.model_validate(await request.json())
+            except (ValueError, ValidationError) as exc:
+                return _error(400, f"not a command request: {exc}", "invalid_request_error")
+            try:
+                result = await door.commands.arun(body.command, cwd=body.cwd, timeout_s=body.timeout_s)
+            except CommandsClosed as exc:
+                return _error(403, str(exc), "budget_exhausted")
+            return JSONResponse(result.model_dump(mode="json"))
 
         return app
 

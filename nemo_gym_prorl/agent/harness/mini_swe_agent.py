@@ -12,28 +12,33 @@ rule (a command whose output starts with `COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT`
 Why beside the sandbox and not inside it: the harness is trusted code from a lock, its model
 calls need a network path the sandbox must not have, and its dependencies (litellm) need not
 exist in any task image. What the policy writes (every command) runs inside the sandbox, with
-the sandbox's limits and no network.
+the sandbox's limits and no network. The harness itself runs in a process of its own
+(`agent.harness.process`), so the package is imported there and never in the service.
 
 The package reads its settings from the environment when it is imported and when it calls the
-model; `_settings()` fixes those this harness relies on, for this process:
+model; `_settings(home)` holds those this harness relies on, which go into its process's
+environment (never the service's):
 - no retries of a model call (`MSWEA_MODEL_RETRY_STOP_AFTER_ATTEMPT=1`): the backend pool retries
   what can be retried, and a harness retry would sample (and record) a call twice;
 - cost tracking errors ignored: a local policy has no price;
-- litellm's price list from its package, not the network; no start-up banner; a config folder of
-  the project's own (the package reads a `.env` from it, which must not be a user's).
+- litellm's price list from its package, not the network; no start-up banner; a config folder in
+  the process's private home (the package reads a `.env` from it, which must not be a user's).
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import platform
+from pathlib import Path
 from typing import Any, Literal
 
+import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
-from nemo_gym_prorl.agent.harness.base import HarnessRun, HarnessTask, SandboxCommands
+from nemo_gym_prorl.agent.harness.base import Commands, HarnessRun, HarnessTask
 from nemo_gym_prorl.agent.loop import StopReason
-from nemo_gym_prorl.sandbox.runtime import prorl_home
+from nemo_gym_prorl.assets import configs_dir
 
 SUBMIT_MARKER = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
 
@@ -47,16 +52,39 @@ STOP_REASONS: dict[str, StopReason] = {
 }
 
 
-def _settings() -> None:
-    config_dir = prorl_home() / "harness" / "mini-swe-agent"
-    config_dir.mkdir(parents=True, exist_ok=True)
-    os.environ.update(
-        MSWEA_MODEL_RETRY_STOP_AFTER_ATTEMPT="1",
-        MSWEA_COST_TRACKING="ignore_errors",
-        MSWEA_SILENT_STARTUP="1",
-        MSWEA_GLOBAL_CONFIG_DIR=str(config_dir),
-        LITELLM_LOCAL_MODEL_COST_MAP="True",
-    )
+def _settings(home: Path) -> dict[str, str]:
+    """The package's settings, for the environment of the harness's process (`home`: its
+    private home directory)."""
+    return {
+        "MSWEA_MODEL_RETRY_STOP_AFTER_ATTEMPT": "1",
+        "MSWEA_COST_TRACKING": "ignore_errors",
+        "MSWEA_SILENT_STARTUP": "1",
+        "MSWEA_GLOBAL_CONFIG_DIR": str(home / ".config" / "mini-swe-agent"),
+        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+    }
+
+
+def _config_path(spec: str) -> Path:
+    """The config file `spec` names, found as the package's `get_config_path` finds it, without
+    importing the package (its import reads a `.env` into the importing process's environment)."""
+    package = importlib.util.find_spec("minisweagent")
+    if package is None or not package.submodule_search_locations:
+        raise ValueError("mini-swe-agent is not installed (pip install mini-swe-agent)")
+    builtin = Path(next(iter(package.submodule_search_locations))) / "config"
+    path = Path(spec)
+    if path.suffix != ".yaml":
+        path = path.with_suffix(".yaml")
+    candidates = [
+        path,
+        Path(os.getenv("MSWEA_CONFIG_DIR", ".")) / path,
+        builtin / path,
+        builtin / "extra" / path,
+        builtin / "benchmarks" / path,
+    ]
+    for candidate in candidates:
+        if candidate.is_file():
+            return candidate.resolve()
+    raise ValueError(f"no mini-swe-agent config file {spec!r} (looked for {', '.join(map(str, candidates))})")
 
 
 class MiniSweAgentOptions(BaseModel):
@@ -67,8 +95,9 @@ class MiniSweAgentOptions(BaseModel):
     name: Literal["mini_swe_agent"] = "mini_swe_agent"
     config: str = Field(
         "swebench_backticks.yaml",
-        description="a config file of the package (swebench_backticks.yaml: one bash block per reply; "
-        "swebench.yaml: a bash tool call) or a path to one's own",
+        description="a config file of the project's configs/harness/ (mini_swe_agent_math.yaml: short "
+        "templates for the embedded model), else of the package (swebench_backticks.yaml: one bash block per "
+        "reply; swebench.yaml: a bash tool call), or a path to one's own",
     )
     model_class: str = Field(
         "litellm_textbased", description="the package's model class for that config (litellm: tool calls)"
@@ -76,10 +105,17 @@ class MiniSweAgentOptions(BaseModel):
     command_timeout_s: float = Field(60.0, gt=0, description="per command (the config's own, at most)")
 
 
+def config_spec(config: str) -> str:
+    """The spec the package's loader reads for `config`: a file of the project's
+    configs/harness/ by that name, else `config` itself (a package config or a path)."""
+    shipped = configs_dir() / "harness" / config
+    return str(shipped) if shipped.is_file() else config
+
+
 class SandboxEnvironment:
     """mini-swe-agent's environment protocol over a rollout's sandbox."""
 
-    def __init__(self, commands: SandboxCommands, **config: Any) -> None:
+    def __init__(self, commands: Commands, **config: Any) -> None:
         self.commands = commands
         self.config = config  # the config file's environment section, for its templates
 
@@ -132,12 +168,18 @@ class MiniSweAgent:
     name = "mini_swe_agent"
 
     def __init__(self, options: MiniSweAgentOptions | None = None) -> None:
-        self.options = options or MiniSweAgentOptions()
-        _settings()
-        from minisweagent.config import get_config_from_spec
+        options = options or MiniSweAgentOptions()
+        # Read when the config loads: an unknown config file is a configuration error, not a
+        # rollout's. Its absolute path goes to the harness's process, which is shown the file.
+        given = options.config
+        path = _config_path(given if Path(given).is_absolute() else config_spec(given))
+        self.options = options.model_copy(update={"config": str(path)})
+        self.files = (path,)
+        self.config: dict[str, Any] = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
 
-        # Read once: an unknown config file is a configuration error, not a rollout's.
-        self.config: dict[str, Any] = get_config_from_spec(self.options.config)
+    def environment(self, home: Path) -> dict[str, str]:
+        """Its settings, for its process's environment."""
+        return _settings(home)
 
     def run(self, task: HarnessTask) -> HarnessRun:
         import litellm  # imported by the first rollout, not by every service that could run one

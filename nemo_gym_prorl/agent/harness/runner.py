@@ -2,25 +2,35 @@
 # SPDX-License-Identifier: Apache-2.0
 
 """The RUN stage of a harness rollout: open the rollout's door on the recording endpoint, run
-the harness in a worker thread against it and the rollout's sandbox, close the door, and turn
-what was recorded into the same `AgentTrajectory` the built-in loop produces.
+the harness in a process of its own (`agent.harness.process`) against it, close the door, and
+turn what was recorded into the same `AgentTrajectory` the built-in loop produces.
+
+The harness's process holds the rollout's door (base URL and token) and nothing else of the
+service's: its model calls go to the door's `/v1`, its commands to the door's `/commands`, which
+runs them in the rollout's sandbox and records them. At most `max_processes` harness processes
+run at once (per runner); a rollout waits for a slot before its process starts.
 
 The budgets are the built-in loop's (`AgentLimits`): `max_turns` model calls (the harness's own
 step limit is lowered to it, and the endpoint refuses a call past it), `max_time_s` of wall
-clock (at its end the door closes: the harness's next call is refused and it ends; the command it
-may be running ends by its own time limit). The harness thread has always ended when `run`
-returns.
+clock from the start of the harness's process (time waiting for a slot does not count). At its
+end the door refuses the harness's next call and command, so it ends on its own; after
+`kill_grace_s` more it is killed. The harness's process and everything it started have always
+been killed and reaped when `run` returns or is cancelled, and the commands it asked for have
+ended.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
 import time
 from collections.abc import Mapping
 from typing import Any
 
-from nemo_gym_prorl.agent.harness.base import CommandExecutor, Harness, HarnessTask, SandboxCommands
+from nemo_gym_prorl.agent.harness.base import CommandExecutor, Harness, HarnessRun, SandboxCommands
 from nemo_gym_prorl.agent.harness.endpoint import RecordingEndpoint
+from nemo_gym_prorl.agent.harness.process import bubblewrap_works, default_max_processes, harness_process
 from nemo_gym_prorl.agent.harness.trajectory import agent_trajectory
 from nemo_gym_prorl.agent.loop import AgentLimits, AgentTrajectory
 from nemo_gym_prorl.agent.prompts import PromptError, row_messages
@@ -44,19 +54,44 @@ def task_statement(row: Mapping[str, Any]) -> str:
 
 
 class HarnessRunner:
-    """Runs one harness for every rollout of a handler; one recording endpoint per process,
-    started in the serving event loop on first use."""
+    """Runs one harness for every rollout of a handler, each in a process of its own; one
+    recording endpoint per service process, started in the serving event loop on first use.
 
-    def __init__(self, harness: Harness, *, command_timeout_s: float = 60.0) -> None:
+    `max_processes`: harness processes at once (default: `default_max_processes()`).
+    `confine`: run them in bubblewrap (None: where it works; the service logs it where not)."""
+
+    def __init__(
+        self,
+        harness: Harness,
+        *,
+        command_timeout_s: float = 60.0,
+        max_processes: int | None = None,
+        confine: bool | None = None,
+        kill_grace_s: float = 5.0,
+    ) -> None:
         self.harness = harness
         self.command_timeout_s = command_timeout_s
+        self.max_processes = max_processes or default_max_processes()
+        self.confine = confine
+        self.kill_grace_s = kill_grace_s
+        self.processes: dict[str, int] = {}  # job id -> the process group of its running harness
         self._endpoint: RecordingEndpoint | None = None
         self._starting = asyncio.Lock()
+        self._slots: asyncio.Semaphore | None = None
 
     async def endpoint(self) -> RecordingEndpoint:
         async with self._starting:
             if self._endpoint is None:
                 self._endpoint = await RecordingEndpoint().start()
+            if self.confine is None:
+                self.confine = await asyncio.to_thread(bubblewrap_works)
+                if not self.confine:
+                    logging.getLogger(__name__).warning(
+                        "bubblewrap does not work here: harness processes run unconfined "
+                        "(their own environment, but the service user's files)"
+                    )
+            if self._slots is None:
+                self._slots = asyncio.Semaphore(self.max_processes)
         return self._endpoint
 
     async def aclose(self) -> None:
@@ -67,38 +102,68 @@ class HarnessRunner:
     async def run(
         self, job: Job, executor: CommandExecutor, llm: LLMAccess, limits: AgentLimits
     ) -> AgentTrajectory:
-        started = time.monotonic()
+        prompt = task_statement(job.instance)
         endpoint = await self.endpoint()
-        session = RecordingSession(
-            llm,
-            sampling=llm.sampling_for(job.sampling_params),
-            trajectory_id=job.id,
-            max_calls=limits.max_turns,
-        )
-        commands = SandboxCommands(
-            executor,
-            asyncio.get_running_loop(),
-            timeout_s=self.command_timeout_s,
-            turn=lambda: max(session.calls - 1, 0),
-        )
         model = await llm.model_name()
-        timed_out = False
-        with endpoint.opened(session) as door:
-            task = HarnessTask(
-                prompt=task_statement(job.instance),
-                base_url=door.base_url,
-                api_key=door.token,
-                model=model,
-                commands=commands,
+        assert self._slots is not None
+        async with self._slots:
+            started = time.monotonic()
+            session = RecordingSession(
+                llm,
+                sampling=llm.sampling_for(job.sampling_params),
+                trajectory_id=job.id,
                 max_calls=limits.max_turns,
             )
-            work = asyncio.ensure_future(asyncio.to_thread(self.harness.run, task))
+            commands = SandboxCommands(
+                executor, timeout_s=self.command_timeout_s, turn=lambda: max(session.calls - 1, 0)
+            )
+            timed_out = False
             try:
-                run = await asyncio.wait_for(asyncio.shield(work), limits.max_time_s)
-            except TimeoutError:
-                timed_out = True
-                session.close()  # its next call is refused; the harness ends
-                run = await work
+                with endpoint.opened(session, commands) as door:
+                    request = {
+                        "task": {
+                            "prompt": prompt,
+                            "base_url": door.base_url,
+                            "api_key": door.token,
+                            "model": model,
+                            "max_calls": limits.max_turns,
+                        },
+                        "commands": {
+                            "url": door.commands_url,
+                            "token": door.token,
+                            "timeout_s": self.command_timeout_s,
+                        },
+                    }
+                    try:
+                        async with harness_process(
+                            self.harness, request, confine=bool(self.confine)
+                        ) as process:
+                            self.processes[job.id] = process.pid
+                            started = time.monotonic()  # the budget runs from the process's start
+                            try:
+                                await process.wait(limits.max_time_s)
+                            except TimeoutError:
+                                timed_out = True
+                                # Its next call and command are refused: it ends on its own, or is killed.
+                                session.close()
+                                commands.close()
+                                with contextlib.suppress(TimeoutError):
+                                    await process.wait(self.kill_grace_s)
+                    finally:
+                        self.processes.pop(job.id, None)
+                    run = process.result()
+                    async with door.lock:  # a call it left unanswered has been answered
+                        pass
+            except BaseException as exc:
+                commands.close()
+                await commands.drain(cancel=isinstance(exc, asyncio.CancelledError))
+                raise
+            commands.close()
+            await commands.drain()  # a command it left running ends by its own time limit
+        if run is None:  # killed before it answered: the endpoint's record is all there is
+            run = HarnessRun(
+                name=self.harness.name, stop_reason="time_budget", exit_status="Killed", messages=[]
+            )
         if not run.messages:  # a harness that keeps no chat messages of its own
             run = run.model_copy(update={"messages": session.conversation})
         return agent_trajectory(

@@ -91,11 +91,22 @@ async def test_mini_swe_agent_with_the_real_model_records_every_call_token_exact
     assert record is not None and record["name"] == "mini_swe_agent"
     assert 1 <= record["calls"] <= 3
     assert trajectory.num_turns == record["calls"]  # every call recorded, once
-    earlier = [turn for segment in record["token_segments"] for turn in segment]
+    segments = record["token_segments"]
     replies = [m for m in trajectory.messages if m["role"] == "assistant"]  # the delivered sequence
-    for turn in [*earlier, *replies]:  # with the backend's own ids and log-probs
+    for turn in [
+        *(t for segment in segments for t in segment),
+        *replies,
+    ]:  # the backend's own ids and log-probs
         assert len(turn["generation_token_ids"]) == len(turn["generation_log_probs"]) > 0
-    assert len(earlier) + len(replies) <= record["calls"]
+    # Every call is in exactly one segment, each segment one token sequence (what slots deliver).
+    assert [len(segment) for segment in segments] and sum(map(len, segments)) == record["calls"]
+    for segment in segments:
+        for previous, current in itertools.pairwise(segment):
+            history = previous["prompt_token_ids"] + previous["generation_token_ids"]
+            assert current["prompt_token_ids"][: len(history)] == history
+    assert record["merged_share"] is None or record["merged_share"] == (
+        record["calls"] - record["segments"]
+    ) / (record["calls"] - 1)
     # mini-swe-agent leaves a reply it answers with a format error out of its history (the
     # 135M model rarely writes exactly one bash block in 48 tokens), so the next call rewrites
     # history and starts a new segment. A segment ends for no other reason.

@@ -7,6 +7,8 @@ sandbox, and one token sequence over the whole conversation."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
 from harness_helpers import ScriptedLLM, harness_job, prompt_row
 
@@ -16,6 +18,8 @@ from nemo_gym_prorl.agent.loop import AgentLimits
 from nemo_gym_prorl.pipeline.job import Job
 from nemo_gym_prorl.sandbox import SandboxSpec
 from nemo_gym_prorl.sandbox.factory import open_sandbox
+
+TOKEN_FIELDS = {"prompt_token_ids", "generation_token_ids", "generation_log_probs", "decoding"}
 
 STATEMENT = "The greeting is missing: write it to greeting.txt."
 
@@ -35,11 +39,14 @@ async def test_mini_swe_agent_runs_its_own_loop_with_commands_in_the_sandbox(
         block("echo hello > greeting.txt && cat"),  # a bare `cat` reads end-of-file, at once
         block("echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && cat greeting.txt"),
     )
+    service_environment = dict(os.environ)
     runner = make_harness({"name": "mini_swe_agent"})
     with open_sandbox(SandboxSpec(workspace_mount="/testbed")) as sandbox:
         agent = await runner.run(job(), SandboxExecutor(sandbox), llm, AgentLimits(max_turns=5))
         written = sandbox.read_file("/testbed/greeting.txt")
     await runner.aclose()
+    # The package's settings went into its own process's environment, not the service's.
+    assert dict(os.environ) == service_environment
     assert written == b"hello\n"
     assert agent.stop_reason == "submitted" and agent.final_answer == "hello\n"
     assert [s.arguments for s in agent.steps] == [
@@ -60,7 +67,8 @@ async def test_mini_swe_agent_runs_its_own_loop_with_commands_in_the_sandbox(
         "segments": 1,
         "merged_share": 1.0,
         "delivered_share": 1.0,
-        "earlier_segments": [],
+        "delivered_segment": 0,
+        "token_segments": [[t.model_dump(include=TOKEN_FIELDS) for t in agent.tokens.turns]],
     }
     assert agent.reply_positions == [2, 4]  # system, task, reply, observation, reply
 
@@ -78,8 +86,9 @@ async def test_a_reply_the_harness_drops_ends_a_segment_and_the_last_one_is_deli
     assert agent.stop_reason == "submitted"
     harness = agent.harness
     assert harness is not None and (harness["calls"], harness["segments"]) == (2, 2)
-    assert harness["merged_share"] is None  # no call after a segment's first
-    dropped = harness["earlier_segments"][0]["turns"][0]
+    assert harness["merged_share"] == 0.0  # the one call after the first did not extend it
+    assert harness["delivered_segment"] == 1
+    dropped = harness["token_segments"][0][0]
     assert dropped["generation_token_ids"] and len(dropped["generation_log_probs"]) == len(
         dropped["generation_token_ids"]
     )
@@ -125,5 +134,5 @@ async def test_a_policy_that_never_writes_the_format_still_gets_its_first_reply_
     assert [m["role"] for m in agent.messages] == ["system", "user", "assistant"]
     assert agent.messages[-1]["content"] == "I am not sure."
     assert agent.reply_positions == [2] and len(agent.tokens.turns) == 1
-    assert len(harness["earlier_segments"]) == harness["segments"] - 1
+    assert len(harness["token_segments"]) == harness["segments"]  # every segment, complete, for slots
     assert 0 < harness["delivered_share"] < 1

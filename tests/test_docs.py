@@ -1,0 +1,489 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
+"""The README is a front door and the pages under docs/ hold the rest; every measured figure they
+quote is one a results file holds.
+
+How to quote a figure (the rule this file checks; docs/development.md says the same):
+
+1. A measured figure is written as a Markdown link to the results file that holds it,
+   `[38.3 ms p50, 15.7x](benchmarks/results/gym_sandbox.json)` (from docs/:
+   `../benchmarks/results/...`). Every number in the link's text is a figure and must be held by
+   that file: some number in it (at any depth, and numbers written inside its strings) equals the
+   quoted one at the quoted precision, i.e. |value - quoted| <= half a unit of the quoted last
+   digit (`0.62` holds for 0.625, `-0.02` for -0.0156). Normalised first: thousands separators
+   dropped (`1,409` is 1409), a leading `+` dropped, `80%` read as 80 or 0.80, `2.4e-05` rounded
+   on its mantissa; a unit after the number (`ms`, `x`, `s`, `min`) is not part of it. Digits
+   glued to a letter (`p50`, `v9`, `r16`) are not numbers; keep labels such as `E(8)` outside the
+   link. A file holding more than 300 numbers (train.json, train_sweep.json, overlap.json) is quoted
+   through a JSON pointer to the part quoted, and only that part is searched:
+   `[+0.48 [+0.31, +0.62]](benchmarks/results/train.json#/figures/gains/rl_over_sft:rl_families)`;
+   a `*` takes every member (`#/figures/grpo_steps/*/reward`). Any link may name a part.
+2. A sentence that calls itself a measurement (it says measured, measures or recorded) quotes no
+   decimal, signed (`+0.26`) or unit-bearing (`38.3 ms`, `15.7x`, `12 s`, `80%`) number outside
+   such a link. So a measured figure cannot sit in prose without its file.
+
+Not read by either rule: fenced code blocks, inline code spans (rule 2: config values, flags),
+and generated blocks (`<!-- name:start ... -->` to `<!-- name:end -->`, which their generators
+rebuild from the results files and other tests keep in step). Section numbers, versions, config
+defaults and CLI flags outside a results link and outside a measurement sentence are not figures.
+A figure no results file holds is removed or worded as not measured, never kept.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+DOCS = ROOT / "docs"
+RESULTS = ROOT / "benchmarks" / "results"
+
+README_MAX_LINES = 260
+README_MAX_LINE_CHARS = 200
+# A results file with more numbers than this is quoted through a JSON pointer to the part quoted.
+POINTER_ABOVE = 300
+
+
+def pages() -> list[Path]:
+    return [README, *sorted(DOCS.glob("*.md"))]
+
+
+# -- reading a page --------------------------------------------------------------------------------
+
+_FENCE = re.compile(r"^(```|~~~).*?^\1[^\n]*$", re.M | re.S)
+_GENERATED = re.compile(r"<!-- ([\w-]+):start.*?-->.*?<!-- \1:end -->", re.S)
+_CODE_SPAN = re.compile(r"(`+)(?:(?!\1)[^\n]|\n(?![ \t]*\n))+?\1")
+_RESULTS_TARGET = re.compile(r"\]\(((?:\.\./)*benchmarks/results/[\w.-]+\.json)(?:#([^)\s]*))?\)")
+
+
+def _blank(text: str, pattern: re.Pattern[str]) -> str:
+    """Replace each match by spaces (newlines kept), so offsets and line numbers stay true."""
+    return pattern.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), text)
+
+
+def readable(text: str) -> str:
+    """The page without fenced code and generated blocks (blanked, offsets kept)."""
+    return _blank(_blank(text, _GENERATED), _FENCE)
+
+
+def line_of(text: str, offset: int) -> int:
+    return text.count("\n", 0, offset) + 1
+
+
+@dataclass(frozen=True)
+class Citation:
+    """One results link: its text, the file it names and where it is."""
+
+    text: str
+    target: str
+    pointer: str | None
+    start: int
+    end: int
+
+
+def citations(text: str) -> list[Citation]:
+    """Every `[text](.../benchmarks/results/NAME.json)` link; the text may hold brackets of its own
+    (an interval `[+0.31, +0.62]`), so the opening bracket is found by balancing."""
+    found = []
+    for match in _RESULTS_TARGET.finditer(text):
+        close, depth, i = match.start(), 0, match.start()
+        while i >= 0:
+            depth += {"]": 1, "[": -1}.get(text[i], 0)
+            if depth == 0:
+                break
+            i -= 1
+        if i < 0:
+            continue
+        found.append(Citation(text[i + 1 : close], match.group(1), match.group(2), i, match.end()))
+    return found
+
+
+# -- numbers -----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Figure:
+    """A quoted number: its value, the half-unit of its last digit, and whether it was a percent."""
+
+    quoted: str
+    value: Decimal
+    tolerance: Decimal
+    percent: bool
+
+
+# A number not glued to a word or another number (`p50`, `v9`, `1.2.3` give none); a sign counts only
+# where it starts the number (`43-65` is 43 and 65, `[-0.17` is -0.17).
+_FIGURE = re.compile(
+    r"(?<![\w.])(?P<sign>[-+](?=\d))?(?P<int>\d{1,3}(?:,\d{3})+(?![\d])|\d+)(?P<frac>\.\d+)?"
+    r"(?P<exp>[eE][-+]?\d+)?(?P<pct>%)?(?![\d.]\d)"
+)
+
+
+def figures(text: str) -> list[Figure]:
+    """Every number in `text`, read as rule 1 reads them."""
+    out = []
+    for match in _FIGURE.finditer(text):
+        sign = match.group("sign") or ""
+        whole = match.group("int").replace(",", "")
+        frac = match.group("frac") or ""
+        exp = match.group("exp") or ""
+        places = len(frac) - 1 if frac else 0
+        scale = int(exp[1:]) if exp else 0
+        value = Decimal(f"{'-' if sign == '-' else ''}{whole}{frac}{exp}")
+        tolerance = Decimal(5) * Decimal(10) ** (scale - places - 1)
+        out.append(Figure(match.group(0), value, tolerance, bool(match.group("pct"))))
+    return out
+
+
+_HASH = re.compile(r"[0-9a-f]{7,40}")
+_NOT_FIGURES = ("commit", "versions")  # provenance, not figures
+
+
+def _json_numbers(value: object) -> list[Decimal]:
+    if isinstance(value, bool):
+        return []
+    if isinstance(value, int | float):
+        return [Decimal(repr(value))] if value == value and abs(value) != float("inf") else []
+    if isinstance(value, str):
+        return [] if _HASH.fullmatch(value) else [f.value for f in figures(value)]
+    if isinstance(value, dict):
+        return [n for k, v in value.items() if k not in _NOT_FIGURES for n in _json_numbers(v)]
+    if isinstance(value, list):
+        return [n for v in value for n in _json_numbers(v)]
+    return []
+
+
+def results_numbers(path: Path) -> list[Decimal]:
+    """Every number a results file holds (values at any depth, and numbers inside its strings)."""
+    return _json_numbers(json.loads(path.read_text()))
+
+
+def pointed(document: object, pointer: str) -> list[object]:
+    """The parts of `document` a JSON pointer names (`/figures/gains/rl_over_sft:all`); a `*` part
+    takes every member (`/figures/grpo_steps/*/reward`: the reward of every step)."""
+    nodes = [document]
+    for part in pointer.strip("/").split("/"):
+        part = part.replace("~1", "/").replace("~0", "~")
+        found: list[object] = []
+        for node in nodes:
+            if part == "*" and isinstance(node, dict | list):
+                found += list(node.values()) if isinstance(node, dict) else list(node)
+            elif isinstance(node, dict) and part in node:
+                found.append(node[part])
+            elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+                found.append(node[int(part)])
+        nodes = found
+    return nodes
+
+
+def holds(numbers: list[Decimal], figure: Figure) -> bool:
+    slack = Decimal("1e-9") * figure.tolerance
+    candidates = [(figure.value, figure.tolerance)]
+    if figure.percent:
+        candidates.append((figure.value / 100, figure.tolerance / 100))
+    return any(abs(n - value) <= tol + slack for value, tol in candidates for n in numbers)
+
+
+# -- the two rules ---------------------------------------------------------------------------------
+
+MEASUREMENT = re.compile(r"\b(measured|measures|recorded)\b", re.I)
+UNIT = r"(?:ms|s|sec|seconds?|min|minutes?|h|hours?|GB|GiB|MB|MiB|KB|tok/s|tokens/s|rollouts/s|jobs/s|problems/s)"
+MEASURED_LOOKING = re.compile(
+    rf"(?<![\w.])(?:[-+]?\d[\d,]*(?:\.\d+)?(?:\s?{UNIT}\b|x\b|%)|[-+]\d[\d,]*(?:\.\d+)?|\d[\d,]*\.\d+(?![\d.]\d))"
+)
+_BLOCK_START = re.compile(r"^\s*(?:[-*] |\d+\. |\|)")
+
+
+def _sentences(text: str) -> list[tuple[int, str]]:
+    """(offset, sentence) over paragraphs, list items, table rows and headings."""
+    blocks: list[tuple[int, int]] = []
+    start, offset = None, 0
+    for line in text.splitlines(keepends=True):
+        if not line.strip() or _BLOCK_START.match(line) or line.startswith("#"):
+            if start is not None:
+                blocks.append((start, offset))
+            start = offset if line.strip() else None
+        elif start is None:
+            start = offset
+        offset += len(line)
+    if start is not None:
+        blocks.append((start, len(text)))
+    out = []
+    for begin, end in blocks:
+        block, pos = text[begin:end], 0
+        for sep in re.finditer(r"(?<=[.!?])\s+(?=[A-Z*_(\[`])", block):
+            out.append((begin + pos, block[pos : sep.start()]))
+            pos = sep.end()
+        out.append((begin + pos, block[pos:]))
+    return out
+
+
+@dataclass(frozen=True)
+class Problem:
+    page: str
+    line: int
+    what: str
+
+    def __str__(self) -> str:
+        return f"{self.page}:{self.line}: {self.what}"
+
+
+def check_page(text: str, page: Path, root: Path, results_dir: Path) -> list[Problem]:
+    """Both rules over one page; `root` is what `page`'s links are relative to."""
+    name = str(page.relative_to(root)) if page.is_relative_to(root) else page.name
+    body = readable(text)
+    problems = []
+    cache: dict[Path, list[Decimal]] = {}
+    for cite in citations(body):
+        path = (page.parent / cite.target).resolve()
+        if path.parent != results_dir.resolve() or not path.is_file():
+            problems.append(Problem(name, line_of(body, cite.start), f"no results file {cite.target}"))
+            continue
+        numbers = cache.setdefault(path, results_numbers(path))
+        where = path.name
+        if cite.pointer:
+            parts = pointed(json.loads(path.read_text()), cite.pointer)
+            if not parts:
+                problems.append(
+                    Problem(name, line_of(body, cite.start), f"{path.name} has no #{cite.pointer}")
+                )
+                continue
+            numbers, where = [n for part in parts for n in _json_numbers(part)], f"{path.name}#{cite.pointer}"
+        elif len(numbers) > POINTER_ABOVE and figures(cite.text):
+            problems.append(
+                Problem(
+                    name,
+                    line_of(body, cite.start),
+                    f"{path.name} holds {len(numbers)} numbers: name the part quoted (#/json/pointer)",
+                )
+            )
+            continue
+        for figure in figures(cite.text):
+            if not holds(numbers, figure):
+                problems.append(
+                    Problem(name, line_of(body, cite.start), f"{figure.quoted!r} is not in {where}")
+                )
+    # rule 2: the links (and code spans) out, then the measurement sentences
+    prose = body
+    for cite in reversed(citations(body)):
+        prose = prose[: cite.start] + re.sub(r"[^\n]", " ", prose[cite.start : cite.end]) + prose[cite.end :]
+    prose = _blank(prose, _CODE_SPAN)
+    prose = re.sub(r"\]\([^)\s]*\)", lambda m: " " * len(m.group(0)), prose)  # other links' targets
+    for offset, sentence in _sentences(prose):
+        if not MEASUREMENT.search(sentence):
+            continue
+        for match in MEASURED_LOOKING.finditer(sentence):
+            problems.append(
+                Problem(
+                    name,
+                    line_of(prose, offset + match.start()),
+                    f"measured figure {match.group(0).strip()!r} without its results file",
+                )
+            )
+    return problems
+
+
+# -- the unit tests of the checker ---------------------------------------------------------------------
+
+
+@pytest.fixture
+def fake(tmp_path: Path) -> tuple[Path, Path]:
+    results = tmp_path / "benchmarks" / "results"
+    results.mkdir(parents=True)
+    (results / "tools.json").write_text(
+        json.dumps(
+            {
+                "commit": {"sha": "abc"},
+                "table": {"measured": "shell 0.14 ms p50: 38x tmux"},
+                "figures": {"pty_p50_ms": 0.13819, "speedup": 37.61, "tests": 1409, "share": 0.8,
+                            "gain": {"mean": -0.0156, "low": -0.1702}, "mismatch": 2.391e-05},
+            }
+        )
+    )  # fmt: skip
+    (tmp_path / "docs").mkdir()
+    return tmp_path, results
+
+
+def run_checker(root: Path, results: Path, text: str, where: str = "docs/page.md") -> list[str]:
+    page = root / where
+    page.write_text(text)
+    return [problem.what for problem in check_page(text, page, root, results)]
+
+
+def test_a_figure_its_results_file_holds_passes(fake: tuple[Path, Path]) -> None:
+    root, results = fake
+    text = (
+        "The shell answers in [0.14 ms p50, 37.6x tmux](../benchmarks/results/tools.json); "
+        "[1,409 passed, 80% shared, -0.02 [-0.17, +0.00]](../benchmarks/results/tools.json) "
+        "and [2.4e-05](../benchmarks/results/tools.json).\n"
+    )
+    assert run_checker(root, results, text) == []
+    assert run_checker(root, results, text.replace("../", ""), where="README.md") == []
+
+
+def test_a_planted_stale_figure_fails(fake: tuple[Path, Path]) -> None:
+    root, results = fake
+    text = "Measured: [0.42 ms p50, 37.6x](../benchmarks/results/tools.json).\n"
+    assert run_checker(root, results, text) == ["'0.42' is not in tools.json"]
+    # more digits than the file rounds to are stale too, and so is a figure of another file
+    assert run_checker(root, results, "[0.139 ms](../benchmarks/results/tools.json)") == [
+        "'0.139' is not in tools.json"
+    ]
+    assert run_checker(root, results, "[1 s](../benchmarks/results/nope.json)") == [
+        "no results file ../benchmarks/results/nope.json"
+    ]
+
+
+def test_a_big_results_file_is_quoted_through_a_pointer_to_the_part_quoted(fake: tuple[Path, Path]) -> None:
+    root, results = fake
+    steps = [{"reward": 0.15 + i / 100, "seconds": 40 + i} for i in range(200)]
+    (results / "train.json").write_text(json.dumps({"figures": {"steps": steps, "gain": {"mean": 0.4844}}}))
+    assert run_checker(root, results, "[0.48](../benchmarks/results/train.json)") == [
+        "train.json holds 401 numbers: name the part quoted (#/json/pointer)"
+    ]
+    cite = "[+0.48](../benchmarks/results/train.json#/figures/gain)"
+    assert run_checker(root, results, cite) == []
+    # the pointer narrows the search: 40 s is a step's seconds, not a reward
+    assert run_checker(
+        root, results, "[0.15, 0.16, 40 s](../benchmarks/results/train.json#/figures/steps/*/reward)"
+    ) == ["'40' is not in train.json#/figures/steps/*/reward"]
+    assert run_checker(root, results, "[0.15](../benchmarks/results/train.json#/figures/nope)") == [
+        "train.json has no #/figures/nope"
+    ]
+
+
+def test_a_measured_figure_outside_a_results_link_fails(fake: tuple[Path, Path]) -> None:
+    root, results = fake
+    problems = run_checker(root, results, "Measured on 2 cores: make test took 11.8 minutes.\n")
+    assert problems == ["measured figure '11.8 minutes' without its results file"]
+    problems = run_checker(root, results, "- recorded: RL +0.48 over SFT, E(8) 0.99\n")
+    assert problems == [
+        "measured figure '+0.48' without its results file",
+        "measured figure '0.99' without its results file",
+    ]
+
+
+def test_config_values_flags_versions_code_and_generated_blocks_are_not_figures(
+    fake: tuple[Path, Path],
+) -> None:
+    root, results = fake
+    text = (
+        "## 3. Scaling out\n\nNeMo Gym 0.7 with `timeout_s=0.5` and `--max-tokens 96`: a backoff of "
+        "0.5 s, KL 0.04 (no sentence here calls itself a measurement).\n\n"
+        "A recorded run is in [the file](../benchmarks/results/tools.json), measured with `0.5 s` sleeps.\n\n"
+        "```bash\nprorl train  # measured 45.7 min\n```\n\n"
+        "<!-- t:start (generated) -->\n| recorded | 99.9 s |\n<!-- t:end -->\n"
+    )
+    assert run_checker(root, results, text) == []
+
+
+def test_numbers_are_read_with_their_precision_sign_and_separators() -> None:
+    read = {
+        f.quoted: (f.value, f.tolerance)
+        for f in figures("1,409 p50 v9 43-65 s +0.48 [-0.17 2.4e-05 80% E(8)")
+    }
+    assert read == {
+        "1,409": (Decimal(1409), Decimal("0.5")),
+        "43": (Decimal(43), Decimal("0.5")),
+        "65": (Decimal(65), Decimal("0.5")),
+        "+0.48": (Decimal("0.48"), Decimal("0.005")),
+        "-0.17": (Decimal("-0.17"), Decimal("0.005")),
+        "2.4e-05": (Decimal("2.4e-05"), Decimal("5e-07")),
+        "80%": (Decimal(80), Decimal("0.5")),
+        "8": (Decimal(8), Decimal("0.5")),
+    }
+
+
+# -- the real pages ----------------------------------------------------------------------------------
+
+
+def test_every_quoted_figure_is_one_a_results_file_holds() -> None:
+    problems = [p for page in pages() for p in check_page(page.read_text(), page, ROOT, RESULTS)]
+    assert not problems, "figures without a results file behind them:\n" + "\n".join(map(str, problems))
+
+
+def test_the_pages_cite_results_files_at_all() -> None:
+    """The rule is not met by quoting nothing: the benchmarks and training pages cite their files."""
+    for name in ("benchmarks.md", "training.md"):
+        assert citations(readable((DOCS / name).read_text())), name
+
+
+def test_the_readme_is_a_front_door_starting_with_the_two_commands() -> None:
+    lines = README.read_text().splitlines()
+    assert len(lines) <= README_MAX_LINES, f"README.md has {len(lines)} lines (at most {README_MAX_LINES})"
+    long = [i + 1 for i, line in enumerate(lines) if len(line) > README_MAX_LINE_CHARS]
+    assert not long, f"README.md lines over {README_MAX_LINE_CHARS} characters: {long}"
+    content = [line for line in lines if line.strip()]
+    assert content[0].startswith("# ")
+    assert content[1].startswith("```"), "the README starts with its two commands"
+    block = content[2 : content.index("```", 2)]
+    assert [line.split("#")[0].split() for line in block] == [["make", "demo"], ["make", "test"]]
+
+
+LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)\)")
+
+
+def test_every_relative_link_of_the_readme_and_docs_resolves() -> None:
+    broken = []
+    for page in pages():
+        for target in LINK.findall(readable(page.read_text())):
+            if re.match(r"[a-z]+:", target) or target.startswith("#"):
+                continue
+            if not (page.parent / target.split("#")[0]).exists():
+                broken.append(f"{page.relative_to(ROOT)}: {target}")
+    assert not broken, broken
+
+
+def test_the_readme_links_every_docs_page() -> None:
+    linked = {(README.parent / t.split("#")[0]).resolve() for t in LINK.findall(README.read_text())}
+    missing = [p.name for p in DOCS.glob("*.md") if p.resolve() not in linked]
+    assert not missing, f"docs pages the README's table of contents leaves out: {missing}"
+
+
+def test_the_architecture_picture_is_committed_with_its_source() -> None:
+    assert "docs/images/architecture.png" in README.read_text()
+    assert (DOCS / "images" / "architecture.png").is_file() and (
+        DOCS / "images" / "architecture.py"
+    ).is_file()
+
+
+def _cli_block() -> str:
+    text = README.read_text()
+    start = text.index("## Command line")
+    block = text[start : text.index("\n## ", start + 1)]
+    return "\n".join(line for line in block.splitlines() if line.startswith("prorl "))
+
+
+def test_the_readme_command_list_names_every_benchmark() -> None:
+    benches = {p.stem.removeprefix("bench_") for p in (ROOT / "benchmarks").glob("bench_*.py")}
+    line = next(line for line in _cli_block().splitlines() if line.startswith("prorl bench ") and "|" in line)
+    listed = set(line.split()[2].split("|"))
+    assert listed == benches | {"report"} or listed == benches, (
+        sorted(benches - listed),
+        sorted(listed - benches),
+    )
+
+
+def test_the_readme_command_list_names_every_command_and_subcommand() -> None:
+    import argparse
+
+    from nemo_gym_prorl.cli.main import build_parser
+
+    block = _cli_block()
+    missing = []
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    for name, parser in sub.choices.items():
+        if f"prorl {name}" not in block:
+            missing.append(name)
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                lines = [line for line in block.splitlines() if line.startswith(f"prorl {name} ")]
+                missing += [f"{name} {s}" for s in action.choices if not any(s in line for line in lines)]
+    assert not missing, f"commands the README's command list leaves out: {missing}"
