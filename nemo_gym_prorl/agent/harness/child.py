@@ -18,7 +18,7 @@ import signal
 import sys
 from typing import Any
 
-from nemo_gym_prorl.agent.harness.base import Harness, HarnessTask, RemoteCommands
+from nemo_gym_prorl.agent.harness.base import Harness, HarnessRun, HarnessTask, RemoteCommands
 
 
 def _resolve(name: str) -> Any:
@@ -43,18 +43,22 @@ def _die_with_parent() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL))  # PR_SET_PDEATHSIG
 
 
+def run_request(harness: Harness, request: dict[str, Any]) -> HarnessRun:
+    """One rollout: the harness against its door and its commands' route."""
+    commands = RemoteCommands(**request["commands"])
+    try:
+        return harness.run(HarnessTask(commands=commands, **request["task"]))
+    finally:
+        commands.close()
+
+
 def main() -> int:
     answer = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)  # what the harness prints goes to standard error
     _die_with_parent()
     request = json.loads(sys.stdin.buffer.read())
     os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
-    harness = build_harness(request["harness"])
-    commands = RemoteCommands(**request["commands"])
-    try:
-        run = harness.run(HarnessTask(commands=commands, **request["task"]))
-    finally:
-        commands.close()
+    run = run_request(build_harness(request["harness"]), request)
     answer.write(run.model_dump_json())
     answer.close()
     return 0

@@ -181,8 +181,15 @@ class MiniSweAgent:
         """Its settings, for its process's environment."""
         return _settings(home)
 
+    def preload(self) -> None:
+        """The imports every rollout makes (litellm alone is ~5 s of CPU), made once by the
+        harness's fork server, which every rollout's process is forked from."""
+        import litellm  # noqa: F401
+        from minisweagent.agents.default import DefaultAgent  # noqa: F401
+        from minisweagent.models import get_model  # noqa: F401
+
     def run(self, task: HarnessTask) -> HarnessRun:
-        import litellm  # imported by the first rollout, not by every service that could run one
+        import litellm  # imported in the harness's process, never in the service's
         from minisweagent.agents.default import DefaultAgent
         from minisweagent.models import get_model
 

@@ -229,13 +229,16 @@ class HarnessProcess:
         )
 
 
-def _plan(harness: Harness, work: Path, *, confine: bool) -> tuple[list[str], dict[str, str], Path]:
-    """The command, its environment and the private home of a harness's process in `work`."""
+def harness_plan(
+    harness: Harness, work: Path, *, confine: bool, module: str = CHILD
+) -> tuple[list[str], dict[str, str], Path]:
+    """The command (`python -m <module>`), its environment and the private home of a harness's
+    process in `work`."""
     roots = _import_roots(harness)
     home = work.resolve() / "home"
     (home / "tmp").mkdir(parents=True)
     env = _environment(harness, home, roots)
-    argv = [sys.executable, "-m", CHILD]
+    argv = [sys.executable, "-m", module]
     if not confine:
         return argv, env, home
     readable = [PACKAGE_DIR, *roots, *(Path(f).resolve() for f in getattr(harness, "files", ()))]
@@ -251,7 +254,7 @@ async def harness_process(
     killed with its group, and reaped, when the block ends."""
     payload = json.dumps({"harness": harness_spec(harness), **request}).encode()
     with tempfile.TemporaryDirectory(prefix="prorl-harness-", ignore_cleanup_errors=True) as work:
-        argv, env, home = _plan(harness, Path(work), confine=confine)
+        argv, env, home = harness_plan(harness, Path(work), confine=confine)
         with tempfile.TemporaryFile(dir=work) as stderr:
             proc = await asyncio.create_subprocess_exec(
                 *argv,

@@ -30,6 +30,7 @@ from typing import Any
 
 from nemo_gym_prorl.agent.harness.base import CommandExecutor, Harness, HarnessRun, SandboxCommands
 from nemo_gym_prorl.agent.harness.endpoint import RecordingEndpoint
+from nemo_gym_prorl.agent.harness.forkserver import ForkServer
 from nemo_gym_prorl.agent.harness.process import bubblewrap_works, default_max_processes, harness_process
 from nemo_gym_prorl.agent.harness.trajectory import agent_trajectory
 from nemo_gym_prorl.agent.loop import AgentLimits, AgentTrajectory
@@ -58,7 +59,9 @@ class HarnessRunner:
     recording endpoint per service process, started in the serving event loop on first use.
 
     `max_processes`: harness processes at once (default: `default_max_processes()`).
-    `confine`: run them in bubblewrap (None: where it works; the service logs it where not)."""
+    `confine`: run them in bubblewrap (None: where it works; the service logs it where not).
+    `warm`: fork each rollout's process from the harness's warm fork server (`forkserver`),
+    which made the harness's imports once, rather than start a new interpreter per rollout."""
 
     def __init__(
         self,
@@ -68,12 +71,15 @@ class HarnessRunner:
         max_processes: int | None = None,
         confine: bool | None = None,
         kill_grace_s: float = 5.0,
+        warm: bool = True,
     ) -> None:
         self.harness = harness
         self.command_timeout_s = command_timeout_s
         self.max_processes = max_processes or default_max_processes()
         self.confine = confine
         self.kill_grace_s = kill_grace_s
+        self.warm = warm
+        self._server: ForkServer | None = None
         self.processes: dict[str, int] = {}  # job id -> the process group of its running harness
         self._endpoint: RecordingEndpoint | None = None
         self._starting = asyncio.Lock()
@@ -94,7 +100,18 @@ class HarnessRunner:
                 self._slots = asyncio.Semaphore(self.max_processes)
         return self._endpoint
 
+    async def server(self) -> ForkServer | None:
+        """The harness's warm fork server, started by the first rollout (None: not `warm`)."""
+        await self.endpoint()  # which decides whether harness processes are confined
+        async with self._starting:
+            if self.warm and self._server is None:
+                self._server = await ForkServer(self.harness, confine=bool(self.confine)).start()
+        return self._server
+
     async def aclose(self) -> None:
+        if self._server is not None:
+            server, self._server = self._server, None
+            await server.aclose()
         if self._endpoint is not None:
             endpoint, self._endpoint = self._endpoint, None
             await endpoint.aclose()
@@ -104,6 +121,7 @@ class HarnessRunner:
     ) -> AgentTrajectory:
         prompt = task_statement(job.instance)
         endpoint = await self.endpoint()
+        server = await self.server()
         model = await llm.model_name()
         assert self._slots is not None
         async with self._slots:
@@ -135,9 +153,12 @@ class HarnessRunner:
                         },
                     }
                     try:
-                        async with harness_process(
-                            self.harness, request, confine=bool(self.confine)
-                        ) as process:
+                        launched = (
+                            server.process(request)
+                            if server is not None
+                            else harness_process(self.harness, request, confine=bool(self.confine))
+                        )
+                        async with launched as process:
                             self.processes[job.id] = process.pid
                             started = time.monotonic()  # the budget runs from the process's start
                             try:

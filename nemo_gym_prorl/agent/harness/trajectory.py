@@ -99,7 +99,12 @@ def agent_trajectory(
             "token_segments": [
                 [
                     t.model_dump(
-                        include={"prompt_token_ids", "generation_token_ids", "generation_log_probs", "decoding"}
+                        include={
+                            "prompt_token_ids",
+                            "generation_token_ids",
+                            "generation_log_probs",
+                            "decoding",
+                        }
                     )
                     for t in s.tokens.turns
                 ]

@@ -112,7 +112,7 @@ async def test_the_harness_process_holds_no_token_and_nothing_of_the_services_en
     monkeypatch.setenv("PRORL_API_TOKEN", API_TOKEN)  # as under `prorl serve`
     monkeypatch.setenv("PRORL_SERVICE_ONLY", "service-only")
     llm = await scripted_llm("unused")
-    runner = HarnessRunner(ProbeHarness(ProbeOptions(command="echo hi", sleep_s=1.0)))
+    runner = HarnessRunner(ProbeHarness(ProbeOptions(command="echo hi", sleep_s=1.0)), warm=False)
     endpoint = await runner.endpoint()
     executor = EchoExecutor()
     with endpoint.opened(RecordingSession(llm, sampling=SamplingParams())) as other:  # another rollout
@@ -173,7 +173,7 @@ async def test_a_rollouts_time_budget_starts_with_its_process_not_in_the_queue(
     scripted_llm: ScriptedLLM,
 ) -> None:
     llm = await scripted_llm("unused")
-    runner = HarnessRunner(ProbeHarness(ProbeOptions(sleep_s=12.0)), max_processes=1)
+    runner = HarnessRunner(ProbeHarness(ProbeOptions(sleep_s=12.0)), max_processes=1, warm=False)
     first = asyncio.ensure_future(
         runner.run(job("first"), EchoExecutor(), llm, AgentLimits(max_turns=2, max_time_s=60.0))
     )
@@ -197,7 +197,7 @@ async def test_a_rollout_that_times_out_or_is_cancelled_leaves_no_process(
     scripted_llm: ScriptedLLM, ending: str
 ) -> None:
     llm = await scripted_llm("unused")
-    runner = HarnessRunner(ProbeHarness(), kill_grace_s=0.5)
+    runner = HarnessRunner(ProbeHarness(), kill_grace_s=0.5, warm=False)
     await runner.endpoint()
     # A harness that never ends and starts a process of its own, and (confined: its PID
     # namespace dies with it) one that left its process group.
