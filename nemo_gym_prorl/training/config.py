@@ -17,6 +17,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from nemo_gym_prorl.assets import configs_dir
 from nemo_gym_prorl.integrations.trl.jobs import (
+    DEVICE_HELP,
+    Device,
     GrpoAlgorithm,
     LoraSettings,
     OptimizerSettings,
@@ -166,6 +168,7 @@ class TrainConfig(BaseModel):
     evaluation: EvaluationSettings = Field(default_factory=EvaluationSettings)
     max_staleness: int = Field(1, ge=0, description="the service's bound on off-policy rollouts")
     trainer_threads: int | None = Field(None, ge=1, description="torch threads of the trainer (None: all)")
+    device: Device = Field("auto", description=f"the trainers' device. {DEVICE_HELP}")
     record: bool = Field(True, description="write benchmarks/results/<name>.json and <name>.png")
 
     @property

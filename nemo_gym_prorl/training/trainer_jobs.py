@@ -26,6 +26,7 @@ def sft_job(config: TrainConfig, layout: EmbeddedLayout, *, demonstrations: Path
         optimizer=config.sft.optimizer,
         epochs=config.sft.epochs,
         threads=config.trainer_threads,
+        device=config.device,
         publish_as="weights",  # every policy is served as full weights
     )
 
@@ -51,6 +52,7 @@ def grpo_job(
         "lora": config.lora,
         "sampling_params": config.sampling,
         "threads": config.trainer_threads,
+        "device": config.device,
         "task": config.task,
     }
     return GrpoJob.model_validate({**settings, **overrides})

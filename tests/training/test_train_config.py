@@ -17,7 +17,7 @@ from nemo_gym_prorl.integrations.trl.jobs import GrpoAlgorithm, GrpoJob
 from nemo_gym_prorl.llm.embedded import EmbeddedLayout
 from nemo_gym_prorl.service.config import load_config
 from nemo_gym_prorl.training.config import GrpoSettings, TrainConfigError, load_train_config
-from nemo_gym_prorl.training.trainer_jobs import grpo_job
+from nemo_gym_prorl.training.trainer_jobs import grpo_job, sft_job
 
 
 @pytest.mark.parametrize("name", ["default", "smoke", "harness_math"])
@@ -162,3 +162,15 @@ def test_a_harness_is_named_or_given_its_options_and_a_wrong_one_is_refused() ->
         load_train_config("default", ["harness=claude"])
     with pytest.raises(TrainConfigError, match="environment"):
         load_train_config("default", ["harness=mini_swe_agent", "environment=gsm8k"])
+
+
+def test_the_trainers_device_is_validated_and_reaches_both_trainer_jobs() -> None:
+    config = load_train_config("default", ["device=cuda"])
+    layout = SimpleNamespace(model_dir="/models/m")
+    service = SimpleNamespace(url="http://svc", token="t")
+    grpo = grpo_job(config, layout, service, prompts=Path("p.jsonl"), output_dir=Path("o"))  # type: ignore[arg-type]
+    sft = sft_job(config, layout, demonstrations=Path("d.jsonl"), output_dir=Path("o"))  # type: ignore[arg-type]
+    assert config.device == grpo.device == sft.device == "cuda"
+    assert load_train_config("default").device == "auto"
+    with pytest.raises(TrainConfigError, match="device"):
+        load_train_config("default", ["device=tpu"])

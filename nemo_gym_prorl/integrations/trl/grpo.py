@@ -28,7 +28,7 @@ from typing import Any
 
 from nemo_gym_prorl.integrations.trl.client import ServiceClient
 from nemo_gym_prorl.integrations.trl.fields import guide_sample
-from nemo_gym_prorl.integrations.trl.jobs import GrpoJob, emit, load_job
+from nemo_gym_prorl.integrations.trl.jobs import GrpoJob, emit, load_job, use_cpu
 from nemo_gym_prorl.integrations.trl.no_vllm import hide_vllm
 from nemo_gym_prorl.integrations.trl.rollout import ServiceRollout, prompt_column, split_groups
 from nemo_gym_prorl.rollouts.stats import RolloutStats
@@ -134,7 +134,7 @@ def grpo_config(job: GrpoJob) -> Any:
         top_p=float(job.sampling_params["top_p"]),
         bf16=False,
         gradient_checkpointing=False,
-        use_cpu=job.device == "cpu",
+        use_cpu=use_cpu(job.device),
         report_to="none",
         save_strategy="no",
         logging_steps=1,  # every step's loss is logged, and its step event waits for it

@@ -30,8 +30,23 @@ LossType = Literal["grpo", "dr_grpo", "dapo", "bnpo", "cispo", "sapo", "luspo", 
 
 # auto: where TRL and accelerate put the model (CUDA where there is one, else the CPU);
 # cpu: the CPU even beside an accelerator (`TrainingArguments.use_cpu`).
-Device = Literal["auto", "cpu"]
-DEVICE_HELP = "auto: CUDA where available, else the CPU (as TRL and accelerate choose); cpu: the CPU only"
+Device = Literal["auto", "cpu", "cuda"]
+DEVICE_HELP = (
+    "auto: CUDA where available, else the CPU (as TRL and accelerate choose); cpu: the CPU only; "
+    "cuda: a CUDA GPU, refused before training where torch sees none"
+)
+
+
+def use_cpu(device: Device) -> bool:
+    """Whether a trainer runs on the CPU (TRL's `use_cpu`); `cuda` without a GPU is refused here,
+    before a model is loaded, rather than silently trained on the CPU."""
+    if device == "cuda":
+        import torch
+
+        if not torch.cuda.is_available():
+            raise RuntimeError("device=cuda, but torch sees no CUDA GPU here (use device=auto or cpu)")
+    return device == "cpu"
+
 
 # How a trainer hands each step's policy to the service: the LoRA adapter (the backends apply it
 # at runtime), or the adapter merged into full weights (the backends reload them in place and

@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from nemo_gym_prorl.integrations.trl.jobs import SftJob, emit, load_job, weights_dir
+from nemo_gym_prorl.integrations.trl.jobs import SftJob, emit, load_job, use_cpu, weights_dir
 from nemo_gym_prorl.integrations.trl.no_vllm import hide_vllm
 
 
@@ -63,7 +63,7 @@ def sft_config(job: SftJob) -> Any:
         packing=False,
         gradient_checkpointing=False,  # TRL turns it on by default; a 135M model fits without it
         bf16=False,
-        use_cpu=job.device == "cpu",
+        use_cpu=use_cpu(job.device),
         report_to="none",
         save_strategy="no",
         logging_steps=1,

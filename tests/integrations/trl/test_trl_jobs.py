@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 from pydantic import ValidationError
+from trl_venv import run_in_model_venv
 
 from nemo_gym_prorl.integrations.trl.jobs import GrpoJob, OptimizerSettings, SftJob
 from nemo_gym_prorl.llm.embedded import EmbeddedLayout
@@ -97,3 +98,14 @@ def test_the_jobs_prorl_train_builds_take_the_default_device_and_the_configs_sam
     job = grpo_job(config, layout, service, prompts=tmp_path / "g.jsonl", output_dir=tmp_path / "p")
     assert sft.device == job.device == "auto"
     assert job.sampling_params == {**config.sampling, "temperature": 1.0, "top_p": 1.0}
+
+
+def test_a_cuda_trainer_without_a_gpu_is_refused_before_training() -> None:
+    # In the model venv, where the trainers run: this machine has no CUDA GPU.
+    out = run_in_model_venv(
+        "import json\n"
+        "from nemo_gym_prorl.integrations.trl.jobs import use_cpu\n"
+        "try:\n    use_cpu('cuda')\n    print(json.dumps('accepted'))\n"
+        "except RuntimeError as exc:\n    print(json.dumps(str(exc)))\n"
+    )
+    assert out.startswith("device=cuda, but torch sees no CUDA GPU")
