@@ -92,7 +92,7 @@ def _prepare_environment(args: argparse.Namespace) -> int:
     try:
         prepared = prepare_environment(
             args.environment, args.source, data_dir=Path(args.out or "data"), agent=args.agent, limit=args.limit,
-            validation_fraction=args.validation_fraction, seed=args.seed,
+            validation_fraction=args.validation_fraction, seed=args.seed, progress=True,
         )  # fmt: skip
     except (KeyError, RecordError, SourceError) as exc:
         print(f"prorl data prepare: {exc.args[0] if exc.args else exc}", file=sys.stderr)

@@ -48,12 +48,25 @@ class Prepared(BaseModel):
 
 
 def convert_records(
-    env: DatasetEnvironment, records: Any, agent: str, skipped: Counter[str], limit: int | None = None
+    env: DatasetEnvironment,
+    records: Any,
+    agent: str,
+    skipped: Counter[str],
+    limit: int | None = None,
+    *,
+    progress: str | None = None,
 ) -> list[dict[str, Any]]:
+    """The gradeable rows of `records`; `progress`: a label to show the conversion under (a
+    count and rate on standard error, as records stream from the Hub or a file)."""
+    from tqdm import tqdm
+
     tools = responses_tools(env.domain)
     rows: list[dict[str, Any]] = []
     seen: set[str] = set()
-    for record in records:
+    shown = tqdm(
+        records, desc=progress, unit=" records", disable=progress is None, mininterval=1.0, leave=True
+    )
+    for record in shown:
         if limit is not None and len(rows) >= limit:
             break
         try:
@@ -73,37 +86,43 @@ def convert_records(
 
 def environment_rows(
     env: DatasetEnvironment, source: str, agent: str = DEFAULT_AGENT, limit: int | None = None,
-    validation_fraction: float = 0.1, seed: int = 0,
+    validation_fraction: float = 0.1, seed: int = 0, progress: bool = False,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], Counter[str]]:  # fmt: skip
     """(train rows, validation rows, skipped reasons). A local file, or a folder of plain files
     without a dataset card, is all train records, split
     by `validation_fraction`; a folder or Hub id uses the entry's published splits."""
     skipped: Counter[str] = Counter()
     if is_single_split(source):
-        rows = convert_records(env, load_records(source, "train"), agent, skipped, limit)
+        label = f"{env.name} ({source})" if progress else None
+        rows = convert_records(env, load_records(source, "train"), agent, skipped, limit, progress=label)
         train, validation = split_rows(rows, validation_fraction, seed=seed)
         return train, validation, skipped
     train = []
     for split in env.train_splits:
         left = None if limit is None else limit - len(train)
-        train += convert_records(env, load_records(source, split, env.hub_subset), agent, skipped, left)
+        label = f"{env.name} {split}" if progress else None
+        records = load_records(source, split, env.hub_subset)
+        train += convert_records(env, records, agent, skipped, left, progress=label)
     if env.validation_split is None:
         train, validation = split_rows(train, validation_fraction, seed=seed)
     else:
         records = load_records(source, env.validation_split, env.hub_subset)
-        validation = convert_records(env, records, agent, skipped, limit)
+        label = f"{env.name} {env.validation_split}" if progress else None
+        validation = convert_records(env, records, agent, skipped, limit, progress=label)
     return train, validation, skipped
 
 
 def prepare_environment(
     name: str, source: str | None = None, data_dir: Path = DATA_DIR, agent: str = DEFAULT_AGENT,
-    limit: int | None = None, validation_fraction: float = 0.1, seed: int = 0,
+    limit: int | None = None, validation_fraction: float = 0.1, seed: int = 0, progress: bool = False,
 ) -> Prepared:  # fmt: skip
     from nemo_gym_prorl.datasets.environments import environment  # every converter: only when preparing
 
     env = environment(name)
     source = source or env.hub_id
-    train, validation, skipped = environment_rows(env, source, agent, limit, validation_fraction, seed)
+    train, validation, skipped = environment_rows(
+        env, source, agent, limit, validation_fraction, seed, progress=progress
+    )
     if not train:
         reasons = ", ".join(skipped) or "the source has no records"
         raise RecordError(f"{name}: no gradeable rows in {source} ({reasons})")

@@ -30,8 +30,8 @@ from __future__ import annotations
 import functools
 import json
 import time
-from collections.abc import Awaitable, Callable, Iterator
-from contextlib import AsyncExitStack, contextmanager
+from collections.abc import Awaitable, Callable
+from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +41,7 @@ from nemo_gym_prorl.integrations.trl.jobs import Event, GrpoJob, MergeJob, adapt
 from nemo_gym_prorl.llm.access import LLMConfig
 from nemo_gym_prorl.llm.embedded import EmbeddedLayout
 from nemo_gym_prorl.llm.policy import PolicyVersion
+from nemo_gym_prorl.provenance import results_dir_default
 from nemo_gym_prorl.service.client import AsyncRolloutClient
 from nemo_gym_prorl.training import progress
 from nemo_gym_prorl.training.config import TrainConfig
@@ -64,21 +65,31 @@ def _print(message: str) -> None:
     print(f"\033[1m[train]\033[0m {message}", flush=True)
 
 
-@contextmanager
-def timed(seconds: dict[str, float], name: str) -> Iterator[None]:
-    """Record the wall-clock seconds of the block under `name`."""
-    started = time.monotonic()
+def run_phases(config: TrainConfig) -> list[str]:
+    """The phases a run goes through, in order (what its progress is measured against)."""
+    evaluations = config.evaluation.phases
+    phases = ["start", *(["eval_base"] if "base" in evaluations else [])]
+    if config.sft.adapter is None:
+        phases += ["demonstrations", "sft"]
+    phases += ["merge_sft", *(["eval_sft"] if "sft" in evaluations else []), "grpo"]
+    return phases + (["eval_grpo"] if "grpo" in evaluations else [])
+
+
+def recorded_seconds(name: str) -> dict[str, float] | None:
+    """The phases' seconds in the last recorded run of this name (None: none recorded)."""
+    path = results_dir_default() / f"{name}.json"
     try:
-        yield
-    finally:
-        seconds[name] = round(time.monotonic() - started, 1)
+        seconds = json.loads(path.read_text())["figures"]["seconds"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return {str(k): float(v) for k, v in seconds.items()} if isinstance(seconds, dict) else None
 
 
 async def run_training(config: TrainConfig, *, say: Say = _print, run_dir: Path | None = None) -> TrainReport:
     layout = EmbeddedLayout.default()
     run_dir = (run_dir or output_root() / "train" / config.name).resolve()
     policies = run_dir / "policies"
-    phases: dict[str, float] = {}
+    clock = progress.RunClock(say, run_phases(config), expected=recorded_seconds(config.name))
     started = time.monotonic()
     tasks = config.task_rows()
     heldout = tasks.heldout_rows()
@@ -91,14 +102,14 @@ async def run_training(config: TrainConfig, *, say: Say = _print, run_dir: Path 
 
     write_policy_settings(policies, config)
     async with AsyncExitStack() as stack:
-        with timed(phases, "start"):
+        with clock.timed("start"):
             service = await start_service(config, stack, layout=layout, say=say)
             client = service.client
 
         async def evaluation(phase: str) -> PolicyEvaluation | None:
             if phase not in config.evaluation.phases:
                 return None
-            with timed(phases, f"eval_{phase}"):
+            with clock.timed(f"eval_{phase}"):
                 agent = f", through {config.harness['name']}" if config.harness else ""
                 say(
                     f"evaluating {phase} on {len(heldout)} held-out tasks{agent} (unconstrained, {config.sampling})"
@@ -122,7 +133,7 @@ async def run_training(config: TrainConfig, *, say: Say = _print, run_dir: Path 
         sft_merged: Path | None = None  # written by the SFT trainer itself
         if config.sft.adapter is None:
             sft_adapter, sft_merged, tried = await _demonstrate_and_imitate(
-                config, layout, service, run_dir, report, phases, say
+                config, layout, service, run_dir, report, clock, say
             )
         else:
             sft_adapter, tried = config.sft.adapter, 0
@@ -135,7 +146,7 @@ async def run_training(config: TrainConfig, *, say: Say = _print, run_dir: Path 
             sft_adapter,
             policies,
             version=1,
-            phases=phases,
+            clock=clock,
             phase="sft",
             say=say,
             merged=sft_merged,
@@ -143,7 +154,7 @@ async def run_training(config: TrainConfig, *, say: Say = _print, run_dir: Path 
         report.sft["weights_path"] = str(sft_weights)
         await evaluation("sft")
 
-        with timed(phases, "grpo"):
+        with clock.timed("grpo"):
             grpo_rows = tasks.grpo_rows(
                 config.grpo.steps, config.grpo.prompts_per_step, tried, rehearsal=config.grpo.rehearsal
             )
@@ -181,6 +192,7 @@ async def run_training(config: TrainConfig, *, say: Say = _print, run_dir: Path 
                 say,
                 restarts=config.grpo.restarts,
                 served=served_policy(client),
+                clock=clock,
             )
         last = report.grpo["published"][-1] if report.grpo.get("published") else None
         if (
@@ -195,14 +207,14 @@ async def run_training(config: TrainConfig, *, say: Say = _print, run_dir: Path 
                     last["adapter_path"],
                     policies,
                     version=last["version"] + 1,
-                    phases=phases,
+                    clock=clock,
                     phase="grpo",
                     say=say,
                 )
             report.grpo["weights_path"] = str(grpo_weights)
             await evaluation("grpo")
 
-    report.finish(phases, time.monotonic() - started)
+    report.finish(clock.seconds, time.monotonic() - started)
     return report
 
 
@@ -265,7 +277,7 @@ async def publish_merged(
     policies: Path,
     *,
     version: int,
-    phases: dict[str, float],
+    clock: progress.RunClock,
     phase: str,
     say: Say,
     merged: Path | None = None,
@@ -273,7 +285,7 @@ async def publish_merged(
     """`adapter` merged into `base`, published as full weights under `version`; the checkpoint's
     directory. `merged`: the trainer that wrote the adapter merged it already; otherwise a merge
     program in the model venv does."""
-    with timed(phases, f"merge_{phase}"):
+    with clock.timed(f"merge_{phase}"):
         weights = merged
         if weights is None:
             job = MergeJob(
@@ -284,7 +296,7 @@ async def publish_merged(
         published = await service.client.publish_policy(version, weights_path=str(weights))
     say(
         f"{phase} policy ({Path(adapter).name} merged into {base.name}) published as v{version}, full "
-        f"weights, on {len(published.loaded)} backend(s) in {phases[f'merge_{phase}']:.0f} s"
+        f"weights, on {len(published.loaded)} backend(s) in {clock.seconds[f'merge_{phase}']:.0f} s"
     )
     return weights
 
@@ -295,13 +307,13 @@ async def _demonstrate_and_imitate(
     service: TrainingService,
     run_dir: Path,
     report: TrainReport,
-    phases: dict[str, float],
+    clock: progress.RunClock,
     say: Say,
 ) -> tuple[str, Path, int]:
     """Program-written demonstrations, then SFT on them: the adapter, the adapter merged into the
     model by the trainer, and how many training tasks the demonstrations tried (GRPO's
     demonstrated-family prompts come after them)."""
-    with timed(phases, "demonstrations"):
+    with clock.timed("demonstrations"):
         through = f"{config.harness['name']} (unchanged)" if config.harness else "the real tools"
         say(f"writing {config.demonstrations.n} program-written demonstrations through {through}")
         demos, summary = await collect_demonstrations(
@@ -312,9 +324,11 @@ async def _demonstrate_and_imitate(
         report.demonstrations = summary.model_copy(update={"path": str(demo_path)})
         say(progress.demonstrations_line(report.demonstrations))
 
-    with timed(phases, "sft"):
+    with clock.timed("sft"):
         sft = sft_job(config, layout, demonstrations=demo_path, output_dir=run_dir / "policies")
-        events = await run_trainer("sft", sft, workdir=run_dir, on_event=lambda e: _on_sft(e, report, say))
+        events = await run_trainer(
+            "sft", sft, workdir=run_dir, on_event=lambda e: _on_sft(e, report, say, clock)
+        )
         report.sft = _fields(events[-1])
     return str(report.sft["adapter_path"]), Path(str(report.sft["weights_path"])), summary.tried
 
@@ -331,6 +345,7 @@ async def run_grpo(
     *,
     restarts: int,
     served: Served | None = None,
+    clock: progress.RunClock | None = None,
 ) -> dict[str, Any]:
     """The GRPO trainer to its end. If it dies, it is restarted (up to `restarts` times) from the
     last policy it published, for the steps it had left; the rollouts it had asked for are taken
@@ -345,7 +360,9 @@ async def run_grpo(
     while True:
         write_jsonl(job.prompts, rows[(total - job.steps) * job.prompts_per_step :])
         before = len(report.grpo_steps)
-        on_event = functools.partial(_on_grpo, report=report, say=say, steps=total, offset=total - job.steps)
+        on_event = functools.partial(
+            _on_grpo, report=report, say=say, steps=total, offset=total - job.steps, clock=clock
+        )
         try:
             events = await run_trainer("grpo", job, workdir=run_dir, on_event=on_event)
         except TrainerFailed as exc:
@@ -428,15 +445,28 @@ def _fields(event: Event) -> dict[str, Any]:
     return event.model_dump(exclude={"event"})
 
 
-def _on_sft(event: Event, report: TrainReport, say: Say) -> None:
+def _on_sft(event: Event, report: TrainReport, say: Say, clock: progress.RunClock | None = None) -> None:
     if event.event == "step":
-        report.sft_steps.append(_fields(event))
-        say(progress.sft_step_line(_fields(event)))
+        step = _fields(event)
+        report.sft_steps.append(step)
+        say(progress.sft_step_line(step))
+        if clock is not None:
+            clock.within("sft", int(step["step"]), int(step["of"]))
 
 
-def _on_grpo(event: Event, report: TrainReport, say: Say, steps: int, *, offset: int = 0) -> None:
+def _on_grpo(
+    event: Event,
+    report: TrainReport,
+    say: Say,
+    steps: int,
+    *,
+    offset: int = 0,
+    clock: progress.RunClock | None = None,
+) -> None:
     if event.event == "step":
         fields = _fields(event)
         fields["step"] = offset + fields["step"]  # a restarted trainer counts its steps from 1 again
         report.grpo_steps.append(fields)
         say(progress.grpo_step_line(fields, steps))
+        if clock is not None:
+            clock.within("grpo", int(fields["step"]), steps)

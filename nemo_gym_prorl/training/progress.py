@@ -1,11 +1,14 @@
 # SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
 # SPDX-License-Identifier: Apache-2.0
 
-"""`prorl train`'s progress lines: one per evaluation, demonstration run and trainer step."""
+"""`prorl train`'s progress lines: one per evaluation, demonstration run and trainer step, and
+the whole run's progress bar (`RunClock`)."""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+import time
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from nemo_gym_prorl.training.demonstration_records import DemonstrationSummary
@@ -71,3 +74,63 @@ def _harness(merged: float | None, delivered: float | None) -> str:
         f"delivered share {delivered:.2f}" if delivered is not None else "",
     ]
     return "".join(f", {p}" for p in parts if p)
+
+
+# -- the whole run: its phases, how far it is, how long it has left -----------------------------
+
+# The shape of a run when none of its name was recorded: the default run's phases, in seconds.
+REFERENCE_SECONDS = {
+    "start": 90.0,
+    "eval_base": 160.0,
+    "demonstrations": 25.0,
+    "sft": 180.0,
+    "merge_sft": 20.0,
+    "eval_sft": 290.0,
+    "grpo": 1650.0,
+    "eval_grpo": 330.0,
+}
+
+
+class RunClock:
+    """Times a run's phases (`seconds`) and says, at each phase's end and each trainer step, how
+    far the whole run is and how long it has left: the phases weighted by their seconds in the
+    last recorded run of the same name (`expected`), else by the default run's, and the time left
+    extrapolated from this run's own pace."""
+
+    def __init__(
+        self, say: Callable[[str], None], phases: Sequence[str], expected: Mapping[str, float] | None = None
+    ) -> None:
+        self.say = say
+        shape = dict(expected or REFERENCE_SECONDS)
+        self.weights = {p: float(shape.get(p, REFERENCE_SECONDS.get(p, 60.0))) for p in phases}
+        self.seconds: dict[str, float] = {}
+        self.started = time.monotonic()
+
+    @contextmanager
+    def timed(self, name: str) -> Iterator[None]:
+        """Record the block's wall-clock seconds under `name`; report progress at its end."""
+        started = time.monotonic()
+        try:
+            yield
+        finally:
+            self.seconds[name] = round(time.monotonic() - started, 1)
+            self.report(name)
+
+    def within(self, name: str, done: int, of: int) -> None:
+        """A step of the phase `name` has ended (`done` of `of`)."""
+        self.report(name, done / of if of else 1.0, f"{name} step {done}/{of}")
+
+    def fraction(self, current: str | None = None, share: float = 0.0) -> float:
+        total = sum(self.weights.values()) or 1.0
+        done = sum(w for p, w in self.weights.items() if p in self.seconds)
+        if current is not None and current not in self.seconds:
+            done += self.weights.get(current, 0.0) * min(max(share, 0.0), 1.0)
+        return min(done / total, 1.0)
+
+    def report(self, name: str, share: float = 1.0, label: str | None = None) -> None:
+        fraction = self.fraction(name, share)
+        elapsed = time.monotonic() - self.started
+        left = elapsed * (1 - fraction) / fraction if fraction > 0 else None
+        bar = "#" * round(20 * fraction) + "-" * (20 - round(20 * fraction))
+        eta = f", ~{left / 60:.0f} min left" if left is not None and fraction < 1 else ""
+        self.say(f"[{bar}] {fraction:4.0%} {label or name + ' done'} | {elapsed / 60:.0f} min elapsed{eta}")

@@ -261,3 +261,16 @@ def test_the_readme_data_commands_run_as_written(
         assert code == 0, (words, err)
     assert (tmp_path / "data" / "gsm8k" / "train.jsonl").is_file()
     assert (tmp_path / "data" / "gsm8k" / "validation.jsonl").stat().st_size > 0
+
+
+def test_preparing_shows_the_conversion_as_it_goes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    name = "gsm8k"
+    prepare_environment(
+        name, str(sample_path(name)), data_dir=tmp_path, validation_fraction=0.3, progress=True
+    )
+    shown = capsys.readouterr().err
+    assert f"{name} (" in shown and " records" in shown  # its label, count and rate, on standard error
+    prepare_environment(name, str(sample_path(name)), data_dir=tmp_path, validation_fraction=0.3)
+    assert " records" not in capsys.readouterr().err  # quiet unless asked
