@@ -66,9 +66,12 @@ class HarnessProcessError(RuntimeError):
 
 
 def default_max_processes() -> int:
-    """Harness processes at once, by default: two per CPU (a harness mostly waits for the model
-    and its commands; each costs its start-up imports and ~100-200 MB)."""
-    return max(2, 2 * (os.process_cpu_count() or 1))
+    """Harness processes at once, by default: eight per CPU, at least 16. A harness mostly waits
+    for the model and its commands, and the backend batches the calls of every rollout in flight
+    (with two per CPU, 4 rollouts on 2 cores left vLLM decoding 2-4 sequences where it decodes
+    16 for about the same step time); a rollout's process is a fork of the warm server, sharing
+    its imports' memory."""
+    return max(16, 8 * (os.process_cpu_count() or 1))
 
 
 @functools.cache
