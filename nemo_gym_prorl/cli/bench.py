@@ -47,7 +47,9 @@ def _load_module(stem: str) -> ModuleType:
 
 
 def _bench(args: argparse.Namespace) -> int:
-    if args.name == "report":  # the benchmarks page's tables (docs/benchmarks.md) from benchmarks/results/*.json
+    if (
+        args.name == "report"
+    ):  # the benchmarks page's tables (docs/benchmarks.md) from benchmarks/results/*.json
         return int(_load_module("provenance").main(as_json=args.json, check=args.check) or 0)
     if args.json:  # it records: refused on a dirty tree before anything runs, unless told
         from nemo_gym_prorl.provenance import DirtyTreeError, check_recordable
@@ -67,7 +69,9 @@ def add_bench_parser(subparsers: argparse._SubParsersAction) -> None:
     bench.add_argument("--json", action="store_true",
                        help="print one JSON object and write benchmarks/results/NAME.json "
                        "(from an installed package: outputs/results/NAME.json)")  # fmt: skip
-    bench.add_argument("--check", action="store_true", help="report: fail if docs/benchmarks.md's tables are stale")
+    bench.add_argument(
+        "--check", action="store_true", help="report: fail if docs/benchmarks.md's tables are stale"
+    )
     bench.add_argument("--allow-dirty", action="store_true",
                        help="with --json: record even with uncommitted changes (the file says so)")  # fmt: skip
     bench.set_defaults(func=_bench)
