@@ -8,6 +8,7 @@ embedded model every call it makes is recorded token-exact."""
 from __future__ import annotations
 
 import itertools
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,10 +17,15 @@ from harness_helpers import ScriptedLLM, harness_job, run_rollout
 from nemo_gym_prorl.agent.deps import HandlerDeps
 from nemo_gym_prorl.agent.factory import domain_handler
 from nemo_gym_prorl.agent.handler import AgentRolloutHandler
+from nemo_gym_prorl.agent.harness import runner as runner_module
+from nemo_gym_prorl.agent.harness.trajectory import agent_trajectory
 from nemo_gym_prorl.datasets.swe import swe_rows
+from nemo_gym_prorl.integrations.gym.token_capture import chain_fields, read_rollout, write_harness_record
 from nemo_gym_prorl.llm import LLMBackendPool, PoolConfig, VLLMCompletionsDialect
 from nemo_gym_prorl.llm.access import LLMAccess
 from nemo_gym_prorl.llm.embedded import VLLMServer
+from nemo_gym_prorl.llm.recording import HarnessRecord
+from nemo_gym_prorl.rollouts.results import ModelTurn, concatenate
 from nemo_gym_prorl.sandbox import SandboxSpec
 from nemo_gym_prorl.tasks.swe import ensure_built
 
@@ -76,8 +82,15 @@ async def test_a_harness_that_changes_nothing_resolves_nothing(scripted_llm: Scr
 
 @pytest.mark.vllm
 async def test_mini_swe_agent_with_the_real_model_records_every_call_token_exact(
-    real_vllm: VLLMServer,
+    real_vllm: VLLMServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
+    recorded: list[HarnessRecord] = []  # the endpoint's record of the rollout, as the runner gets it
+
+    def keep(run: Any, record: HarnessRecord, *args: Any, **kwargs: Any) -> Any:
+        recorded.append(record)
+        return agent_trajectory(run, record, *args, **kwargs)
+
+    monkeypatch.setattr(runner_module, "agent_trajectory", keep)
     _, row = await toolz_instance()
     async with LLMBackendPool(PoolConfig(backends=[real_vllm.base_url])) as pool:
         llm = LLMAccess(pool=pool, dialect=VLLMCompletionsDialect(), model=real_vllm.spec.served_model_name)
@@ -119,3 +132,12 @@ async def test_mini_swe_agent_with_the_real_model_records_every_call_token_exact
     # whatever the 135M model typed, the rollout ended by the harness's own rules, not a failure
     assert trajectory.stop_reason in {"submitted", "max_turns", "model_error", "context_length"}
     assert evaluation.reward in (0.0, 1.0) and not evaluation.report.get("mask_sample")
+
+    # Written as NeMo Gym token-capture records, the real rollout loads in Gym's own builder into
+    # the very sequences the project trains on: one chain per segment.
+    (record,) = recorded
+    await write_harness_record(record, rollout_id="swe-harness-real", model="policy", sink=tmp_path)
+    gym = await read_rollout("swe-harness-real", tmp_path, model="policy")
+    expected = [concatenate([ModelTurn.model_validate(t) for t in segment]) for segment in segments]
+    assert sorted(chain_fields(chain) for chain in gym.chains) == sorted(expected)
+    assert gym.mask_sample == (len(segments) > 1)  # Gym masks a rollout whose chain broke
