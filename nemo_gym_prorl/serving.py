@@ -26,13 +26,26 @@ class Served:
         await self.task
 
 
+GRACEFUL_S = 5.0  # seconds a request still being answered gets once the server is stopping
+
+
 @asynccontextmanager
 async def serving(
-    app: Any, *, host: str, port: int, log_level: str = "warning", handle_signals: bool = True
+    app: Any,
+    *,
+    host: str,
+    port: int,
+    log_level: str = "warning",
+    handle_signals: bool = True,
+    graceful_s: float = GRACEFUL_S,
 ) -> AsyncIterator[Served]:
     """`handle_signals=False` for a server inside a larger program (`prorl train`): uvicorn then
     leaves SIGINT and SIGTERM to that program, which stops its work and this server with it.
-    By default uvicorn takes them and stops serving (`prorl serve`)."""
+    By default uvicorn takes them and stops serving (`prorl serve`).
+
+    On the way out, requests still being answered get `graceful_s` to finish, then are
+    cancelled: a request waiting for rollouts (a stream of results, a wait) would otherwise hold
+    the shutdown until every queued rollout had run, since the pipeline stops after the server."""
     import uvicorn
 
     class EmbeddedServer(uvicorn.Server):
@@ -48,6 +61,7 @@ async def serving(
             log_level=log_level,
             lifespan="on",
             access_log=log_level in ("debug", "trace"),
+            timeout_graceful_shutdown=graceful_s,
         )
     )
     task = asyncio.create_task(server.serve())
