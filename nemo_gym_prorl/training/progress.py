@@ -108,13 +108,14 @@ class RunClock:
 
     @contextmanager
     def timed(self, name: str) -> Iterator[None]:
-        """Record the block's wall-clock seconds under `name`; report progress at its end."""
+        """Record the block's wall-clock seconds under `name`; report progress when it ends
+        well (a phase cut short by a failure or a signal is not done)."""
         started = time.monotonic()
         try:
             yield
         finally:
             self.seconds[name] = round(time.monotonic() - started, 1)
-            self.report(name)
+        self.report(name)
 
     def within(self, name: str, done: int, of: int) -> None:
         """A step of the phase `name` has ended (`done` of `of`)."""

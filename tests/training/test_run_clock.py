@@ -38,3 +38,11 @@ def test_a_run_without_a_recorded_run_of_its_name_is_weighted_by_the_default_run
     assert clock.weights["grpo"] == progress.REFERENCE_SECONDS["grpo"]
     evaluated_once = load_train_config("default", ["evaluation.phases=[grpo]"])
     assert run_phases(evaluated_once) == ["start", "demonstrations", "sft", "merge_sft", "grpo", "eval_grpo"]
+
+
+def test_a_phase_cut_short_is_timed_but_not_reported_done() -> None:
+    lines: list[str] = []
+    clock = progress.RunClock(lines.append, ["start", "grpo"], expected={"start": 1, "grpo": 1})
+    with pytest.raises(KeyboardInterrupt), clock.timed("grpo"):
+        raise KeyboardInterrupt  # a signal in the middle of GRPO
+    assert "grpo" in clock.seconds and lines == []

@@ -147,7 +147,7 @@ def test_a_harness_run_serves_the_math_domain_through_the_harness_and_names_its_
     layout = SimpleNamespace(model_dir="/models/m")
     service = SimpleNamespace(url="http://svc", token="t")
     job = grpo_job(config, layout, service, prompts=Path("p.jsonl"), output_dir=Path("o"))  # type: ignore[arg-type]
-    assert job.task == config.task and job.segment_slots == 2
+    assert job.task == config.task and job.segment_slots == 1
 
 
 def test_a_harness_is_named_or_given_its_options_and_a_wrong_one_is_refused() -> None:
