@@ -160,3 +160,9 @@ def mask_reason(result: ServiceResult) -> str | None:
         # training on it as the policy's own sample would bias the ratios and teach the format.
         return f"constrained decoding: {constrained}, not the policy's free sample"
     return None
+
+
+def scored_reward(result: ServiceResult) -> float | None:
+    """The rollout's reward where it counts, else None: one rule (`mask_reason`) for every
+    figure, the training samples, a step's statistics and the held-out evaluations alike."""
+    return float(result.reward or 0.0) if mask_reason(result) is None else None

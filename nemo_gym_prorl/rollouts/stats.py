@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from nemo_gym_prorl.intervals import Interval
-from nemo_gym_prorl.rollouts.results import ServiceResult, mask_reason
+from nemo_gym_prorl.rollouts.results import ServiceResult, mask_reason, scored_reward
 
 
 class RolloutStats(BaseModel):
@@ -47,8 +47,8 @@ class RolloutStats(BaseModel):
     @classmethod
     def of(cls, results: Sequence[ServiceResult | Mapping[str, Any]]) -> RolloutStats:
         parsed = [r if isinstance(r, ServiceResult) else ServiceResult.model_validate(r) for r in results]
-        scored = [r for r in parsed if mask_reason(r) is None]
-        rewards = [float(r.reward or 0.0) for r in scored]
+        scored = [r for r in parsed if scored_reward(r) is not None]
+        rewards = [float(scored_reward(r) or 0.0) for r in scored]
         groups: dict[str, list[float]] = {}
         for result in scored:
             groups.setdefault(result.group_id or result.id, []).append(float(result.reward or 0.0))

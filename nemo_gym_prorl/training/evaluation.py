@@ -19,6 +19,7 @@ from pydantic import BaseModel, Field
 
 from nemo_gym_prorl.intervals import Interval
 from nemo_gym_prorl.intervals import paired_gain as paired_interval
+from nemo_gym_prorl.rollouts.results import ServiceResult, scored_reward
 from nemo_gym_prorl.rollouts.stats import RolloutStats
 from nemo_gym_prorl.service.client import AsyncRolloutClient
 
@@ -71,10 +72,8 @@ async def evaluate(
     by_family: dict[str, list[dict[str, Any]]] = {}
     for family, result in zip(families, dumped, strict=True):
         by_family.setdefault(family, []).append(result)
-    rewards: list[float | None] = [
-        r.reward if r.state == "done" and not r.mask_sample and r.reward is not None else None
-        for r in results
-    ]
+    # Masked as the trainer masks: one rule for the rewards paired here and the statistics beside them.
+    rewards: list[float | None] = [scored_reward(ServiceResult.model_validate(r)) for r in dumped]
     return PolicyEvaluation(
         phase=phase,
         policy_version=policy.served.current.version if policy.served.current else None,

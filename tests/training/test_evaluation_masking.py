@@ -1,0 +1,63 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
+"""A held-out evaluation masks rollouts by the trainer's one rule (`mask_reason`): the rewards it
+pairs across phases and the statistics it prints beside them count the same rollouts."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+from support.scripted_rollout_service import model_turn
+
+from nemo_gym_prorl.pipeline.job import JobResult, JobState
+from nemo_gym_prorl.training.evaluation import evaluate
+
+
+def result(job_id: str, **fields: Any) -> JobResult:
+    base: dict[str, Any] = {
+        "id": job_id,
+        "task": "math",
+        "state": JobState.DONE,
+        "submitted_at": 0.0,
+        "reward": 1.0,
+        "trajectory": {"messages": [model_turn([1, 2], [3, 4])], "stop_reason": "final_answer"},
+    }
+    return JobResult.model_validate({**base, **fields})
+
+
+class Client:
+    """What `evaluate` asks of the service client: its policy, then the jobs run."""
+
+    def __init__(self, results: list[JobResult]) -> None:
+        self.results = results
+
+    async def policy(self) -> Any:
+        return SimpleNamespace(served=SimpleNamespace(current=None))
+
+    async def run(self, jobs: list[dict[str, Any]], *, timeout_s: float) -> list[JobResult]:
+        assert len(jobs) == len(self.results)
+        return self.results
+
+
+async def test_the_rewards_paired_and_the_statistics_printed_mask_the_same_rollouts() -> None:
+    results = [
+        result("scored"),
+        result("wrong", reward=0.0),
+        # The service's report flags an infrastructure failure the result's own field does not.
+        result("infra", report={"mask_sample": True, "detail": "sandbox lost"}),
+        result("no-turn", trajectory={"messages": [], "stop_reason": "context_length"}),
+        result("failed", state=JobState.FAILED, reward=None, trajectory=None, error="backend unreachable"),
+    ]
+    evaluation = await evaluate(
+        Client(results),  # type: ignore[arg-type]
+        [{"task_id": str(i)} for i in range(len(results))],
+        ["f"] * len(results),
+        phase="sft",
+        sampling={"temperature": 1.0},
+        timeout_s=60,
+    )
+    assert evaluation.rewards == [1.0, 0.0, None, None, None]
+    assert evaluation.stats.scored == 2 and evaluation.stats.masked == 3
+    assert evaluation.stats.mean_reward == 0.5
