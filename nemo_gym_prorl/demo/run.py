@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
@@ -251,10 +252,13 @@ def run_demo(
     if harness:
         constrained = False
         overrides = harness_overrides(harness, max_turns=4 if quick else 8)
-        say(f"{harness} drives every rollout: {len(rows)} generated SWE instance(s) x {group_size} samples")
     if policy is not None:
         rows, trained_overrides = as_trained(policy, rows)
         overrides += trained_overrides
+    if harness:
+        counts = Counter(row["data_source"].removeprefix("prorl_") for row in rows)
+        shown = ", ".join(f"{n} {domain}" for domain, n in counts.items())
+        say(f"{harness} drives every rollout: {shown} row(s) x {group_size} samples")
     domains = [d for d in DOMAINS if any(row["data_source"] == f"prorl_{d}" for row in rows)]
     domain_of = {f"prorl_{d}": d for d in DOMAINS}
     judged: list[tuple[GroupResult, bool]] = []
