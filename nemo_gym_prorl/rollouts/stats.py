@@ -36,6 +36,10 @@ class RolloutStats(BaseModel):
     policy_versions: list[int] = Field(description="every version the rollouts' model calls used")
     max_staleness: int | None
     stale: int = Field(description="rollouts past max_staleness, kept with the flag")
+    unversioned: int = Field(
+        0,
+        description="scored rollouts whose model calls recorded no policy version (each should record its own)",
+    )
     stop_reasons: dict[str, int]
     mask_reasons: dict[str, int]
     merged_share: float | None = Field(
@@ -82,6 +86,7 @@ class RolloutStats(BaseModel):
             policy_versions=sorted({v for r in parsed for v in r.policy_versions}),
             max_staleness=max(staleness) if staleness else None,
             stale=sum(r.stale for r in parsed),
+            unversioned=sum(not r.policy_versions for r in scored),
             stop_reasons=stops,
             mask_reasons=masks,
             merged_share=round(merged / later, 4) if later else None,

@@ -25,7 +25,7 @@ from nemo_gym_prorl.training.evaluation import PolicyEvaluation, paired_gain
 # effect is SFT's over the base model; the trainer's log-probs match the rollouts'.
 MIN_RL_GAIN = 0.10
 MIN_TOOL_CALLS = 1.0
-MAX_MISMATCH = 0.05
+MAX_MISMATCH = 1e-3  # fp32 trainer and server: observed ~1e-6 to 3e-6 per token; bf16 alone is ~1e-2
 MAX_MINUTES = 60.0
 
 # (name, phase before, phase after): each gain is credited to the phase that made it.
@@ -136,13 +136,17 @@ class TrainReport(BaseModel):
             ),
             "rl_policy_calls_a_tool_per_rollout": grpo is not None
             and grpo.stats.tool_calls_per_rollout >= MIN_TOOL_CALLS,
-            "mismatch_at_most_0.05_every_step": bool(mismatches)
+            "mismatch_at_most_1e-3_every_step": bool(mismatches)
             and all(not math.isnan(m) and m <= MAX_MISMATCH for m in mismatches),
-            "staleness_within_bound_or_flagged": all(
-                s.get("staleness") is None or bound is None or s["staleness"] <= bound or s.get("stale")
+            # A flag does not excuse a stale rollout: the run's bound must hold.
+            "staleness_within_bound_every_step": bool(self.grpo_steps)
+            and all(
+                s.get("staleness") is not None and (bound is None or s["staleness"] <= bound)
                 for s in self.grpo_steps
             ),
-            "every_rollout_records_its_versions": all(s.get("policy_versions") for s in self.grpo_steps),
+            # Each rollout, not each step's union: a step reports how many recorded none.
+            "every_rollout_records_its_versions": bool(self.grpo_steps)
+            and all(s.get("policy_versions") and s.get("unversioned", 1) == 0 for s in self.grpo_steps),
             "whole_run_within_60_min": self.total_seconds <= MAX_MINUTES * 60,
         }
         if self.demonstrated_families:

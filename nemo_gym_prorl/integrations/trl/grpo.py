@@ -68,6 +68,7 @@ def rollout_fields(stats: RolloutStats, rollout: ServiceRollout) -> dict[str, An
         "policy_versions": stats.policy_versions,
         "staleness": stats.max_staleness,
         "stale": stats.stale,
+        "unversioned": stats.unversioned,
         "stop_reasons": stats.stop_reasons,
         "mask_reasons": stats.mask_reasons,
         "merged_share": stats.merged_share,
