@@ -28,6 +28,7 @@ from nemo_gym_prorl.integrations.trl.jobs import (
 from nemo_gym_prorl.llm.access import ToolPromptStyle
 from nemo_gym_prorl.llm.embedded import LoraServing
 from nemo_gym_prorl.training.environment_split import EnvironmentSplit
+from nemo_gym_prorl.training.evaluation import MeasureSettings
 from nemo_gym_prorl.training.heldout import SeedSplit
 
 # The override that bounds a task's agent loop in time (the shipped configs set math's).
@@ -123,6 +124,11 @@ class EvaluationSettings(BaseModel):
 
     phases: list[Literal["base", "sft", "grpo"]] = Field(default_factory=lambda: ["base", "sft", "grpo"])
     timeout_s: float = Field(1800.0, gt=0)
+    measure: MeasureSettings | None = Field(
+        None,
+        description="greedy and pass@k beside the one sample per task, on those of its phases that are "
+        "evaluated (None: that sample alone)",
+    )
 
 
 class TrainConfig(BaseModel):
@@ -181,7 +187,11 @@ class TrainConfig(BaseModel):
         """Where GRPO prompts and held-out tasks come from."""
         if self.environment is None:
             return self.split
-        return EnvironmentSplit(environment=self.environment, heldout_size=self.split.heldout_size)
+        return EnvironmentSplit(
+            environment=self.environment,
+            heldout_size=self.split.heldout_size,
+            heldout_set=self.split.heldout_set,
+        )
 
     @model_validator(mode="after")
     def _environment_is_served(self) -> TrainConfig:

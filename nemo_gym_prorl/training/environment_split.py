@@ -4,9 +4,9 @@
 """RL prompts and held-out tasks from a dataset environment (`prorl train environment=NAME`).
 
 The environment's prepared rows (`prorl data prepare --environment NAME`) are the source: GRPO
-prompts come from its train file in order, the held-out set is the head of its validation file,
+prompts come from its train file in order, the held-out sets come from its validation file,
 which the prepare step keeps apart from the train rows (the dataset's own test split, or a seeded
-fraction). Demonstrations stay program-written reasoning-gym tasks: a program can only
+fraction): the tuning set is its head, the test set the `heldout_size` rows after it. Demonstrations stay program-written reasoning-gym tasks: a program can only
 demonstrate tasks whose inputs it can read.
 """
 
@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from nemo_gym_prorl.datasets.prepare import DATA_DIR, split_path
 from nemo_gym_prorl.datasets.rows import read_jsonl
+from nemo_gym_prorl.training.heldout import HeldoutSet
 
 
 class EnvironmentRowsMissing(FileNotFoundError):
@@ -31,6 +32,7 @@ class EnvironmentSplit(BaseModel):
 
     environment: str
     heldout_size: int = Field(64, ge=64)
+    heldout_set: HeldoutSet = "tuning"
     data_dir: Path = DATA_DIR
 
     def _rows(self, split: str) -> list[dict[str, Any]]:
@@ -48,15 +50,17 @@ class EnvironmentSplit(BaseModel):
     @cached_property
     def _heldout(self) -> list[dict[str, Any]]:
         rows = self._rows("validation")
-        if len(rows) < self.heldout_size:
+        start = self.heldout_size if self.heldout_set == "test" else 0
+        if len(rows) < start + self.heldout_size:
             raise ValueError(
-                f"{self.environment}'s validation rows are {len(rows)}, fewer than the held-out size "
-                f"{self.heldout_size}"
+                f"{self.environment}'s validation rows are {len(rows)}: its {self.heldout_set} set needs "
+                f"{start + self.heldout_size}"
             )
-        held = {row["task_id"] for row in rows[: self.heldout_size]}
+        chosen = rows[start : start + self.heldout_size]
+        held = {row["task_id"] for row in chosen}
         if any(row["task_id"] in held for row in self._train):
             raise ValueError(f"{self.environment}: a held-out task is also a training task")
-        return rows[: self.heldout_size]
+        return chosen
 
     def family(self, row: dict[str, Any]) -> str:
         """Every row is the environment's: one family, never demonstrated."""

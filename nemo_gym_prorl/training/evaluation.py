@@ -7,21 +7,47 @@ Every phase (base, after SFT, after GRPO) runs the same tasks once each with the
 unconstrained, so two phases compare task by task: `paired_gain` is the mean per-task reward
 difference with its 95% interval (`nemo_gym_prorl.intervals`), over all tasks or over a set of
 families. Each task carries its family, so every family is reported on its own and a family that
-one phase taught and the next one lost shows."""
+one phase taught and the next one lost shows.
+
+Beside that one sample per task, `measure` can run each task of some families greedily and k-1
+more times at the run's temperature: a gain in the first sample and the greedy one that pass@k
+does not share is sharpening (the policy picks what it could already reach more often); a gain in
+pass@k is something it could not reach before. Every metric pairs the same tasks, phase by phase."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Collection, Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from nemo_gym_prorl.intervals import Interval
 from nemo_gym_prorl.intervals import paired_gain as paired_interval
 from nemo_gym_prorl.rollouts.results import ServiceResult, scored_reward
 from nemo_gym_prorl.rollouts.stats import RolloutStats
 from nemo_gym_prorl.service.client import AsyncRolloutClient
+
+Metric = Literal["sample", "greedy", "pass"]
+
+
+class MeasureSettings(BaseModel):
+    """Greedy and pass@k beside the evaluation's one sample per task."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    phases: list[Literal["base", "sft", "grpo"]] = Field(
+        default_factory=lambda: ["sft", "grpo"], description="the evaluated phases measured so"
+    )
+    families: Literal["all", "rl_families"] = Field(
+        "rl_families",
+        description="the tasks measured: every held-out task, or the RL families' (RL's gain is the one "
+        "a reader asks about: sharpened or new)",
+    )
+    greedy: bool = Field(True, description="each task once more at temperature 0")
+    k: int = Field(
+        4, ge=2, le=16, description="pass@k: the evaluation's sample and k-1 more at its temperature"
+    )
 
 
 class PolicyEvaluation(BaseModel):
@@ -32,14 +58,48 @@ class PolicyEvaluation(BaseModel):
     families: list[str] = Field(default_factory=list, description="per held-out task, in order")
     by_family: dict[str, RolloutStats] = Field(default_factory=dict)
     seconds: float
+    measured_families: list[str] = Field(
+        default_factory=list, description="the families `greedy` and `pass_at_k` cover (none: not measured)"
+    )
+    greedy: list[float | None] = Field(
+        default_factory=list,
+        description="per task of the measured families, in order: the greedy sample's reward",
+    )
+    pass_k: int | None = Field(None, description="k of `pass_at_k`")
+    pass_at_k: list[float | None] = Field(
+        default_factory=list,
+        description="per task of the measured families, in order: the best of its k samples' rewards",
+    )
+    measure_seconds: float = 0.0
 
-    def family_rewards(self, families: Collection[str] | None = None) -> list[float | None]:
-        """The rewards of the tasks of `families` (None: every task), in order."""
-        if families is None:
-            return list(self.rewards)
-        if len(self.families) != len(self.rewards):
+    def family_rewards(
+        self, families: Collection[str] | None = None, metric: Metric = "sample"
+    ) -> list[float | None]:
+        """The rewards of the tasks of `families` (None: every task), in order: the first sample's,
+        the greedy sample's or pass@k's."""
+        if metric == "sample":
+            values, of = self.rewards, self.families
+            if families is None:
+                return list(values)
+        else:
+            values = self.greedy if metric == "greedy" else self.pass_at_k
+            of = [f for f in self.families if f in self.measured_families]
+            families = self.measured_families if families is None else families
+            if not values or not set(families) <= set(self.measured_families):
+                raise ValueError(
+                    f"the {self.phase} evaluation did not measure {metric} on {sorted(families)}"
+                )
+        if len(of) != len(values):
             raise ValueError(f"the {self.phase} evaluation does not record each task's family")
-        return [r for r, f in zip(self.rewards, self.families, strict=True) if f in families]
+        return [r for r, f in zip(values, of, strict=True) if f in families]
+
+    def measures(self, metric: Metric, families: Collection[str] | None) -> bool:
+        """Whether `metric` was measured on every task of `families` (None: every family)."""
+        if metric == "sample":
+            return True
+        values = self.greedy if metric == "greedy" else self.pass_at_k
+        wanted = set(self.families) if families is None else set(families)
+        return bool(values) and wanted <= set(self.measured_families)
 
 
 async def evaluate(
@@ -69,11 +129,11 @@ async def evaluate(
     ]
     results = await client.run(jobs, timeout_s=timeout_s)
     dumped = [result.model_dump(mode="json") for result in results]
+    # Masked as the trainer masks: one rule for the rewards paired here and the statistics beside them.
+    rewards: list[float | None] = [scored_reward(ServiceResult.model_validate(r)) for r in dumped]
     by_family: dict[str, list[dict[str, Any]]] = {}
     for family, result in zip(families, dumped, strict=True):
         by_family.setdefault(family, []).append(result)
-    # Masked as the trainer masks: one rule for the rewards paired here and the statistics beside them.
-    rewards: list[float | None] = [scored_reward(ServiceResult.model_validate(r)) for r in dumped]
     return PolicyEvaluation(
         phase=phase,
         policy_version=policy.served.current.version if policy.served.current else None,
@@ -85,12 +145,63 @@ async def evaluate(
     )
 
 
+async def measure(
+    client: AsyncRolloutClient,
+    rows: Sequence[Mapping[str, Any]],
+    evaluation: PolicyEvaluation,
+    families: Collection[str],
+    settings: MeasureSettings,
+    *,
+    sampling: Mapping[str, Any],
+    timeout_s: float,
+    task: str | None = None,
+) -> None:
+    """Greedy and pass@k on the tasks of `families` beside `evaluation`'s one sample per task
+    (which is pass@k's first), written into it. Masked samples are left out of the best; a task
+    all of whose samples were masked is masked."""
+    started = time.monotonic()
+    chosen = [i for i, family in enumerate(evaluation.families) if family in families]
+    greedy = {**sampling, "temperature": 0.0, "top_p": 1.0}
+    jobs: list[dict[str, Any]] = []
+    for i in chosen:
+        runs = [("greedy", greedy)] if settings.greedy else []
+        runs += [(f"sample{n}", sampling) for n in range(1, settings.k)]
+        for name, params in runs:
+            jobs.append(
+                {
+                    "instance": dict(rows[i]),
+                    "sampling_params": dict(params),
+                    "metadata": {"evaluation": evaluation.phase, "task": i, "measure": name},
+                    **({"task": task} if task is not None else {}),
+                }
+            )
+    results = await client.run(jobs, timeout_s=timeout_s)
+    per_task = len(jobs) // max(len(chosen), 1)
+    evaluation.measured_families = [f for f in dict.fromkeys(evaluation.families) if f in families]
+    evaluation.greedy, evaluation.pass_at_k = [], []
+    for n, i in enumerate(chosen):
+        own = [
+            scored_reward(ServiceResult.model_validate(r.model_dump(mode="json")))
+            for r in results[n * per_task : (n + 1) * per_task]
+        ]
+        if settings.greedy:
+            evaluation.greedy.append(own.pop(0))
+        scored = [r for r in [evaluation.rewards[i], *own] if r is not None]
+        evaluation.pass_at_k.append(max(scored) if scored else None)
+    evaluation.pass_k = settings.k
+    evaluation.measure_seconds = round(time.monotonic() - started, 2)
+
+
 def paired_gain(
-    before: PolicyEvaluation, after: PolicyEvaluation, families: Collection[str] | None = None
+    before: PolicyEvaluation,
+    after: PolicyEvaluation,
+    families: Collection[str] | None = None,
+    metric: Metric = "sample",
 ) -> Interval:
     """Mean per-task reward gain from `before` to `after` over the tasks of `families` (None: all)
-    scored in both, with its 95% interval (valid at 0 and 1)."""
-    old, new = before.family_rewards(families), after.family_rewards(families)
+    scored in both, with its 95% interval (valid at 0 and 1): of the first sample, the greedy
+    sample or pass@k."""
+    old, new = before.family_rewards(families, metric), after.family_rewards(families, metric)
     if len(old) != len(new):
         raise ValueError("the two evaluations did not run the same tasks")
     pairs = [(a, b) for a, b in zip(old, new, strict=True) if a is not None and b is not None]

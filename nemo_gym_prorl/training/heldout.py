@@ -8,7 +8,8 @@ family's dataset seeded `seed` (reasoning-gym seeds entry i of a dataset seeded 
 so a seed is one task). The split gives each side its own seed range,
 
     train     seeds [train_seed_start, heldout_seed_start)
-    held-out  seeds [heldout_seed_start, heldout_seed_start + ceil(heldout_size / families))
+    tuning    seeds [heldout_seed_start, heldout_seed_start + ceil(heldout_size / families))
+    test      seeds [test_seed_start, test_seed_start + ceil(heldout_size / families))
 
 and families take turns (task k is family k mod F, seed start + k // F). Disjoint seeds are not
 enough on their own: the easy families have small question spaces (two one-digit terms give a
@@ -16,6 +17,12 @@ few hundred distinct sums), so different seeds repeat questions. A training task
 is also a held-out question is therefore skipped, and the held-out set measures tasks the
 policy has never been trained on. Demonstrations, the RL prompts and the held-out evaluation
 all draw their rows here.
+
+Two held-out sets, from disjoint seeds. The shipped settings (rehearsal, guidance, KL, learning
+rates) were chosen on the tuning set, evaluated again and again; the test set is evaluated once
+per recorded run, so its figure is not one the settings were fitted to. `heldout_set` picks the
+one a run evaluates on; training skips the questions of both, so a run trains on the same rows
+whichever it evaluates.
 
 Two kinds of family. The demonstrated ones (`families`) are the ones a program demonstrates
 (`programs.PROGRAMS`): SFT imitates them. The RL families (`rl_families`) have no demonstration
@@ -59,6 +66,7 @@ DEFAULT_FAMILIES: tuple[DemonstratedFamily, ...] = (
 DEFAULT_RL_FAMILIES: tuple[RLFamily, ...] = ("chain_sum", "products")
 
 Split = Literal["train", "heldout"]
+HeldoutSet = Literal["tuning", "test"]
 
 
 class SeedSplit(BaseModel):
@@ -82,6 +90,16 @@ class SeedSplit(BaseModel):
         description="Held-out tasks of the demonstrated families (at least 64: an evaluation's sample).",
     )
     rl_heldout_size: int = Field(64, ge=64, description="Held-out tasks of the RL families.")
+    test_seed_start: int = Field(
+        2_000_000,
+        ge=1,
+        description="First seed of the test set (the tuning set starts at heldout_seed_start).",
+    )
+    heldout_set: HeldoutSet = Field(
+        "tuning",
+        description="The held-out set the run evaluates on: 'tuning' (the settings were chosen on it) or "
+        "'test' (evaluated once per recorded run).",
+    )
     agent: str = Field(DEFAULT_AGENT, description="The rows' `agent_ref` name.")
 
     @model_validator(mode="after")
@@ -94,11 +112,27 @@ class SeedSplit(BaseModel):
                 f"train_seed_start ({self.train_seed_start}) must be below heldout_seed_start "
                 f"({self.heldout_seed_start}): training seeds are the ones before the held-out range"
             )
+        tuning_end = self.heldout_seed_start + self._seeds_per_family
+        if self.test_seed_start < tuning_end:
+            raise ValueError(
+                f"test_seed_start ({self.test_seed_start}) must be at or above {tuning_end}, where the "
+                "tuning set's seeds end: the two held-out sets never share a seed"
+            )
         return self
 
     @property
-    def heldout_seeds_per_family(self) -> int:
-        return math.ceil(self.heldout_size / len(self.families))
+    def _seeds_per_family(self) -> int:
+        return max(
+            math.ceil(self.heldout_size / len(self.families)),
+            math.ceil(self.rl_heldout_size / max(len(self.rl_families), 1)),
+        )
+
+    def heldout_seeds(self, heldout_set: HeldoutSet | None = None) -> tuple[int, int]:
+        """The seed range `[start, end)` of a held-out set (default: the one the run evaluates on)."""
+        start = (
+            self.test_seed_start if (heldout_set or self.heldout_set) == "test" else self.heldout_seed_start
+        )
+        return start, start + self._seeds_per_family
 
     def family(self, row: dict[str, Any]) -> str:
         """The family a row of this split belongs to."""
@@ -113,6 +147,11 @@ class SeedSplit(BaseModel):
     ) -> tuple[Family, int]:
         """The `(family, seed)` of task `index` of a split over `families` (default: the
         demonstrated ones), before training skips repeats."""
+        return self._recipe(split, index, families, self.heldout_set)
+
+    def _recipe(
+        self, split: Split, index: int, families: tuple[Family, ...] | None, heldout_set: HeldoutSet
+    ) -> tuple[Family, int]:
         families = families or self.families
         if index < 0:
             raise ValueError(f"task index must be >= 0, got {index}")
@@ -122,7 +161,7 @@ class SeedSplit(BaseModel):
             size = self.rl_heldout_size if families == self.rl_families else self.heldout_size
             if index >= size:
                 raise IndexError(f"the held-out set of {list(families)} has {size} tasks, no task {index}")
-            return family, self.heldout_seed_start + offset
+            return family, self.heldout_seeds(heldout_set)[0] + offset
         seed = self.train_seed_start + offset
         if seed >= self.heldout_seed_start:
             raise IndexError(
@@ -130,23 +169,30 @@ class SeedSplit(BaseModel):
             )
         return family, seed
 
+    def _heldout_set(self, heldout_set: HeldoutSet) -> list[dict[str, Any]]:
+        def recipes(families: tuple[Family, ...], size: int) -> list[tuple[Family, int]]:
+            return [self._recipe("heldout", i, families, heldout_set) for i in range(size)]
+
+        every = recipes(self.families, self.heldout_size)
+        if self.rl_families:
+            every += recipes(self.rl_families, self.rl_heldout_size)
+        return [self.row("heldout", family, seed) for family, seed in every]
+
     @cached_property
     def _heldout(self) -> list[dict[str, Any]]:
-        rows = [self.row("heldout", *self.recipe("heldout", i)) for i in range(self.heldout_size)]
-        if self.rl_families:
-            rows += [
-                self.row("heldout", *self.recipe("heldout", i, self.rl_families))
-                for i in range(self.rl_heldout_size)
-            ]
-        return rows
+        return self._heldout_set(self.heldout_set)
 
     @cached_property
     def _heldout_questions(self) -> frozenset[tuple[str, str]]:
-        return frozenset((row["reasoning_gym"]["family"], _question(row)) for row in self._heldout)
+        """Both held-out sets' questions: training never meets either."""
+        other: HeldoutSet = "test" if self.heldout_set == "tuning" else "tuning"
+        rows = [*self._heldout, *self._heldout_set(other)]
+        return frozenset((row["reasoning_gym"]["family"], _question(row)) for row in rows)
 
     def heldout_rows(self) -> list[dict[str, Any]]:
-        """The held-out set, the same on every call: `heldout_size` rows of the demonstrated
-        families, then `rl_heldout_size` rows of the RL families."""
+        """The held-out set the run evaluates on (`heldout_set`), the same on every call:
+        `heldout_size` rows of the demonstrated families, then `rl_heldout_size` rows of the RL
+        families."""
         return [dict(row) for row in self._heldout]
 
     def train_rows(

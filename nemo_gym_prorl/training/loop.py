@@ -51,7 +51,7 @@ from nemo_gym_prorl.training.demonstrations import (
     demonstrate_rows,
 )
 from nemo_gym_prorl.training.environment_split import EnvironmentSplit
-from nemo_gym_prorl.training.evaluation import PolicyEvaluation, evaluate
+from nemo_gym_prorl.training.evaluation import PolicyEvaluation, evaluate, measure
 from nemo_gym_prorl.training.heldout import SeedSplit
 from nemo_gym_prorl.training.report import TrainReport
 from nemo_gym_prorl.training.session import TrainingService, start_service
@@ -68,11 +68,18 @@ def _print(message: str) -> None:
 def run_phases(config: TrainConfig) -> list[str]:
     """The phases a run goes through, in order (what its progress is measured against)."""
     evaluations = config.evaluation.phases
-    phases = ["start", *(["eval_base"] if "base" in evaluations else [])]
+    measured = config.evaluation.measure.phases if config.evaluation.measure else []
+
+    def evaluated(phase: str) -> list[str]:
+        if phase not in evaluations:
+            return []
+        return [f"eval_{phase}", *([f"measure_{phase}"] if phase in measured else [])]
+
+    phases = ["start", *evaluated("base")]
     if config.sft.adapter is None:
         phases += ["demonstrations", "sft"]
-    phases += ["merge_sft", *(["eval_sft"] if "sft" in evaluations else []), "grpo"]
-    return phases + (["eval_grpo"] if "grpo" in evaluations else [])
+    phases += ["merge_sft", *evaluated("sft"), "grpo"]
+    return phases + evaluated("grpo")
 
 
 def recorded_seconds(name: str) -> dict[str, float] | None:
@@ -112,7 +119,8 @@ async def run_training(config: TrainConfig, *, say: Say = _print, run_dir: Path 
             with clock.timed(f"eval_{phase}"):
                 agent = f", through {config.harness['name']}" if config.harness else ""
                 say(
-                    f"evaluating {phase} on {len(heldout)} held-out tasks{agent} (unconstrained, {config.sampling})"
+                    f"evaluating {phase} on {len(heldout)} held-out tasks of the {tasks.heldout_set} set{agent} "
+                    f"(unconstrained, {config.sampling})"
                 )
                 result = await evaluate(
                     client,
@@ -126,6 +134,27 @@ async def run_training(config: TrainConfig, *, say: Say = _print, run_dir: Path 
             report.evaluations[phase] = result
             for line in progress.evaluation_lines(result, tasks.demonstrated):
                 say(line)
+            settings = config.evaluation.measure
+            families = heldout_families
+            if settings is not None and settings.families == "rl_families":
+                families = report.rl_families
+            if settings is not None and phase in settings.phases and families:
+                with clock.timed(f"measure_{phase}"):
+                    say(
+                        f"measuring {phase}: {'greedy and ' if settings.greedy else ''}pass@{settings.k} on the "
+                        f"held-out tasks of {sorted(set(families))}"
+                    )
+                    await measure(
+                        client,
+                        heldout,
+                        result,
+                        set(families),
+                        settings,
+                        sampling=config.sampling,
+                        timeout_s=config.evaluation.timeout_s,
+                        task=config.task,
+                    )
+                say(progress.measure_line(result))
             return result
 
         await evaluation("base")

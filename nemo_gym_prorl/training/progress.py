@@ -11,6 +11,7 @@ from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+from nemo_gym_prorl.intervals import Interval
 from nemo_gym_prorl.training.demonstration_records import DemonstrationSummary
 from nemo_gym_prorl.training.evaluation import PolicyEvaluation
 
@@ -31,6 +32,23 @@ def evaluation_lines(result: PolicyEvaluation, demonstrated: Collection[str]) ->
             f"{f.turns_per_rollout:.2f} turns"
         )
     return lines
+
+
+def measure_line(result: PolicyEvaluation) -> str:
+    """The greedy and pass@k rewards of a measured phase beside its first sample's, on the same tasks."""
+    cells = [f"first sample {Interval.of(_scored(result.family_rewards(result.measured_families))).text()}"]
+    if result.greedy:
+        cells.append(f"greedy {Interval.of(_scored(result.greedy)).text()}")
+    cells.append(f"pass@{result.pass_k} {Interval.of(_scored(result.pass_at_k)).text()}")
+    return (
+        f"  {result.phase} on {result.measured_families}: "
+        + ", ".join(cells)
+        + f"; {result.measure_seconds:.0f}s"
+    )
+
+
+def _scored(values: list[float | None]) -> list[float]:
+    return [v for v in values if v is not None]
 
 
 def demonstrations_line(summary: DemonstrationSummary) -> str:
@@ -86,8 +104,10 @@ REFERENCE_SECONDS = {
     "sft": 180.0,
     "merge_sft": 20.0,
     "eval_sft": 290.0,
+    "measure_sft": 500.0,
     "grpo": 1650.0,
     "eval_grpo": 330.0,
+    "measure_grpo": 500.0,
 }
 
 

@@ -97,6 +97,7 @@ def test_a_row_carries_the_task_inputs_a_program_reads() -> None:
         ({"families": ("gsm_symbolic",)}, "families"),
         ({"families": ("gcd",), "rl_families": ("gcd",)}, "families"),
         ({"rl_families": ("chain_sum", "chain_sum")}, "families repeat"),
+        ({"test_seed_start": 1_000_010}, "never share a seed"),
     ],
 )
 def test_a_split_that_could_leak_or_is_too_small_is_refused(fields: dict, message: str) -> None:
@@ -109,3 +110,17 @@ def test_training_seeds_run_out_before_the_heldout_range() -> None:
     assert [r["reasoning_gym"]["seed"] for r in split.iter_train_rows()] == [0, 1, 2]
     with pytest.raises(IndexError, match="held-out range"):
         split.recipe("train", 3)
+
+
+def test_the_test_set_shares_no_seed_with_the_tuning_set_and_training_is_the_same_for_both() -> None:
+    test = SeedSplit(heldout_set="test")
+    tuning_seeds = {(r["reasoning_gym"]["family"], r["reasoning_gym"]["seed"]) for r in SPLIT.heldout_rows()}
+    test_seeds = {(r["reasoning_gym"]["family"], r["reasoning_gym"]["seed"]) for r in test.heldout_rows()}
+    assert len(test_seeds) == len(tuning_seeds) == 128 and not tuning_seeds & test_seeds
+    assert min(seed for _, seed in test_seeds) == test.test_seed_start
+    # Training skips both sets' questions, so which one a run evaluates on changes nothing it trains on.
+    assert test.train_rows(40) == SPLIT.train_rows(40)
+    every_heldout = {
+        (r["reasoning_gym"]["family"], question(r)) for r in SPLIT.heldout_rows() + test.heldout_rows()
+    }
+    assert not {(r["reasoning_gym"]["family"], question(r)) for r in SPLIT.train_rows(200)} & every_heldout

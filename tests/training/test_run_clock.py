@@ -37,7 +37,11 @@ def test_a_run_without_a_recorded_run_of_its_name_is_weighted_by_the_default_run
     clock = progress.RunClock(lambda _: None, run_phases(load_train_config("default")))
     assert clock.weights["grpo"] == progress.REFERENCE_SECONDS["grpo"]
     evaluated_once = load_train_config("default", ["evaluation.phases=[grpo]"])
-    assert run_phases(evaluated_once) == ["start", "demonstrations", "sft", "merge_sft", "grpo", "eval_grpo"]
+    assert run_phases(evaluated_once) == [
+        "start", "demonstrations", "sft", "merge_sft", "grpo", "eval_grpo", "measure_grpo"
+    ]  # fmt: skip
+    unmeasured = load_train_config("default", ["evaluation.phases=[grpo]", "evaluation.measure=null"])
+    assert run_phases(unmeasured)[-1] == "eval_grpo"
 
 
 def test_a_phase_cut_short_is_timed_but_not_reported_done() -> None:

@@ -16,7 +16,7 @@ from support.scripted_rollout_service import model_turn
 from nemo_gym_prorl.rollouts.stats import RolloutStats
 from nemo_gym_prorl.training.config import TrainConfig
 from nemo_gym_prorl.training.evaluation import PolicyEvaluation, paired_gain
-from nemo_gym_prorl.training.report import TrainReport, write_results
+from nemo_gym_prorl.training.report import TrainReport, smallest_flagged_drop, write_results
 
 
 def result(i: int, reward: float, tool_calls: int) -> dict[str, Any]:
@@ -131,7 +131,62 @@ def test_no_tool_use_a_large_mismatch_or_an_overlong_run_fail_their_checks() -> 
     r = report(sft_rl=4, grpo_rl=16, grpo_calls=0, mismatch=0.2, minutes=75)
     assert not r.checks["rl_policy_calls_a_tool_per_rollout"]
     assert not r.checks["mismatch_at_most_1e-3_every_step"]
-    assert not r.checks["whole_run_within_60_min"]
+    assert not r.checks["run_within_60_min_besides_greedy_and_pass_at_k"]
+
+
+def test_greedy_and_pass_at_k_are_measurement_beside_the_run_and_their_minutes_are_not_the_runs() -> None:
+    r = report(sft_rl=4, grpo_rl=16)
+    r.finish({"grpo": 1.0, "measure_sft": 600.0, "measure_grpo": 600.0}, 75 * 60)
+    assert r.checks["run_within_60_min_besides_greedy_and_pass_at_k"]
+    assert "75.0 min (20.0 of them greedy and pass@k)" in r.summary()
+    r.finish({"grpo": 1.0, "measure_sft": 60.0}, 75 * 60)
+    assert not r.checks["run_within_60_min_besides_greedy_and_pass_at_k"]
+
+
+def measured(e: PolicyEvaluation, greedy: list[float], best: list[float], k: int = 4) -> PolicyEvaluation:
+    return e.model_copy(
+        update={"measured_families": RL_FAMILIES, "greedy": greedy, "pass_at_k": best, "pass_k": k}
+    )
+
+
+def test_rl_that_sharpens_shows_in_the_greedy_sample_and_not_in_pass_at_k() -> None:
+    r = report(sft_rl=4, grpo_rl=16)
+    tasks = 2 * 32
+    r.evaluations["sft"] = measured(r.evaluations["sft"], scores(8, tasks), scores(40, tasks))
+    r.evaluations["grpo"] = measured(r.evaluations["grpo"], scores(40, tasks), scores(40, tasks))
+    r.finish({"grpo": 1.0}, 40 * 60)
+    assert r.gains["greedy:rl_over_sft:rl_families"].mean == pytest.approx(0.5)
+    assert r.gains["pass@4:rl_over_sft:rl_families"].mean == 0.0
+    # Measured on the RL families only: no greedy gain is claimed for the others or for the base model.
+    assert (
+        "greedy:rl_over_sft:demonstrated" not in r.gains and "greedy:sft_over_base:rl_families" not in r.gains
+    )
+    assert "RL (greedy) +0.50" in r.summary() and "RL (pass@4) +0.00" in r.summary()
+
+
+def test_a_metric_that_was_not_measured_on_a_family_is_refused_not_read_as_empty() -> None:
+    e = measured(report(sft_rl=4, grpo_rl=16).evaluations["sft"], scores(8, 64), scores(40, 64))
+    with pytest.raises(ValueError, match="did not measure greedy"):
+        e.family_rewards(["gcd"], "greedy")
+    assert len(e.family_rewards(["products"], "pass")) == 32
+
+
+def test_the_forgetting_checks_power_is_the_smallest_drop_it_can_flag() -> None:
+    r = report(sft_rl=4, grpo_rl=16, sft_demo=24)
+    power = r.forgetting_check_power["gcd"]
+    assert power["tasks"] == 32 and power["sft_reward"] == 0.75
+    drop = power["smallest_flagged_drop"]
+    assert 0 < drop < 0.75
+    # One task fewer lost is not flagged; exactly that drop is.
+    lost = round(drop * 32)
+    assert report(sft_rl=4, grpo_rl=16, sft_demo=24, grpo_demo=24 - lost + 1).checks[
+        "no_demonstrated_family_falls_under_rl_beyond_its_interval"
+    ]
+    assert not report(sft_rl=4, grpo_rl=16, sft_demo=24, grpo_demo=24 - lost).checks[
+        "no_demonstrated_family_falls_under_rl_beyond_its_interval"
+    ]
+    assert smallest_flagged_drop(16, 0.0) is None  # nothing solved: nothing to forget
+    assert smallest_flagged_drop(64, 0.75) < smallest_flagged_drop(16, 0.75)  # more tasks, finer check
 
 
 def test_a_stale_step_an_unversioned_rollout_or_a_mismatch_just_past_its_bound_fail_their_checks() -> None:
@@ -166,4 +221,7 @@ def test_the_results_file_carries_commit_machine_every_family_and_the_credited_g
     assert set(data["figures"]["families"]) == set(DEMONSTRATED + RL_FAMILIES)
     assert data["figures"]["gains"]["rl_over_sft:rl_families"]["low"] > 0
     assert "RL (GRPO over SFT, families without demonstrations) +0.38" in data["table"]["measured"]
+    assert data["figures"]["heldout"] == {
+        "set": "tuning", "tuning_seeds": [1_000_000, 1_000_032], "test_seeds": [2_000_000, 2_000_032]
+    }  # fmt: skip
     assert png.stat().st_size > 10_000
