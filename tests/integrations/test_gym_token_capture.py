@@ -21,7 +21,7 @@ from nemo_gym.token_id_capture import (
     TokenEntry,
 )
 from nemo_gym.token_id_capture.conformance import run_conformance
-from support.fake_llm import FakeLLM
+from support.fake_llm import HARNESS_SYSTEM, HARNESS_TASK, FakeLLM
 
 from nemo_gym_prorl.integrations.gym.token_capture import (
     SEGMENT_BREAK_REASON,
@@ -46,8 +46,7 @@ from nemo_gym_prorl.llm.recording import (
 from nemo_gym_prorl.llm.records import SamplingParams, TrajectoryTokens, TurnRecord
 from nemo_gym_prorl.rollouts.results import ModelTurn, NotTokenExactError, concatenate
 
-SYSTEM = {"role": "system", "content": "You are a bash agent."}
-TASK = {"role": "user", "content": "Fix the bug."}
+SYSTEM, TASK = HARNESS_SYSTEM, HARNESS_TASK
 MODEL = "policy-model"
 
 

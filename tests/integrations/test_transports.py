@@ -8,8 +8,9 @@ app (the code domain's), reached through an ASGI transport instead of a socket."
 
 from __future__ import annotations
 
+import contextlib
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 from unittest.mock import MagicMock
@@ -113,18 +114,34 @@ def short_root() -> Iterator[Path]:
         yield Path(root)
 
 
-async def test_the_same_tool_calls_give_the_same_observations_on_both_transports(short_root: Path) -> None:
-    tmp_path = short_root
-    local = InProcessTransport(
-        CodeTask(CodeConfig()), sandbox=SandboxSpec(root_dir=tmp_path / "l"), tools=ToolBoxConfig()
-    )
-    server = code_server(tmp_path / "s")
+@contextlib.asynccontextmanager
+async def both_transports(
+    local: InProcessTransport, server_root: Path
+) -> AsyncIterator[tuple[Any, Any, ASGIResources]]:
+    """One job opened in process (`local`) and through the code resources server's HTTP routes
+    (its sandboxes under `server_root`): both states and the server's client. Both are released
+    after, and the remote session with them."""
+    server = code_server(server_root)
     client = ASGIResources(server.setup_webserver())
     remote = ResourcesServerTransport("prorl_code", client)
     the_job = job(row())
     local_state = await local.open(the_job)
     remote_state = await remote.open(the_job)
     try:
+        yield local_state, remote_state, client
+    finally:
+        await local.release(local_state)
+        await remote.release(remote_state)
+        await server.close_all()
+        await client.http.aclose()
+    assert not server._sessions  # the remote session was closed by its release
+
+
+async def test_the_same_tool_calls_give_the_same_observations_on_both_transports(short_root: Path) -> None:
+    local = InProcessTransport(
+        CodeTask(CodeConfig()), sandbox=SandboxSpec(root_dir=short_root / "l"), tools=ToolBoxConfig()
+    )
+    async with both_transports(local, short_root / "s") as (local_state, remote_state, _):
         assert [s["function"]["name"] for s in local_state.tools.specs()] == TOOLS
         assert remote_state.tools.specs() == local_state.tools.specs()
         seen = []
@@ -138,12 +155,6 @@ async def test_the_same_tool_calls_give_the_same_observations_on_both_transports
         assert all(o.is_error for o in seen[2:6])
         assert seen[5].text.startswith("Unknown tool `rm_rf`.")
         assert seen[9].text.strip() == "42"
-    finally:
-        await local.release(local_state)
-        await remote.release(remote_state)
-        await server.close_all()
-        await client.http.aclose()
-    assert not server._sessions  # the remote session was closed by release
 
 
 COMMANDS: list[tuple[str, float]] = [
@@ -160,13 +171,7 @@ async def test_a_harness_command_runs_the_same_in_process_and_through_exec(short
     local = InProcessTransport(
         CodeTask(CodeConfig()), sandbox=SandboxSpec(root_dir=short_root / "l"), offer_tools=False
     )
-    server = code_server(short_root / "s")
-    client = ASGIResources(server.setup_webserver())
-    remote = ResourcesServerTransport("prorl_code", client)
-    the_job = job(row())
-    local_state = await local.open(the_job)
-    remote_state = await remote.open(the_job)
-    try:
+    async with both_transports(local, short_root / "s") as (local_state, remote_state, client):
         for command, timeout in COMMANDS:
             here = await local_state.commands.exec(command, cwd=None, timeout_s=timeout)
             there = await remote_state.commands.exec(command, cwd=None, timeout_s=timeout)
@@ -179,12 +184,6 @@ async def test_a_harness_command_runs_the_same_in_process_and_through_exec(short
         stranger = ResourcesCommands(ResourcesToolExecutor(client, "prorl_code", {}, []))
         refused = await stranger.exec("echo hi", cwd=None, timeout_s=10)
         assert refused.exit_code == -1 and "HTTP 404" in refused.stderr and not refused.stdout
-    finally:
-        await local.release(local_state)
-        await remote.release(remote_state)
-        await server.close_all()
-        await client.http.aclose()
-    assert not server._sessions
 
 
 async def test_a_row_the_domain_cannot_run_is_refused_at_seed_before_any_sandbox(short_root: Path) -> None:

@@ -6,11 +6,13 @@ starts a new segment, and the rollout's sampling governs (scripted backend, exac
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
 from conftest import FakeFactory, fast_pool
-from support.fake_llm import render_chat, tokenize_text
+from support.fake_llm import HARNESS_SYSTEM, HARNESS_TASK, FakeLLM, render_chat, tokenize_text
 
 from nemo_gym_prorl.llm.access import LLMAccess
 from nemo_gym_prorl.llm.dialects.vllm import VLLMCompletionsDialect
@@ -22,9 +24,23 @@ from nemo_gym_prorl.llm.recording import (
 )
 from nemo_gym_prorl.llm.records import SamplingParams
 
-SYSTEM = {"role": "system", "content": "You are a bash agent."}
-TASK = {"role": "user", "content": "Fix the bug."}
+SYSTEM, TASK = HARNESS_SYSTEM, HARNESS_TASK
 ROLLOUT_SAMPLING = SamplingParams(temperature=1.0, top_p=1.0, max_tokens=32)
+
+
+@asynccontextmanager
+async def recording(
+    fake_llm: FakeFactory,
+    *,
+    sampling: SamplingParams = ROLLOUT_SAMPLING,
+    max_calls: int | None = None,
+    **backend: Any,
+) -> AsyncIterator[tuple[FakeLLM, RecordingSession]]:
+    """A scripted backend (`backend`: its options) and a recording session over it."""
+    server = await fake_llm(**backend)
+    async with fast_pool(server.url) as pool:
+        access = LLMAccess(pool=pool, dialect=VLLMCompletionsDialect(), model="fake")
+        yield server, RecordingSession(access, sampling=sampling, max_calls=max_calls)
 
 
 def request(messages: list[dict[str, Any]], **fields: Any) -> ChatRequest:
@@ -37,11 +53,7 @@ def echoed(reply: dict[str, Any]) -> dict[str, Any]:
 
 
 async def test_an_append_only_history_is_one_token_sequence(fake_llm: FakeFactory) -> None:
-    backend = await fake_llm(responder=lambda prompt: "```bash\nls\n```")
-    async with fast_pool(backend.url) as pool:
-        session = RecordingSession(
-            LLMAccess(pool=pool, dialect=VLLMCompletionsDialect(), model="fake"), sampling=ROLLOUT_SAMPLING
-        )
+    async with recording(fake_llm, responder=lambda prompt: "```bash\nls\n```") as (_, session):
         history = [SYSTEM, TASK]
         for output in ("a.py", "b.py", "done"):
             reply = await session.complete(request(history))
@@ -61,11 +73,7 @@ async def test_an_append_only_history_is_one_token_sequence(fake_llm: FakeFactor
 
 
 async def test_a_rewritten_history_starts_a_new_segment_and_says_so(fake_llm: FakeFactory) -> None:
-    backend = await fake_llm(responder=lambda prompt: "thinking")
-    async with fast_pool(backend.url) as pool:
-        session = RecordingSession(
-            LLMAccess(pool=pool, dialect=VLLMCompletionsDialect(), model="fake"), sampling=ROLLOUT_SAMPLING
-        )
+    async with recording(fake_llm, responder=lambda prompt: "thinking") as (_, session):
         reply = await session.complete(request([SYSTEM, TASK]))
         await session.complete(request([SYSTEM, TASK, echoed(reply), {"role": "user", "content": "go"}]))
         # A harness that summarises: its history no longer starts with what was sent before.
@@ -87,11 +95,7 @@ async def test_a_rewritten_history_starts_a_new_segment_and_says_so(fake_llm: Fa
 async def test_a_harness_that_drops_every_reply_merges_nothing_and_its_share_reads_zero(
     fake_llm: FakeFactory,
 ) -> None:
-    backend = await fake_llm(responder=lambda prompt: "no block")
-    async with fast_pool(backend.url) as pool:
-        session = RecordingSession(
-            LLMAccess(pool=pool, dialect=VLLMCompletionsDialect(), model="fake"), sampling=ROLLOUT_SAMPLING
-        )
+    async with recording(fake_llm, responder=lambda prompt: "no block") as (_, session):
         history = [SYSTEM, TASK]
         for _ in range(4):  # mini-swe-agent after a format error: the reply is gone, an error follows
             await session.complete(request(history))
@@ -105,11 +109,7 @@ async def test_a_harness_that_drops_every_reply_merges_nothing_and_its_share_rea
 async def test_a_conversation_that_renders_to_the_same_tokens_merges_whatever_its_messages_say(
     fake_llm: FakeFactory,
 ) -> None:
-    backend = await fake_llm(responder=lambda prompt: "```bash\nls\n```")
-    async with fast_pool(backend.url) as pool:
-        session = RecordingSession(
-            LLMAccess(pool=pool, dialect=VLLMCompletionsDialect(), model="fake"), sampling=ROLLOUT_SAMPLING
-        )
+    async with recording(fake_llm, responder=lambda prompt: "```bash\nls\n```") as (_, session):
         reply = await session.complete(request([SYSTEM, TASK]))
         # The reply comes back under an id of the client's own, a key the template never renders:
         # as messages it is not the reply the session gave, as tokens it is.
@@ -131,11 +131,8 @@ async def test_a_conversation_that_renders_to_the_same_tokens_merges_whatever_it
 async def test_the_rollouts_sampling_governs_and_the_harness_request_is_recorded(
     fake_llm: FakeFactory,
 ) -> None:
-    backend = await fake_llm(responder=lambda prompt: "a long reply that goes on")
-    async with fast_pool(backend.url) as pool:
-        session = RecordingSession(
-            LLMAccess(pool=pool, dialect=VLLMCompletionsDialect(), model="fake"), sampling=ROLLOUT_SAMPLING
-        )
+    reply_text = "a long reply that goes on"
+    async with recording(fake_llm, responder=lambda prompt: reply_text) as (backend, session):
         reply = await session.complete(request([TASK], temperature=0.0, top_p=0.5, max_tokens=4))
     sent = backend.generation_requests()[-1]
     assert (sent["temperature"], sent["top_p"]) == (1.0, 1.0)  # what the trainer computes log-probs at
@@ -147,13 +144,9 @@ async def test_the_rollouts_sampling_governs_and_the_harness_request_is_recorded
 
 async def test_structured_tool_calls_come_back_in_openai_shape_and_merge(fake_llm: FakeFactory) -> None:
     call = '<tool_call>\n{"name": "bash", "arguments": {"command": "ls"}}\n</tool_call>'
-    backend = await fake_llm(responder=lambda prompt: call)
     tools = [{"type": "function", "function": {"name": "bash", "parameters": {"type": "object"}}}]
-    async with fast_pool(backend.url) as pool:
-        session = RecordingSession(
-            LLMAccess(pool=pool, dialect=VLLMCompletionsDialect(), model="fake"),
-            sampling=ROLLOUT_SAMPLING.model_copy(update={"max_tokens": 200}),
-        )
+    longer = ROLLOUT_SAMPLING.model_copy(update={"max_tokens": 200})
+    async with recording(fake_llm, sampling=longer, responder=lambda prompt: call) as (_, session):
         reply = await session.complete(request([TASK], tools=tools))
         message = reply["choices"][0]["message"]
         assert reply["choices"][0]["finish_reason"] == "tool_calls"
@@ -166,13 +159,7 @@ async def test_structured_tool_calls_come_back_in_openai_shape_and_merge(fake_ll
 
 
 async def test_calls_beyond_the_budget_or_after_the_end_are_refused(fake_llm: FakeFactory) -> None:
-    backend = await fake_llm()
-    async with fast_pool(backend.url) as pool:
-        session = RecordingSession(
-            LLMAccess(pool=pool, dialect=VLLMCompletionsDialect(), model="fake"),
-            sampling=ROLLOUT_SAMPLING,
-            max_calls=1,
-        )
+    async with recording(fake_llm, max_calls=1) as (_, session):
         await session.complete(request([TASK]))
         with pytest.raises(BudgetExhausted, match="budget of 1 model calls"):
             await session.complete(request([TASK]))
@@ -197,11 +184,7 @@ def test_requests_a_trajectory_cannot_record_are_refused(fields: dict[str, Any],
 async def test_non_text_content_and_unknown_roles_are_refused_before_any_generation(
     fake_llm: FakeFactory,
 ) -> None:
-    backend = await fake_llm()
-    async with fast_pool(backend.url) as pool:
-        session = RecordingSession(
-            LLMAccess(pool=pool, dialect=VLLMCompletionsDialect(), model="fake"), sampling=ROLLOUT_SAMPLING
-        )
+    async with recording(fake_llm) as (backend, session):
         image = {"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}
         with pytest.raises(RecordingRefusal, match="only text content parts"):
             await session.complete(request([image]))

@@ -86,6 +86,41 @@ def endpoint_command(url: str) -> str:
     )
 
 
+@contextlib.asynccontextmanager
+async def scripted_llm(responder: Callable[[list[int]], str]) -> AsyncIterator[LLMAccess]:
+    """The policy's seat, scripted: a fake backend with room for long probe outputs, behind a pool."""
+    backend = await FakeLLM(responder=responder, max_model_len=65536).start()
+    try:
+        async with LLMBackendPool(PoolConfig(backends=[backend.url], request_timeout_s=30)) as pool:
+            yield LLMAccess(
+                pool=pool,
+                dialect=VLLMCompletionsDialect(),
+                model="fake",
+                default_sampling=SamplingParams(max_tokens=8192),
+            )
+    finally:
+        await backend.kill()
+
+
+def no_leaks(
+    ledger: Any,
+    claim: str,
+    found: dict[str, Any],
+    searched: str,
+    kinds: tuple[str, ...] = ("imports", "env", "proc", "files", "git"),
+) -> None:
+    """Record the claim in the ledger (it holds when the probe found nothing of `kinds`), then fail
+    the test on anything found."""
+    leaks = {k: found[k] for k in kinds if found[k]}
+    ledger.record(claim, not leaks, f"{searched}: " + ("nothing found" if not leaks else json.dumps(leaks)))
+    assert not leaks, leaks
+
+
+def probe_job(row: dict[str, Any], name: str, task: str) -> Job:
+    return Job(id=name, task=task, instance=row, sampling_params={}, priority=0, active_time_s=300,
+               wall_time_s=None, group_id=None, metadata={})  # fmt: skip
+
+
 async def test_the_policys_commands_reach_neither_answers_nor_the_door(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ledger: Any
 ) -> None:
@@ -113,28 +148,21 @@ async def test_the_policys_commands_reach_neither_answers_nor_the_door(
 
         return reply
 
-    backend = await FakeLLM(responder=policy(), max_model_len=65536).start()
     task = MathTask()
     try:
-        async with LLMBackendPool(PoolConfig(backends=[backend.url], request_timeout_s=30)) as pool:
-            llm = LLMAccess(
-                pool=pool,
-                dialect=VLLMCompletionsDialect(),
-                model="fake",
-                default_sampling=SamplingParams(max_tokens=8192),
-            )
+        async with scripted_llm(policy()) as llm:
             workspace = await open_workspace(task, row, SandboxSpec(root_dir=tmp_path), ToolBoxConfig(), [])
-            job = Job(id="probe", task="math", instance=row, sampling_params={}, priority=0, active_time_s=300,
-                      wall_time_s=None, group_id=None, metadata={})  # fmt: skip
             try:
                 agent = await runner.run(
-                    job, SandboxExecutor(workspace.sandbox), llm, AgentLimits(max_turns=4)
+                    probe_job(row, "probe", "math"),
+                    SandboxExecutor(workspace.sandbox),
+                    llm,
+                    AgentLimits(max_turns=4),
                 )
             finally:
                 await workspace.close()
                 await runner.aclose()
     finally:
-        await backend.kill()
         await task.aclose()
 
     assert agent.stop_reason == "submitted", agent.steps
@@ -142,14 +170,13 @@ async def test_the_policys_commands_reach_neither_answers_nor_the_door(
     found = json.loads(probe.observation)
     assert [f["path"] for f in found["files"]] == ["/tmp/canary.txt"]  # the probe sees what is there
     found["files"] = [f for f in found["files"] if f["path"] != "/tmp/canary.txt"]
-    leaks = {k: found[k] for k in ("imports", "env", "proc", "files", "git") if found[k]}
-    ledger.record(
+    no_leaks(
+        ledger,
         "harness: answers, API token and door token from the policy's commands",
-        not leaks,
+        found,
         f"{len(answers)} answer fragments + 2 tokens looked for in {found['files_scanned']} files, /proc, env "
-        f"through mini-swe-agent's bash block: " + ("nothing found" if not leaks else json.dumps(leaks)),
+        "through mini-swe-agent's bash block",
     )
-    assert not leaks, leaks
     assert found["files_scanned"] > 0
     ledger.record(
         "harness: the recording endpoint from the policy's commands",
@@ -199,43 +226,32 @@ async def swe_rollout(
 ) -> AsyncIterator[Callable[[Job], Any]]:
     """`await run(job)`: one SWE rollout through the SWE domain's handler (INIT, RUN by the
     harness, release), mini-swe-agent unless `runner` says otherwise."""
-    backend = await FakeLLM(responder=responder, max_model_len=65536).start()
-    try:
-        async with LLMBackendPool(PoolConfig(backends=[backend.url], request_timeout_s=30)) as pool:
-            llm = LLMAccess(
-                pool=pool,
-                dialect=VLLMCompletionsDialect(),
-                model="fake",
-                default_sampling=SamplingParams(max_tokens=8192),
-            )
-            handler: AgentRolloutHandler = domain_handler(
-                HandlerDeps(sandbox=SandboxSpec(), llm=llm),
-                domain="swe",
-                agent={"max_turns": 4, "max_time_s": 300},
-                harness={"name": "mini_swe_agent"},
-            )
-            if runner is not None:
-                handler.harness = runner
+    async with scripted_llm(responder) as llm:
+        handler: AgentRolloutHandler = domain_handler(
+            HandlerDeps(sandbox=SandboxSpec(), llm=llm),
+            domain="swe",
+            agent={"max_turns": 4, "max_time_s": 300},
+            harness={"name": "mini_swe_agent"},
+        )
+        if runner is not None:
+            handler.harness = runner
 
-            async def run(job: Job) -> Trajectory:
-                handler.validate(job.instance)
-                state = await handler.init(job)
-                try:
-                    return await handler.run(job, state)
-                finally:
-                    await handler.release(state)
-
+        async def run(job: Job) -> Trajectory:
+            handler.validate(job.instance)
+            state = await handler.init(job)
             try:
-                yield run
+                return await handler.run(job, state)
             finally:
-                await handler.aclose()
-    finally:
-        await backend.kill()
+                await handler.release(state)
+
+        try:
+            yield run
+        finally:
+            await handler.aclose()
 
 
 def swe_job(row: dict[str, Any], name: str) -> Job:
-    return Job(id=name, task="swe", instance=row, sampling_params={}, priority=0, active_time_s=300,
-               wall_time_s=None, group_id=None, metadata={})  # fmt: skip
+    return probe_job(row, name, "swe")
 
 
 def other_rollout(runner: HarnessRunner) -> Any:
@@ -273,15 +289,13 @@ async def test_on_a_swe_row_the_policys_commands_reach_no_gold_patch_hidden_test
     found = json.loads(trajectory.steps[0]["observation"])
     assert [f["path"] for f in found["files"]] == ["/tmp/canary.txt"]  # the probe sees what is there
     found["files"] = []
-    leaks = {k: found[k] for k in ("imports", "env", "proc", "files", "git") if found[k]}
-    ledger.record(
+    no_leaks(
+        ledger,
         "harness: SWE gold patch, hidden tests and tokens from the policy's commands",
-        not leaks,
+        found,
         f"{len(needles)} patch and test lines + 3 tokens looked for in {found['files_scanned']} files, git, "
-        "/proc, env through mini-swe-agent's bash block: "
-        + ("nothing found" if not leaks else json.dumps(leaks)),
+        "/proc, env through mini-swe-agent's bash block",
     )
-    assert not leaks, leaks
     assert found["files_scanned"] > 0
 
 
@@ -325,12 +339,11 @@ async def test_the_harness_process_sees_no_gold_patch_no_service_file_and_no_oth
     assert {Path(f["path"]).name for f in found["files"]} == {"canary.txt"}, found["files"]
     found["files"] = []
     # The project's packages are importable there by design (the harness is the project's code).
-    leaks = {k: found[k] for k in ("env", "proc", "files", "git") if found[k]}
-    ledger.record(
+    no_leaks(
+        ledger,
         "harness: SWE gold patch, hidden tests and tokens from the harness's own process",
-        not leaks,
+        found,
         f"{len(needles)} patch and test lines + 2 tokens looked for in {found['files_scanned']} files under "
-        "PRORL_HOME, the sandboxes, the caches, /tmp, and in /proc and env of the harness's process: "
-        + ("nothing found" if not leaks else json.dumps(leaks)),
+        "PRORL_HOME, the sandboxes, the caches, /tmp, and in /proc and env of the harness's process",
+        kinds=("env", "proc", "files", "git"),
     )
-    assert not leaks, leaks

@@ -39,6 +39,9 @@ SPECIAL = {"<|im_start|>": IM_START, "<|im_end|>": IM_END}
 SPECIAL_TEXT = {v: k for k, v in SPECIAL.items()}
 DEFAULT_SYSTEM = "You are a helpful AI assistant named SmolLM, trained by Hugging Face"
 CHAR_BASE = 1000
+# The opening of a harness's conversation (a bash agent given a task), where the recording tests start.
+HARNESS_SYSTEM = {"role": "system", "content": "You are a bash agent."}
+HARNESS_TASK = {"role": "user", "content": "Fix the bug."}
 
 
 def tokenize_text(text: str) -> list[int]:

@@ -3,6 +3,8 @@
 
 """Math and STEM graders: equivalents pass, near misses fail, garbage and hangs are bounded."""
 
+from collections.abc import AsyncIterator
+
 import pytest
 
 from nemo_gym_prorl.datasets.sources import math_row, reasoning_gym_problem
@@ -61,33 +63,38 @@ def test_a_number_answer_must_be_a_plain_number_of_that_value(gold, pred, want):
     assert plain_number_equal(gold, pred) is want
 
 
-async def test_a_row_that_asks_to_compute_a_sum_refuses_the_sum_restated():
+@pytest.fixture
+async def math_task() -> AsyncIterator[MathTask]:
     task = MathTask(MathConfig(sandboxed_checker=False))
-    entry = {"question": "State the final answer: 57 + 87 + 70 =", "answer": "214"}
-    row = math_row(reasoning_gym_problem("chain_sum", entry, "rg-cs"))
+    try:
+        yield task
+    finally:
+        await task.aclose()
+
+
+def reasoning_gym_row(family: str, question: str, answer: str) -> dict:
+    return math_row(reasoning_gym_problem(family, {"question": question, "answer": answer}, f"rg-{family}"))
+
+
+async def test_a_row_that_asks_to_compute_a_sum_refuses_the_sum_restated(math_task: MathTask):
+    row = reasoning_gym_row("chain_sum", "State the final answer: 57 + 87 + 70 =", "214")
     assert row["answer_match"] == "number"
-    try:
-        assert (await task.evaluate(row, "\\boxed{214}")).reward == 1.0
-        assert (await task.evaluate(row, "\\boxed{57 + 87 + 70}")).reward == 0.0
-    finally:
-        await task.aclose()
+    assert (await math_task.evaluate(row, "\\boxed{214}")).reward == 1.0
+    assert (await math_task.evaluate(row, "\\boxed{57 + 87 + 70}")).reward == 0.0
 
 
-async def test_a_row_that_asks_for_lowest_terms_refuses_an_unreduced_fraction():
-    task = MathTask(MathConfig(sandboxed_checker=False))
-    entry = {"question": "Simplify the fraction 935/16115 to its lowest terms.", "answer": "17/293"}
-    row = math_row(reasoning_gym_problem("fraction_simplification", entry, "rg-fs"))
+async def test_a_row_that_asks_for_lowest_terms_refuses_an_unreduced_fraction(math_task: MathTask):
+    row = reasoning_gym_row(
+        "fraction_simplification", "Simplify the fraction 935/16115 to its lowest terms.", "17/293"
+    )
     assert row["answer_match"] == "exact"
-    try:
-        assert (await task.evaluate(row, "\\boxed{\\frac{17}{293}}")).reward == 1.0
-        unreduced = await task.evaluate(row, "\\boxed{935/16115}")
-        assert unreduced.reward == 0.0 and unreduced.reason == "wrong_answer"
-        # the same answer to a task that asks for a value is right
-        assert (await task.evaluate({"expected_answer": "17/293"}, "\\boxed{935/16115}")).reward == 1.0
-        bad = await task.evaluate({**row, "answer_match": "close_enough"}, "\\boxed{17/293}")
-        assert bad.reward == 0.0 and bad.reason == "bad_row"
-    finally:
-        await task.aclose()
+    assert (await math_task.evaluate(row, "\\boxed{\\frac{17}{293}}")).reward == 1.0
+    unreduced = await math_task.evaluate(row, "\\boxed{935/16115}")
+    assert unreduced.reward == 0.0 and unreduced.reason == "wrong_answer"
+    # the same answer to a task that asks for a value is right
+    assert (await math_task.evaluate({"expected_answer": "17/293"}, "\\boxed{935/16115}")).reward == 1.0
+    bad = await math_task.evaluate({**row, "answer_match": "close_enough"}, "\\boxed{17/293}")
+    assert bad.reward == 0.0 and bad.reason == "bad_row"
 
 
 @pytest.mark.parametrize(("text", "want"), [

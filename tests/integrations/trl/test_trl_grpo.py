@@ -12,30 +12,21 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from trl_venv import run_in_model_venv
+from trl_venv import GRPO_SCRIPT_PRELUDE, run_in_model_venv
 
 from nemo_gym_prorl.llm.embedded import EmbeddedLayout
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]
 
-GRPO_STEPS = """
-import json, sys, time
-import torch
-from datasets import Dataset
-from peft import LoraConfig
-from transformers import AutoTokenizer, TrainerCallback
-from trl import GRPOConfig, GRPOTrainer
+GRPO_STEPS = (
+    GRPO_SCRIPT_PRELUDE
+    + """
+import time
+from transformers import TrainerCallback
+from trl import GRPOTrainer
 
 from nemo_gym_prorl.integrations.trl.callback import PublishPolicyCallback
-from nemo_gym_prorl.integrations.trl.client import ServiceClient
-from nemo_gym_prorl.integrations.trl.reward import service_reward
-from nemo_gym_prorl.integrations.trl.rollout import ServiceRollout, prompt_column
-from tests.support.scripted_rollout_service import ScriptedRolloutService, model_turn
 
-cfg = json.load(sys.stdin)
-torch.manual_seed(0)
-tok = AutoTokenizer.from_pretrained(cfg["model"])
-ids = lambda text: tok(text, add_special_tokens=False)["input_ids"]
 G = 4
 
 def script(job, index):
@@ -86,6 +77,7 @@ print(json.dumps({
     "seen": seen, "loss": [e["loss"] for e in trainer.state.log_history if "loss" in e],
 }))
 """
+)
 
 
 @pytest.fixture(scope="module")

@@ -12,31 +12,18 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from trl_venv import run_in_model_venv
+from trl_venv import GRPO_SCRIPT_PRELUDE, run_in_model_venv
 
 from nemo_gym_prorl.llm.embedded import EmbeddedLayout
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
-GUIDED_STEP = """
-import json, sys
-import torch
-from datasets import Dataset
-from peft import LoraConfig
-from transformers import AutoTokenizer
-from trl import GRPOConfig
-
-from nemo_gym_prorl.integrations.trl.client import ServiceClient
+GUIDED_STEP = (
+    GRPO_SCRIPT_PRELUDE
+    + """
 from nemo_gym_prorl.integrations.trl.fields import guide_sample
 from nemo_gym_prorl.integrations.trl.mismatch import MeasuredGRPOTrainer
-from nemo_gym_prorl.integrations.trl.reward import service_reward
-from nemo_gym_prorl.integrations.trl.rollout import ServiceRollout, prompt_column
-from tests.support.scripted_rollout_service import ScriptedRolloutService, model_turn
 
-cfg = json.load(sys.stdin)
-torch.manual_seed(0)
-tok = AutoTokenizer.from_pretrained(cfg["model"])
-ids = lambda text: tok(text, add_special_tokens=False)["input_ids"]
 G = 4
 question = "What is 2+3?"
 prompt = list(tok.apply_chat_template([{"role": "user", "content": question}],
@@ -84,6 +71,7 @@ print(json.dumps({
     "policy_tokens": sum(sum(s["env_mask"]) for s in samples if s["origin"] is None),
 }))
 """
+)
 
 
 @pytest.fixture(scope="module")

@@ -24,6 +24,26 @@ from nemo_gym_prorl.llm.embedded import EmbeddedLayout
 REPO = Path(__file__).resolve().parents[3]
 TRL_PACKAGE = REPO / "nemo_gym_prorl" / "integrations" / "trl"
 HIDE_VLLM = "from nemo_gym_prorl.integrations.trl.no_vllm import hide_vllm; hide_vllm()\n"
+# How a GRPO script against a scripted service starts: its config from stdin (`cfg`), torch seeded,
+# the model's tokenizer (`tok`, `ids(text)`), and the TRL integration's client, rollout and reward.
+GRPO_SCRIPT_PRELUDE = """
+import json, sys
+import torch
+from datasets import Dataset
+from peft import LoraConfig
+from transformers import AutoTokenizer
+from trl import GRPOConfig
+
+from nemo_gym_prorl.integrations.trl.client import ServiceClient
+from nemo_gym_prorl.integrations.trl.reward import service_reward
+from nemo_gym_prorl.integrations.trl.rollout import ServiceRollout, prompt_column
+from tests.support.scripted_rollout_service import ScriptedRolloutService, model_turn
+
+cfg = json.load(sys.stdin)
+torch.manual_seed(0)
+tok = AutoTokenizer.from_pretrained(cfg["model"])
+ids = lambda text: tok(text, add_special_tokens=False)["input_ids"]
+"""
 
 
 def model_python() -> Path:
