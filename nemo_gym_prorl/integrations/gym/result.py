@@ -10,6 +10,7 @@ from typing import Any, NamedTuple
 
 from nemo_gym_prorl.integrations.nemo_rl.result import ensure_trainable
 from nemo_gym_prorl.pipeline import JobResult
+from nemo_gym_prorl.pipeline.job import Trajectory
 
 
 def sampling_from_row(row: Mapping[str, Any]) -> dict[str, Any]:
@@ -35,6 +36,8 @@ def run_result(row: Mapping[str, Any], result: JobResult) -> dict[str, Any]:
     reward = float(result.reward or 0.0)
     inference_failed = trajectory.infrastructure_failed
     masked = bool(verify.get("mask_sample")) or bool(report.get("mask_sample")) or inference_failed
+    split = split_harness_reason(trajectory)
+    masked = masked or split is not None
     body["reward"] = reward
     body["reward_components"] = dict(result.reward_components) or {"reward": reward}
     body["mask_sample"] = masked
@@ -42,7 +45,10 @@ def run_result(row: Mapping[str, Any], result: JobResult) -> dict[str, Any]:
     instance_config: Mapping[str, Any] = given if isinstance(given, Mapping) else {}
     body["instance_config"] = {**instance_config, "mask_sample": masked}
     if masked and not body.get("failure_kind"):
-        if inference_failed:
+        if split is not None and not inference_failed and not report.get("mask_sample"):
+            body["failure_kind"] = SPLIT_SEQUENCE
+            body["failure_reason"] = split
+        elif inference_failed:
             failure = trajectory.failure or {}
             body["failure_kind"] = "provider_unavailable"
             body["failure_reason"] = (
@@ -79,6 +85,24 @@ def run_result(row: Mapping[str, Any], result: JobResult) -> dict[str, Any]:
         body["prorl"]["harness"] = trajectory.harness
     # NeMo RL cannot consume a result without a generated turn (first prompt overflowed, time ran out).
     return ensure_trainable(body, trajectory_id=result.id, reason=str(trajectory.stop_reason))
+
+
+# Namespaced as Gym's failure vocabulary allows for what it has no name for.
+SPLIT_SEQUENCE = "prorl:split_token_sequence"
+
+
+def split_harness_reason(trajectory: Trajectory) -> str | None:
+    """Why a harness rollout cannot be one `/run` result: NeMo RL trains one contiguous token
+    sequence per result, and a harness that rewrote its history made several. The result is
+    masked rather than trained on one segment with the reward of all (every segment is in
+    `prorl.harness.token_segments`; `prorl train`'s TRL path trains each as a sample)."""
+    segments = (trajectory.harness or {}).get("token_segments") or []
+    if len(segments) <= 1:
+        return None
+    return (
+        f"the harness rollout is {len(segments)} token sequences (its history was rewritten between calls); "
+        "one /run result carries one sequence: masked, every segment in prorl.harness.token_segments"
+    )
 
 
 class RunOutcome(NamedTuple):
