@@ -62,6 +62,8 @@ def run_of(data: dict[str, Any], recorded_in: str) -> dict[str, Any]:
         "recorded_in": recorded_in,
         "measured_at": data.get("measured_at"),
         "machine": f"{data['machine']['cores']} cores, {data['machine']['cpu_model']}",
+        # Runs before the test set existed evaluated the tuning set (seeds from 1,000,000).
+        "heldout_set": _get(figures, "heldout", "set") or "tuning",
         "settings": {
             "grpo_steps": grpo.get("steps"),
             "prompts_per_step": grpo.get("prompts_per_step"),
@@ -139,7 +141,7 @@ def render(figures: dict[str, Any]) -> str:
             f"  GRPO {s['grpo_steps']} steps x {s['prompts_per_step']} prompts x {s['num_generations']}, rehearsal "
             f"{s['rehearsal'] or 0}{' guided' if s['guide_rehearsal'] else ''}, beta {s['beta']}, lr {s['learning_rate']}, micro-batch {s['micro_batch']}, "
             f"tools via {s['tool_prompt']}, tool output {s['tool_output_bytes'] or 'default'} bytes",
-            f"  held-out reward: {rewards}",
+            f"  held-out reward ({run['heldout_set']} set): {rewards}",
             f"  RL over SFT: RL families {_gain(run, 'rl_over_sft:rl_families')}, "
             f"demonstrated {_gain(run, 'rl_over_sft:demonstrated')}, its worst family {_worst(run)}",
         ]
@@ -156,7 +158,7 @@ def summary(figures: dict[str, Any]) -> str:
             f"rehearsal {s['rehearsal'] or 0}{' guided' if s['guide_rehearsal'] else ''}, beta {s['beta']}, "
             f"published as {s['publish_as']}: RL families {_gain(run, 'rl_over_sft:rl_families')}, demonstrated "
             f"{_gain(run, 'rl_over_sft:demonstrated')} (worst family {_worst(run)}), "
-            f"{run['minutes']} min ({run['commit']})"
+            f"{run['minutes']} min, {run['heldout_set']} set ({run['commit']})"
         )
     return f"{len(figures['runs'])} recorded runs; " + "; ".join(parts)
 

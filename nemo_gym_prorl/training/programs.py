@@ -15,6 +15,7 @@ import shlex
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from nemo_gym_prorl.agent.harness.mini_swe_agent import SUBMIT_MARKER
 from nemo_gym_prorl.llm.records import ToolCall
 from nemo_gym_prorl.training.heldout import DemonstratedFamily
 
@@ -91,8 +92,6 @@ def answer_text(value: str) -> str:
 
 
 # -- the same programs in a bash harness's own format (mini-swe-agent: one ```bash block) -------
-
-SUBMIT_MARKER = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
 
 
 def bash_block(command: str) -> str:
