@@ -8,20 +8,40 @@ sandbox, and one token sequence over the whole conversation."""
 from __future__ import annotations
 
 import os
+import re
 
 import pytest
 from harness_helpers import ScriptedLLM, harness_job, prompt_row
 
 from nemo_gym_prorl.agent.harness import make_harness
 from nemo_gym_prorl.agent.harness.base import SandboxExecutor
+from nemo_gym_prorl.agent.harness.mini_swe_agent import MiniSweAgent, MiniSweAgentOptions
 from nemo_gym_prorl.agent.loop import AgentLimits
 from nemo_gym_prorl.pipeline.job import Job
 from nemo_gym_prorl.sandbox import SandboxSpec
 from nemo_gym_prorl.sandbox.factory import open_sandbox
+from nemo_gym_prorl.training.heldout import SeedSplit
+from nemo_gym_prorl.training.programs import harness_compute_text, harness_submit_text
+from nemo_gym_prorl.training.swe_programs import replies as swe_replies
 
 TOKEN_FIELDS = {"prompt_token_ids", "generation_token_ids", "generation_log_probs", "decoding"}
 
 STATEMENT = "The greeting is missing: write it to greeting.txt."
+
+
+# A one-hunk gold patch, as the generator writes them.
+ORDINAL_PATCH = """--- a/inflection/__init__.py
++++ b/inflection/__init__.py
+@@ -223,3 +223,3 @@ def ordinal(number: int) -> str:
+     number = abs(int(number))
+-    if number % 100 in (11, 12):
++    if number % 100 in (11, 12, 13):
+         return "th"
+"""
+
+
+def math_task() -> dict:
+    return SeedSplit(families=("gcd",)).train_rows(1)[0]
 
 
 def block(command: str) -> str:
@@ -136,3 +156,21 @@ async def test_a_policy_that_never_writes_the_format_still_gets_its_first_reply_
     assert agent.reply_positions == [2] and len(agent.tokens.turns) == 1
     assert len(harness["token_segments"]) == harness["segments"]  # every segment, complete, for slots
     assert 0 < harness["delivered_share"] < 1
+
+
+@pytest.mark.parametrize(
+    ("config", "replies"),
+    [
+        ("mini_swe_agent_math.yaml", [harness_compute_text(math_task()), harness_submit_text("7")]),
+        ("mini_swe_agent_swe.yaml", swe_replies(ORDINAL_PATCH)),
+    ],
+)
+def test_each_shipped_config_loads_and_reads_its_demonstrations_replies_as_one_command_each(
+    config: str, replies: list[str]
+) -> None:
+    shipped = MiniSweAgent(MiniSweAgentOptions(config=config)).config  # read as the harness reads it
+    agent, model = shipped["agent"], shipped["model"]
+    assert {"system_template", "instance_template"} <= set(agent) and agent["cost_limit"] == 0
+    assert agent["step_limit"] >= len(replies)  # the demonstration fits the harness's own limit
+    for reply in replies:  # the package's parser takes exactly one action from each
+        assert len(re.findall(model["action_regex"], reply, re.DOTALL)) == 1, reply
