@@ -10,6 +10,8 @@ import importlib.util
 import sys
 from types import ModuleType
 
+from nemo_gym_prorl.cli.failure import failed
+
 
 def benchmark_names() -> tuple[str, ...]:
     """Every `benchmarks/bench_<name>.py` there is: a new benchmark file is a new command."""
@@ -57,8 +59,7 @@ def _bench(args: argparse.Namespace) -> int:
         try:
             check_recordable(allow_dirty=args.allow_dirty)
         except DirtyTreeError as exc:
-            print(f"prorl bench: {exc}", file=sys.stderr)
-            return 2
+            return failed("bench", exc)
     return int(load_benchmark(args.name).main(as_json=args.json) or 0)
 
 

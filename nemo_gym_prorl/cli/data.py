@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from nemo_gym_prorl.assets import project_root
+from nemo_gym_prorl.cli.failure import failed
 from nemo_gym_prorl.cli.swe_generated import add_generate_arguments, add_verify_parser
 from nemo_gym_prorl.datasets.domain_tools import responses_tools
 from nemo_gym_prorl.datasets.rows import DEFAULT_AGENT, pick_examples, split_rows, write_jsonl
@@ -115,8 +116,7 @@ def _environments(args: argparse.Namespace) -> int:
     try:
         stale = [path for env in entries.values() for path in write_environment(env, root, check=args.check)]
     except FileNotFoundError as exc:
-        print(f"prorl data environments: {exc}", file=sys.stderr)
-        return 1
+        return failed("data environments", exc, 1)
     if sync_readme(root / "docs" / "datasets.md", list(entries.values()), check=args.check):
         stale.append("docs/datasets.md (the datasets table)")
     if args.check and stale:
@@ -148,8 +148,7 @@ def _swe_build(args: argparse.Namespace) -> int:
     try:
         instances = asyncio.run(build_all(config, only=args.only or None))
     except Exception as exc:
-        print(f"prorl swe build: {exc}", file=sys.stderr)
-        return 1
+        return failed("swe build", exc, 1)
     for inst in instances:
         print(f"{inst['instance_id']}: base {inst['base_commit'][:12]}, {len(inst['FAIL_TO_PASS'])} FAIL_TO_PASS, "
               f"{len(inst['PASS_TO_PASS'])} PASS_TO_PASS")  # fmt: skip

@@ -75,8 +75,7 @@ def _test(args: argparse.Namespace) -> int:
     try:
         failed = run_server_tests(domains, state_dir=Path(args.state_dir))
     except LaunchError as exc:
-        print(f"prorl gym test: {exc}", file=sys.stderr)
-        return 2
+        return failed("gym test", exc)
     return 1 if failed else 0
 
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import sys
 
+from nemo_gym_prorl.cli.failure import failed
 from nemo_gym_prorl.cli.parsers import add_group_with_setup
 from nemo_gym_prorl.sandbox import SandboxError, SandboxSpec, open_sandbox
 from nemo_gym_prorl.sandbox.runtime import (
@@ -42,8 +42,7 @@ def cmd_sandbox_setup(args: argparse.Namespace) -> int:
     try:
         runtime = setup_runtime(force=bool(args.force), say=_say)
     except RuntimeSetupError as exc:
-        print(f"prorl sandbox setup: {exc}", file=sys.stderr)
-        return 1
+        return failed("sandbox setup", exc, 1)
     _say(f"runtime: Python {runtime.python_version} at {runtime.host_dir} (inside: {runtime.python})")
     return 0
 
@@ -66,5 +65,4 @@ def cmd_sandbox_check(args: argparse.Namespace) -> int:
         installed_runtime()
         return asyncio.run(_check())
     except (RuntimeSetupError, SandboxError) as exc:
-        print(f"prorl sandbox check: {exc}", file=sys.stderr)
-        return 1
+        return failed("sandbox check", exc, 1)

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from nemo_gym_prorl.cli.failure import failed
 from nemo_gym_prorl.service.config import ConfigError, ServeConfig, load_config
 
 READY_PREFIX = "prorl serve: listening on "
@@ -42,16 +43,14 @@ def handle_serve(args: argparse.Namespace) -> int:
     try:
         config = load_config(args.overrides, args.config_dir)
     except ConfigError as exc:
-        print(f"prorl serve: {exc}", file=sys.stderr)
-        return 2
+        return failed("serve", exc)
     if args.print_config:
         print(json.dumps(config.model_dump(mode="json"), indent=2))
         return 0
     try:
         asyncio.run(serve(config))
     except ConfigError as exc:
-        print(f"prorl serve: {exc}", file=sys.stderr)
-        return 2
+        return failed("serve", exc)
     except KeyboardInterrupt:
         pass
     return 0

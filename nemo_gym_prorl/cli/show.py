@@ -14,6 +14,7 @@ import textwrap
 from pathlib import Path
 from typing import TextIO
 
+from nemo_gym_prorl.cli.failure import failed
 from nemo_gym_prorl.demo.trajectory_view import Step, TrajectoryFileError, TrajectoryView, read_views
 
 _COLOURS = {"title": "1;36", "turn": "1", "assistant": "0", "tool_call": "33", "invalid_tool_call": "31",
@@ -73,8 +74,7 @@ def show(path: Path, *, index: int | None = None, full: bool = False, out: TextI
             render(view, printer, None if full else 600)
             shown += 1
     except TrajectoryFileError as exc:
-        print(f"prorl show: {exc}", file=sys.stderr)
-        return 2
+        return failed("show", exc)
     if shown == 0:
         print(f"prorl show: {path}: no rollout" + (f" on line {index}" if index else ""), file=sys.stderr)
         return 1

@@ -9,6 +9,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from nemo_gym_prorl.cli.failure import failed
+
 
 def _train(args: argparse.Namespace) -> int:
     from nemo_gym_prorl.demo.shutdown import Interrupted, StopOnSignals
@@ -22,8 +24,7 @@ def _train(args: argparse.Namespace) -> int:
     try:
         config = load_train_config(args.config, args.overrides)
     except TrainConfigError as exc:
-        print(f"prorl train: {exc}", file=sys.stderr)
-        return 2
+        return failed("train", exc)
     if args.print_config:
         print(config.model_dump_json(indent=2))
         return 0
@@ -33,8 +34,7 @@ def _train(args: argparse.Namespace) -> int:
         try:
             check_recordable(allow_dirty=args.allow_dirty)
         except DirtyTreeError as exc:
-            print(f"prorl train: {exc}", file=sys.stderr)
-            return 2
+            return failed("train", exc)
     try:
         with StopOnSignals("{signal}: already stopping everything the training run started") as signals:
             report = signals.run(run_training(config))
@@ -42,8 +42,7 @@ def _train(args: argparse.Namespace) -> int:
         print(f"prorl train: stopped by {stop.name}; everything it started is stopped", file=sys.stderr)
         return stop.exit_code
     except (TrainerFailed, ConfigError, ServerStartError) as exc:
-        print(f"prorl train: {exc}", file=sys.stderr)
-        return 1
+        return failed("train", exc, 1)
     print(f"[train] {report.summary()}")
     for check, ok in report.checks.items():
         print(f"[train] {'ok  ' if ok else 'MISS'} {check}")
