@@ -21,12 +21,26 @@ PROGRAM = f"{__package__}.demonstrations"
 
 
 class Recipe(BaseModel):
-    """How a demonstration was made: reproducible from these fields and the split."""
+    """How a demonstration was made: reproducible from these fields and the split (a math task:
+    its family and seed; a SWE instance: `family` swe and its id)."""
 
-    family: DemonstratedFamily
-    seed: int
+    family: DemonstratedFamily | Literal["swe"]
+    seed: int | None = None
+    instance_id: str | None = None
     split: Literal["train", "heldout"]
     program: str = PROGRAM
+
+    @model_validator(mode="after")
+    def _names_its_task(self) -> Recipe:
+        if (self.family == "swe") != (self.instance_id is not None) or (self.family == "swe") == (
+            self.seed is not None
+        ):
+            raise ValueError("a math recipe names its seed, a SWE recipe its instance_id (and not the other)")
+        return self
+
+    @property
+    def task(self) -> str:
+        return self.instance_id if self.instance_id is not None else f"{self.family}-{self.seed}"
 
 
 class Demonstration(BaseModel):

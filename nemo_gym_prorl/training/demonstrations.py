@@ -72,6 +72,7 @@ from nemo_gym_prorl.pipeline.job import Job, Trajectory
 from nemo_gym_prorl.rollouts.results import ServiceTrajectory, concatenate, model_turns
 from nemo_gym_prorl.sandbox import SandboxSpec
 from nemo_gym_prorl.tasks.math import MathConfig, MathTask
+from nemo_gym_prorl.tasks.swe import SweConfig, SweTask
 from nemo_gym_prorl.tools.dispatch import ToolBoxConfig
 from nemo_gym_prorl.training.demonstration_records import (
     ORIGIN,
@@ -93,6 +94,7 @@ from nemo_gym_prorl.training.programs import (
     tool_call_text,
     value_of,
 )
+from nemo_gym_prorl.training.swe_programs import replies as swe_replies
 
 __all__ = [
     "ORIGIN",
@@ -138,6 +140,10 @@ class DemonstrationConfig(BaseModel):
         description="the math task's tool limits (keep them the service's: `tasks.math.options.tools`)",
     )
     math: MathConfig = Field(default_factory=MathConfig)
+    swe: SweConfig = Field(
+        default_factory=SweConfig,
+        description="where SWE instances live (a harness demonstrates SWE rows too)",
+    )
     concurrency: int = Field(2, ge=1, le=64, description="Tasks demonstrated at once.")
     harness: dict[str, Any] | None = Field(
         None,
@@ -211,6 +217,25 @@ class HarnessProgramWriter(ProgramWriter):
         return harness_submit_text(value)
 
 
+class SweHarnessProgramWriter(ProgramWriter):
+    """A SWE fix in a bash harness's format (`swe_programs.replies`: locate, read, edit, submit),
+    from the instance's gold patch; dropped when the edit did not run cleanly."""
+
+    EDIT = 2
+
+    def __init__(self, patch: str) -> None:
+        self.replies = swe_replies(patch)
+        self.tool_failed = False
+
+    def text(self, ctx: TurnContext) -> str:
+        if ctx.turn == self.EDIT + 1:
+            observed = [m.get("content") or "" for m in ctx.new_messages if m.get("role") == "user"]
+            if not observed or "<returncode>0</returncode>" not in observed[-1]:
+                self.tool_failed = True
+                return "The edit did not run."
+        return self.replies[min(ctx.turn, len(self.replies) - 1)]
+
+
 class ProgramDialect(Dialect):
     """The program standing in for the model call of a rollout, and for nothing else: the prompt
     is the `vllm` dialect's (`next_prompt`, the backend's own rendering), the "generation" is
@@ -273,36 +298,68 @@ class Demonstrator:
         self.transport = InProcessTransport(
             self.domain, sandbox=config.sandbox, tools=config.tools, offer_tools=self.harness is None
         )
+        # SWE fixes are demonstrated in a harness's format only (its bash blocks edit the repository).
+        self.swe = SweTask(config.swe) if self.harness is not None else None
+        self.swe_transport = (
+            InProcessTransport(self.swe, sandbox=config.sandbox, tools=config.tools, offer_tools=False)
+            if self.swe is not None
+            else None
+        )
 
     async def close(self) -> None:
         if self.harness is not None:
             await self.harness.aclose()
         await self.domain.aclose()
+        if self.swe is not None:
+            await self.swe.aclose()
 
     async def demonstrate(self, row: Mapping[str, Any]) -> Demonstration:
-        """One demonstration of `row`; raises `DemonstrationDropped(reason)` when it is not one to keep."""
-        recipe = Recipe(
-            family=row["reasoning_gym"]["family"],
-            seed=row["reasoning_gym"]["seed"],
-            split=row.get("split", "train"),
-        )
-        if recipe.split != "train":
+        """One demonstration of `row` (a math task, or with a harness a SWE instance); raises
+        `DemonstrationDropped(reason)` when it is not one to keep."""
+        split = row.get("split", "train")
+        if split != "train":
             # Demonstrations are training data: the held-out tasks must stay unseen.
             raise ValueError(
                 f"row {row.get('task_id')!r} is a held-out task; only training tasks are demonstrated"
             )
+        is_swe = row.get("data_source") in SweTask.data_sources
+        if is_swe and self.swe is not None and self.swe_transport is not None:
+            instance = self.swe.resolve_instance(
+                row
+            )  # its gold patch: the program's source, never the policy's
+            recipe = Recipe(family="swe", instance_id=str(instance["instance_id"]), split=split)
+            writer: ProgramWriter = SweHarnessProgramWriter(str(instance["patch"]))
+            return await self._rollout(row, recipe, writer, self.swe_transport, "swe", max_turns=6)
+        if is_swe:
+            raise DemonstrationError(
+                "a SWE fix is demonstrated through a harness (`harness:`), not tool calls"
+            )
+        recipe = Recipe(family=row["reasoning_gym"]["family"], seed=row["reasoning_gym"]["seed"], split=split)
         writer = (
             ProgramWriter(program_code(row), self.dialect.tool_call_format)
             if self.harness is None
             else HarnessProgramWriter(row)
         )
+        return await self._rollout(row, recipe, writer, self.transport, "math", max_turns=2)
+
+    async def _rollout(
+        self,
+        row: Mapping[str, Any],
+        recipe: Recipe,
+        writer: ProgramWriter,
+        transport: InProcessTransport,
+        task: str,
+        *,
+        max_turns: int,
+    ) -> Demonstration:
+        """The service's rollout path with the program in the model's seat, then the real EVAL."""
         access = replace(self.llm, dialect=ProgramDialect(self.dialect, writer))
         handler = AgentRolloutHandler(
-            self.transport, access, limits=AgentLimits(max_turns=2), harness=self.harness
+            transport, access, limits=AgentLimits(max_turns=max_turns), harness=self.harness
         )
         job = Job(
-            id=f"demonstration-{recipe.family}-{recipe.seed}",
-            task="math",
+            id=f"demonstration-{recipe.task}",
+            task=task,
             instance=dict(row),
             sampling_params={},
             priority=0,

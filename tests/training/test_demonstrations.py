@@ -14,7 +14,10 @@ from pathlib import Path
 import pytest
 from support.fake_llm import IM_END, detokenize, render_chat, tokenize_text
 
+from nemo_gym_prorl.agent.harness.process import bubblewrap_works
+from nemo_gym_prorl.datasets.swe import swe_rows
 from nemo_gym_prorl.llm.access import LLMAccess, LLMConfig
+from nemo_gym_prorl.tasks.swe import ensure_built
 from nemo_gym_prorl.training.demonstrations import (
     ORIGIN,
     Demonstration,
@@ -23,6 +26,7 @@ from nemo_gym_prorl.training.demonstrations import (
     DemonstrationError,
     Demonstrator,
     collect_demonstrations,
+    demonstrate_rows,
     program_code,
     read_demonstrations,
     write_demonstrations,
@@ -184,3 +188,48 @@ async def test_a_harness_demonstration_is_the_unchanged_harness_driven_by_the_pr
         assert demo.prompt_ids == tokenize_text(render_chat([system, task], add_generation_prompt=True))
         assert [mask for mask, _ in spans(demo)] == [1, 0, 1]
         assert spans(demo)[2] == (1, submit["content"] + "<|im_end|>")
+
+
+async def test_a_swe_demonstration_locates_reads_edits_and_submits_and_the_real_grader_resolves_it(
+    tokenizer_backend,
+) -> None:
+    # mini-swe-agent with the project's SWE config, the program in the model's seat writing the
+    # fix from the instance's gold patch (read on the host, never shown to a policy), the commands
+    # run in the instance's sandbox, and the hidden tests grading the repository's diff.
+    if not bubblewrap_works():
+        pytest.skip("bubblewrap does not work here")
+    instance = next(i for i in await ensure_built() if "ordinal" in i["instance_id"])
+    row = swe_rows([instance], compact=True)[0]
+    assert "patch" not in row  # the row a policy's rollout gets carries no gold patch
+    harness = {"name": "mini_swe_agent", "config": "mini_swe_agent_swe.yaml"}
+    kept, dropped = await demonstrate_rows([row], config_for(tokenizer_backend.url, harness=harness))
+    assert not dropped
+    demo = kept[row["task_id"]]
+    assert demo.reward == 1.0 and (demo.recipe.family, demo.recipe.instance_id) == (
+        "swe",
+        instance["instance_id"],
+    )
+    assert (demo.turns, demo.tool_calls) == (4, 4)  # locate, read, edit, submit
+    replies = [m["content"] for m in demo.messages if m["role"] == "assistant"]
+    observations = [m["content"] for m in demo.messages if m["role"] == "user"][1:]
+    assert replies[0].startswith("```bash\ngrep -rn 'def ordinal'")
+    assert "inflection/__init__.py" in observations[0] and "def ordinal" in observations[0]
+    assert "if number % 100 in (11, 12):" in observations[1]  # the buggy lines, as the sandbox holds them
+    assert "<returncode>0</returncode>" in observations[2]  # the edit ran
+    assert [mask for mask, _ in spans(demo)] == [
+        1,
+        0,
+        1,
+        0,
+        1,
+        0,
+        1,
+    ]  # one sequence, the program's turns trained
+
+
+async def test_a_swe_row_without_a_harness_is_refused_not_demonstrated_with_tool_calls(
+    tokenizer_backend,
+) -> None:
+    row = {"task_id": "swe-1", "data_source": "prorl_swe", "instance_id": "x"}
+    with pytest.raises(DemonstrationError, match="through a harness"):
+        await demonstrate_rows([row], config_for(tokenizer_backend.url))
