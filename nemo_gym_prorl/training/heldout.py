@@ -36,7 +36,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from functools import cached_property
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -219,17 +219,7 @@ class SeedSplit(BaseModel):
         rewarding what SFT taught: trained on the RL families alone, the policy forgot the
         demonstrated ones (gcd 0.56 -> 0.00, measured). With no RL families: the demonstrated
         families' tasks after the ones the demonstrations tried."""
-        if not self.rl_families:
-            return self.train_rows(steps * prompts_per_step, start=demonstrations_tried)
-        if not 0 <= rehearsal < prompts_per_step:
-            raise ValueError(f"rehearsal must be in [0, {prompts_per_step}), got {rehearsal}")
-        new = prompts_per_step - rehearsal
-        fresh = self.train_rows(steps * new, families=self.rl_families)
-        kept = self.train_rows(steps * rehearsal, start=demonstrations_tried)
-        rows: list[dict[str, Any]] = []
-        for step in range(steps):
-            rows += fresh[step * new : (step + 1) * new] + kept[step * rehearsal : (step + 1) * rehearsal]
-        return rows
+        return mixed_grpo_rows(self, steps, prompts_per_step, demonstrations_tried, rehearsal)
 
     def iter_train_rows(self, families: tuple[Family, ...] | None = None) -> Iterator[dict[str, Any]]:
         """Training rows of `families` in recipe order, without the ones whose question is held out."""
@@ -260,6 +250,34 @@ class SeedSplit(BaseModel):
             reasoning_gym={"family": family, "seed": seed, "metadata": problem["metadata"]},
             split=split,
         )
+
+
+class TrainingTasks(Protocol):
+    """What GRPO's prompts are drawn from: a split's training rows, by family."""
+
+    @property
+    def rl_families(self) -> tuple[str, ...]: ...
+
+    def train_rows(self, n: int, start: int = 0, families: Any = None) -> list[dict[str, Any]]: ...
+
+
+def mixed_grpo_rows(
+    tasks: TrainingTasks, steps: int, prompts_per_step: int, demonstrations_tried: int, rehearsal: int
+) -> list[dict[str, Any]]:
+    """Each step's prompts: the RL families' next training tasks, then `rehearsal` of the
+    demonstrated families' (after the ones the demonstrations tried); without RL families, the
+    demonstrated families' tasks after the demonstrations'."""
+    if not tasks.rl_families:
+        return tasks.train_rows(steps * prompts_per_step, start=demonstrations_tried)
+    if not 0 <= rehearsal < prompts_per_step:
+        raise ValueError(f"rehearsal must be in [0, {prompts_per_step}), got {rehearsal}")
+    new = prompts_per_step - rehearsal
+    fresh = tasks.train_rows(steps * new, families=tasks.rl_families)
+    kept = tasks.train_rows(steps * rehearsal, start=demonstrations_tried)
+    rows: list[dict[str, Any]] = []
+    for step in range(steps):
+        rows += fresh[step * new : (step + 1) * new] + kept[step * rehearsal : (step + 1) * rehearsal]
+    return rows
 
 
 def _question(row: dict[str, Any]) -> str:
