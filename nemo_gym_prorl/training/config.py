@@ -30,11 +30,13 @@ from nemo_gym_prorl.llm.embedded import LoraServing
 from nemo_gym_prorl.training.environment_split import EnvironmentSplit
 from nemo_gym_prorl.training.evaluation import MeasureSettings
 from nemo_gym_prorl.training.heldout import SeedSplit
+from nemo_gym_prorl.training.swe_split import SweSplit
 
 # The override that bounds a task's agent loop in time (the shipped configs set math's).
 TIME_BUDGET = "+tasks.{task}.options.agent.max_time_s="
 # The service task of a harness run, and the options `harness: <name>` alone stands for.
 HARNESS_TASK = "math_harness"
+SWE_HARNESS_TASK = "swe_harness"
 HANDLER = "nemo_gym_prorl.agent.factory:domain_handler"
 SHIPPED_HARNESS_CONFIGS: dict[str, dict[str, Any]] = {
     "mini_swe_agent": {"config": "mini_swe_agent_math.yaml"},
@@ -159,6 +161,11 @@ class TrainConfig(BaseModel):
         "'template' hands them to the chat template, which SmolLM2's ignores, so the demonstrations "
         "alone teach the call and every sample is about 3x shorter to train on",
     )
+    swe: SweSplit | None = Field(
+        None,
+        description="train on generated SWE instances instead of the split's math tasks (needs a harness: "
+        "demonstrations, GRPO and every evaluation are the harness fixing the instance's repository)",
+    )
     harness: dict[str, Any] | None = Field(
         None,
         description="an agent harness runs every rollout of the run instead of the built-in loop: "
@@ -181,10 +188,19 @@ class TrainConfig(BaseModel):
     def task(self) -> str | None:
         """The service task every job of the run names (None: each row's `data_source` picks
         one). A harness is selected by task name, never by a row's data source."""
-        return HARNESS_TASK if self.harness is not None else None
+        if self.harness is None:
+            return None
+        return SWE_HARNESS_TASK if self.swe is not None else HARNESS_TASK
 
-    def task_rows(self) -> SeedSplit | EnvironmentSplit:
+    @property
+    def demonstration_tasks(self) -> SeedSplit | SweSplit:
+        """Where the demonstrations' training rows come from."""
+        return self.swe if self.swe is not None else self.split
+
+    def task_rows(self) -> SeedSplit | EnvironmentSplit | SweSplit:
         """Where GRPO prompts and held-out tasks come from."""
+        if self.swe is not None:
+            return self.swe
         if self.environment is None:
             return self.split
         return EnvironmentSplit(
@@ -233,21 +249,24 @@ class TrainConfig(BaseModel):
 
     @model_validator(mode="after")
     def _harness_is_served(self) -> TrainConfig:
-        """The harness task is the math domain with the harness as its agent (demonstrations
-        are math), served beside `tasks=math`."""
+        """The harness task is the math domain (or with `swe`, the SWE domain) with the harness
+        as its agent, served beside `tasks=math`, with the math task's budgets."""
         if self.harness is None:
+            if self.swe is not None:
+                raise ValueError("a SWE run is a harness's (`harness: mini_swe_agent`): set `harness`")
             return self
         if self.environment is not None:
             raise ValueError("a harness run trains on the split's math tasks; `environment` must be unset")
+        task, domain = (SWE_HARNESS_TASK, "swe") if self.swe is not None else (HARNESS_TASK, "math")
         options = ",".join(f"{k}:{json.dumps(v)}" for k, v in self.harness.items())
-        entry = f"+tasks.{HARNESS_TASK}={{handler:{json.dumps(HANDLER)},options:{{domain:math,harness:{{{options}}}}}}}"
+        entry = f"+tasks.{task}={{handler:{json.dumps(HANDLER)},options:{{domain:{domain},harness:{{{options}}}}}}}"
         budgets = [
-            TIME_BUDGET.format(task=HARNESS_TASK) + o.removeprefix(TIME_BUDGET.format(task="math"))
+            TIME_BUDGET.format(task=task) + o.removeprefix(TIME_BUDGET.format(task="math"))
             for o in self.service_overrides
             if o.startswith(TIME_BUDGET.format(task="math"))
         ]
         turns = [
-            f"+tasks.{HARNESS_TASK}.options.agent.max_turns=" + o.split("=", 1)[1]
+            f"+tasks.{task}.options.agent.max_turns=" + o.split("=", 1)[1]
             for o in self.service_overrides
             if o.startswith("tasks.math.options.agent.max_turns=")
         ]

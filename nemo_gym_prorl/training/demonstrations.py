@@ -95,6 +95,7 @@ from nemo_gym_prorl.training.programs import (
     value_of,
 )
 from nemo_gym_prorl.training.swe_programs import replies as swe_replies
+from nemo_gym_prorl.training.swe_split import SweSplit
 
 __all__ = [
     "ORIGIN",
@@ -127,7 +128,10 @@ class DemonstrationConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    split: SeedSplit = Field(default_factory=SeedSplit, description="families and seed ranges (train side)")
+    split: SeedSplit | SweSplit = Field(
+        default_factory=SeedSplit,
+        description="where the training rows come from: math families and seed ranges, or SWE projects",
+    )
     start: int = Field(0, ge=0, description="First training task (skip tasks other steps use).")
     llm: LLMConfig = Field(
         default_factory=LLMConfig,

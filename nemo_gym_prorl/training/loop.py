@@ -292,7 +292,7 @@ async def write_guides(
 def demonstration_config(config: TrainConfig, service: TrainingService) -> DemonstrationConfig:
     """Demonstrations of the run's split, on the backend its rollouts use, with its prompts."""
     return DemonstrationConfig(
-        split=config.split,
+        split=config.demonstration_tasks,
         llm=LLMConfig(backends=[service.backend_url], tool_prompt=config.tool_prompt),
         concurrency=config.demonstrations.concurrency,
         harness=config.harness,

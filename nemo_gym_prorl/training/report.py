@@ -106,7 +106,13 @@ class TrainReport(BaseModel):
     ) -> TrainReport:
         split = config.split
         heldout: dict[str, Any] = {"set": split.heldout_set}
-        if config.environment is None:
+        if config.swe is not None:
+            heldout = {
+                "set": config.swe.heldout_set,
+                "instances": f"{config.swe.per_project_heldout} generated instances of each project "
+                "(the tuning set the first in the split's order, the test set the next)",
+            }
+        elif config.environment is None:
             heldout |= {
                 "tuning_seeds": list(split.heldout_seeds("tuning")),
                 "test_seeds": list(split.heldout_seeds("test")),

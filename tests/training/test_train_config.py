@@ -20,7 +20,7 @@ from nemo_gym_prorl.training.config import GrpoSettings, TrainConfigError, load_
 from nemo_gym_prorl.training.trainer_jobs import grpo_job, sft_job
 
 
-@pytest.mark.parametrize("name", ["default", "smoke", "harness_math"])
+@pytest.mark.parametrize("name", ["default", "smoke", "harness_math", "harness_swe"])
 def test_every_shipped_training_config_validates(name: str) -> None:
     config = load_train_config(name)
     assert config.lora.r <= config.backend.lora.max_lora_rank
@@ -148,6 +148,18 @@ def test_a_harness_run_serves_the_math_domain_through_the_harness_and_names_its_
     service = SimpleNamespace(url="http://svc", token="t")
     job = grpo_job(config, layout, service, prompts=Path("p.jsonl"), output_dir=Path("o"))  # type: ignore[arg-type]
     assert job.task == config.task and job.segment_slots == 1
+
+
+def test_a_swe_run_serves_the_swe_domain_through_the_harness_and_draws_every_row_from_the_swe_split() -> None:
+    config = load_train_config("harness_swe")
+    assert config.swe is not None and config.task == "swe_harness"
+    assert config.task_rows() is config.swe and config.demonstration_tasks is config.swe
+    served = load_config([*config.service_overrides, "llm.backends=[http://127.0.0.1:1/v1]"])
+    task = served.tasks["swe_harness"]
+    assert task.options["domain"] == "swe" and task.options["harness"]["config"] == "mini_swe_agent_swe.yaml"
+    assert task.options["agent"] == {"max_turns": 6, "max_time_s": 600}
+    with pytest.raises(TrainConfigError, match="set `harness`"):
+        load_train_config("harness_swe", ["harness=null"])
 
 
 def test_a_harness_is_named_or_given_its_options_and_a_wrong_one_is_refused() -> None:
