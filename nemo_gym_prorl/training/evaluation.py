@@ -70,6 +70,10 @@ class PolicyEvaluation(BaseModel):
         default_factory=list,
         description="per task of the measured families, in order: the best of its k samples' rewards",
     )
+    measure_summary: dict[str, Interval] = Field(
+        default_factory=dict,
+        description="on the measured tasks: the first sample's, the greedy sample's and pass@k's mean reward",
+    )
     measure_seconds: float = 0.0
 
     def family_rewards(
@@ -189,6 +193,14 @@ async def measure(
         scored = [r for r in [evaluation.rewards[i], *own] if r is not None]
         evaluation.pass_at_k.append(max(scored) if scored else None)
     evaluation.pass_k = settings.k
+    scored = {
+        "first_sample": evaluation.family_rewards(evaluation.measured_families),
+        **({"greedy": evaluation.greedy} if settings.greedy else {}),
+        f"pass@{settings.k}": evaluation.pass_at_k,
+    }
+    evaluation.measure_summary = {
+        name: Interval.of([v for v in values if v is not None]) for name, values in scored.items()
+    }
     evaluation.measure_seconds = round(time.monotonic() - started, 2)
 
 

@@ -11,7 +11,6 @@ from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from nemo_gym_prorl.intervals import Interval
 from nemo_gym_prorl.training.demonstration_records import DemonstrationSummary
 from nemo_gym_prorl.training.evaluation import PolicyEvaluation
 
@@ -36,19 +35,14 @@ def evaluation_lines(result: PolicyEvaluation, demonstrated: Collection[str]) ->
 
 def measure_line(result: PolicyEvaluation) -> str:
     """The greedy and pass@k rewards of a measured phase beside its first sample's, on the same tasks."""
-    cells = [f"first sample {Interval.of(_scored(result.family_rewards(result.measured_families))).text()}"]
-    if result.greedy:
-        cells.append(f"greedy {Interval.of(_scored(result.greedy)).text()}")
-    cells.append(f"pass@{result.pass_k} {Interval.of(_scored(result.pass_at_k)).text()}")
+    cells = [
+        f"{name.replace('_', ' ')} {interval.text()}" for name, interval in result.measure_summary.items()
+    ]
     return (
         f"  {result.phase} on {result.measured_families}: "
         + ", ".join(cells)
         + f"; {result.measure_seconds:.0f}s"
     )
-
-
-def _scored(values: list[float | None]) -> list[float]:
-    return [v for v in values if v is not None]
 
 
 def demonstrations_line(summary: DemonstrationSummary) -> str:

@@ -100,3 +100,5 @@ async def test_measuring_adds_a_greedy_sample_and_pass_at_k_on_the_chosen_famili
     # Task 1: its first sample failed, a later one passed; task 2: its first passed, the masked one is left out.
     assert first.pass_at_k == [1.0, 1.0]
     assert first.family_rewards(["chain_sum"], "pass") == [1.0, 1.0]
+    summary = {name: interval.mean for name, interval in first.measure_summary.items()}
+    assert summary == {"first_sample": 0.5, "greedy": 0.5, "pass@3": 1.0}  # what the results file quotes
