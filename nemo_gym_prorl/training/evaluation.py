@@ -89,7 +89,7 @@ class PolicyEvaluation(BaseModel):
             values = self.greedy if metric == "greedy" else self.pass_at_k
             of = [f for f in self.families if f in self.measured_families]
             families = self.measured_families if families is None else families
-            if not values or not set(families) <= set(self.measured_families):
+            if not self.measures(metric, families):
                 raise ValueError(
                     f"the {self.phase} evaluation did not measure {metric} on {sorted(families)}"
                 )
@@ -123,18 +123,13 @@ async def evaluate(
     started = time.monotonic()
     policy = await client.policy()
     jobs = [
-        {
-            "instance": dict(row),
-            "sampling_params": dict(sampling),
-            "metadata": {"evaluation": phase, "task": i, "family": families[i]},
-            **({"task": task} if task is not None else {}),
-        }
+        _job(row, sampling, {"evaluation": phase, "task": i, "family": families[i]}, task)
         for i, row in enumerate(rows)
     ]
     results = await client.run(jobs, timeout_s=timeout_s)
     dumped = [result.model_dump(mode="json") for result in results]
     # Masked as the trainer masks: one rule for the rewards paired here and the statistics beside them.
-    rewards: list[float | None] = [scored_reward(ServiceResult.model_validate(r)) for r in dumped]
+    rewards: list[float | None] = [_scored(result) for result in dumped]
     by_family: dict[str, list[dict[str, Any]]] = {}
     for family, result in zip(families, dumped, strict=True):
         by_family.setdefault(family, []).append(result)
@@ -170,38 +165,47 @@ async def measure(
     for i in chosen:
         runs = [("greedy", greedy)] if settings.greedy else []
         runs += [(f"sample{n}", sampling) for n in range(1, settings.k)]
-        for name, params in runs:
-            jobs.append(
-                {
-                    "instance": dict(rows[i]),
-                    "sampling_params": dict(params),
-                    "metadata": {"evaluation": evaluation.phase, "task": i, "measure": name},
-                    **({"task": task} if task is not None else {}),
-                }
-            )
+        jobs += [
+            _job(rows[i], params, {"evaluation": evaluation.phase, "task": i, "measure": name}, task)
+            for name, params in runs
+        ]
     results = await client.run(jobs, timeout_s=timeout_s)
     per_task = len(jobs) // max(len(chosen), 1)
     evaluation.measured_families = [f for f in dict.fromkeys(evaluation.families) if f in families]
     evaluation.greedy, evaluation.pass_at_k = [], []
     for n, i in enumerate(chosen):
-        own = [
-            scored_reward(ServiceResult.model_validate(r.model_dump(mode="json")))
-            for r in results[n * per_task : (n + 1) * per_task]
-        ]
+        own = [_scored(r.model_dump(mode="json")) for r in results[n * per_task : (n + 1) * per_task]]
         if settings.greedy:
             evaluation.greedy.append(own.pop(0))
         scored = [r for r in [evaluation.rewards[i], *own] if r is not None]
         evaluation.pass_at_k.append(max(scored) if scored else None)
     evaluation.pass_k = settings.k
-    scored = {
+    by_metric = {
         "first_sample": evaluation.family_rewards(evaluation.measured_families),
         **({"greedy": evaluation.greedy} if settings.greedy else {}),
         f"pass@{settings.k}": evaluation.pass_at_k,
     }
     evaluation.measure_summary = {
-        name: Interval.of([v for v in values if v is not None]) for name, values in scored.items()
+        name: Interval.of([v for v in values if v is not None]) for name, values in by_metric.items()
     }
     evaluation.measure_seconds = round(time.monotonic() - started, 2)
+
+
+def _job(
+    row: Mapping[str, Any], sampling: Mapping[str, Any], metadata: dict[str, Any], task: str | None
+) -> dict[str, Any]:
+    """One evaluation rollout of `row`, run as `task` (None: its `data_source` picks)."""
+    return {
+        "instance": dict(row),
+        "sampling_params": dict(sampling),
+        "metadata": metadata,
+        **({"task": task} if task is not None else {}),
+    }
+
+
+def _scored(result: Mapping[str, Any]) -> float | None:
+    """A result's reward as the trainer counts it (masked: None)."""
+    return scored_reward(ServiceResult.model_validate(result))
 
 
 def paired_gain(
