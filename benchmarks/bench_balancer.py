@@ -375,7 +375,3 @@ def main(as_json: bool = False) -> int:
         against="ProRL's assignment heap; least connections without stickiness; round robin",
         show_simulated=False,
     )  # fmt: skip
-
-
-if __name__ == "__main__":
-    sys.exit(main(as_json="--json" in sys.argv))

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import asyncio
 import random
-import sys
 import time
 from typing import Any
 
@@ -295,7 +294,3 @@ def main(as_json: bool = False) -> int:
         ours="async replenishment with carry-over (real pipeline and DAPO scheduler)",
         against="NeMo RL's synchronous batch re-sampling (`use_dynamic_sampling`), same concurrency",
     )  # fmt: skip
-
-
-if __name__ == "__main__":
-    sys.exit(main(as_json="--json" in sys.argv))

@@ -209,7 +209,3 @@ def main(as_json: bool = False) -> int:
             print(f"SWE EVAL: not measured ({result.get('swe_error')})")
         print("simulated: nothing (real HumanEval programs, sandboxes and interpreters)")
     return 0 if ok else 1
-
-
-if __name__ == "__main__":
-    sys.exit(main(as_json="--json" in sys.argv))

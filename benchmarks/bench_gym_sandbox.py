@@ -19,7 +19,6 @@ import asyncio
 import shutil
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from typing import Any
@@ -122,7 +121,3 @@ def main(as_json: bool = False) -> int:
         against="Gym's built-in `local` provider (host subprocess, no isolation)",
         show_simulated=False,
     )  # fmt: skip
-
-
-if __name__ == "__main__":
-    sys.exit(main(as_json="--json" in sys.argv))

@@ -187,7 +187,3 @@ def main(as_json: bool = False) -> int:
     )
     print(json.dumps(result) if as_json else summary(result))
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(as_json="--json" in sys.argv))

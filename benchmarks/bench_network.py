@@ -169,7 +169,3 @@ def main(as_json: bool = False) -> int:
     for line in broken:
         print(f"FAILED {line}", file=sys.stderr)
     return 1 if broken else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(as_json="--json" in sys.argv))

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import statistics
-import sys
 import time
 from contextlib import AsyncExitStack
 from typing import Any
@@ -149,7 +148,3 @@ def main(as_json: bool = False) -> int:
         ours="GRPO with the next step's rollouts collected while the trainer trains (service batches)",
         against="the same steps collected after each training step (synchronous)",
     )  # fmt: skip
-
-
-if __name__ == "__main__":
-    sys.exit(main(as_json="--json" in sys.argv))

@@ -24,7 +24,6 @@ import asyncio
 import os
 import statistics
 import subprocess
-import sys
 import time
 from typing import Any
 
@@ -271,7 +270,3 @@ def main(as_json: bool = False) -> int:
         ours=f"INIT/RUN/EVAL pipeline, {report['jobs']} jobs, {report['generation_slots']} generation slots",
         against="the busiest stage's lower bound; a coupled worker loop holding its slot INIT to EVAL",
     )  # fmt: skip
-
-
-if __name__ == "__main__":
-    sys.exit(main(as_json="--json" in sys.argv))

@@ -365,7 +365,3 @@ def main(as_json: bool = False) -> int:
     else:
         print(format_report(result))
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(as_json="--json" in sys.argv))

@@ -21,6 +21,7 @@ import asyncio
 import sys
 import time
 import typing
+from collections.abc import Sequence
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
@@ -106,9 +107,9 @@ def summary(r: dict[str, Any]) -> str:
     )
 
 
-def main(as_json: bool = False) -> int:
-    args = [a for a in sys.argv[1:] if a != "--json"]
-    policy = Path(args[0]) if args else DEFAULT_POLICY
+def main(as_json: bool = False, argv: Sequence[str] = ()) -> int:
+    """`prorl bench rl_families [--json] [-- POLICY]`."""
+    policy = Path(argv[0]) if argv else DEFAULT_POLICY
     if not is_adapter(policy) and not (policy / "config.json").is_file():
         print(
             f"no SFT policy (a checkpoint or an adapter) at {policy}: run `prorl train` first, or pass one",
@@ -121,7 +122,3 @@ def main(as_json: bool = False) -> int:
         ours="candidate RL families, answered by the SFT policy GRPO starts from",
         against="demonstrated families answered by the same policy",
     )  # fmt: skip
-
-
-if __name__ == "__main__":
-    sys.exit(main(as_json="--json" in sys.argv))

@@ -316,7 +316,3 @@ def main(as_json: bool = False) -> int:
     )  # fmt: skip
     ok = report["node_kill_completed"] == report["node_kill_submitted"]
     return 0 if ok else 1
-
-
-if __name__ == "__main__":
-    sys.exit(main(as_json="--json" in sys.argv))

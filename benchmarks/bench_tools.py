@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -124,7 +123,3 @@ def main(as_json: bool = False) -> int:
         against="tmux at its best (wait-for signalling; capture-pane loop), a fresh subprocess",
         show_simulated=False,
     )  # fmt: skip
-
-
-if __name__ == "__main__":
-    sys.exit(main(as_json="--json" in sys.argv))

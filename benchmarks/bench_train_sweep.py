@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from typing import Any
 
 import provenance  # first: it notes the load average the run starts under
@@ -164,18 +163,9 @@ def summary(figures: dict[str, Any]) -> str:
 
 
 def main(as_json: bool = False) -> int:
-    figures = {"runs": recorded_runs()}
+    """`prorl bench train_sweep [--json]`."""
     return provenance.publish(
-        "train_sweep",
-        figures,
-        as_json=as_json,
-        render=render,
-        summary=summary,
-        simulated=SIMULATED,
-        ours="every recorded `prorl train` run of the default config (git history of train.json)",
+        "train_sweep", {"runs": recorded_runs()}, as_json=as_json, render=render, summary=summary,
+        simulated=SIMULATED, ours="every recorded `prorl train` run of the default config (git history of train.json)",
         against="each other: the settings each run changed (steps, prompts, rehearsal, KL, learning rate)",
-    )
-
-
-if __name__ == "__main__":
-    sys.exit(main("--json" in sys.argv))
+    )  # fmt: skip

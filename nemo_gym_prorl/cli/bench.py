@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import inspect
 import sys
 from types import ModuleType
 
@@ -60,7 +61,15 @@ def _bench(args: argparse.Namespace) -> int:
             check_recordable(allow_dirty=args.allow_dirty)
         except DirtyTreeError as exc:
             return failed("bench", exc)
-    return int(load_benchmark(args.name).main(as_json=args.json) or 0)
+    benchmark = load_benchmark(args.name)
+    if not args.options:
+        return int(benchmark.main(as_json=args.json) or 0)
+    if "argv" not in inspect.signature(benchmark.main).parameters:
+        return failed("bench", f"{args.name} takes no options of its own (given: {' '.join(args.options)})")
+    if args.name == "harness":  # its options are those of `python benchmarks/bench_harness.py`
+        flags = [*(["--json"] if args.json else []), *(["--allow-dirty"] if args.allow_dirty else [])]
+        return int(benchmark.main(argv=[*flags, *args.options]) or 0)
+    return int(benchmark.main(as_json=args.json, argv=args.options) or 0)
 
 
 def add_bench_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -75,4 +84,7 @@ def add_bench_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     bench.add_argument("--allow-dirty", action="store_true",
                        help="with --json: record even with uncommitted changes (the file says so)")  # fmt: skip
+    bench.add_argument("options", nargs="*", metavar="OPTION",
+                       help="after `--`, the benchmark's own: rl_families POLICY; harness --policy DIR, "
+                       "--repetitions N, --rollouts N, --no-grpo")  # fmt: skip
     bench.set_defaults(func=_bench)

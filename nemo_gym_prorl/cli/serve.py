@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import sys
 from pathlib import Path
 from typing import Any
 
-from nemo_gym_prorl.cli.failure import failed
+from nemo_gym_prorl.cli.failure import failed, load_or_stop
 from nemo_gym_prorl.service.config import ConfigError, ServeConfig, load_config
 
 READY_PREFIX = "prorl serve: listening on "
@@ -40,13 +39,14 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def handle_serve(args: argparse.Namespace) -> int:
-    try:
-        config = load_config(args.overrides, args.config_dir)
-    except ConfigError as exc:
-        return failed("serve", exc)
-    if args.print_config:
-        print(json.dumps(config.model_dump(mode="json"), indent=2))
-        return 0
+    config = load_or_stop(
+        "serve",
+        lambda: load_config(args.overrides, args.config_dir),
+        ConfigError,
+        print_config=args.print_config,
+    )
+    if isinstance(config, int):
+        return config
     try:
         asyncio.run(serve(config))
     except ConfigError as exc:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from nemo_gym_prorl.cli.failure import failed
+from nemo_gym_prorl.cli.failure import failed, load_or_stop
 
 
 def _train(args: argparse.Namespace) -> int:
@@ -21,13 +21,12 @@ def _train(args: argparse.Namespace) -> int:
     from nemo_gym_prorl.training.report import write_results
     from nemo_gym_prorl.training.trainer_process import TrainerFailed
 
-    try:
-        config = load_train_config(args.config, args.overrides)
-    except TrainConfigError as exc:
-        return failed("train", exc)
-    if args.print_config:
-        print(config.model_dump_json(indent=2))
-        return 0
+    config = load_or_stop(
+        "train", lambda: load_train_config(args.config, args.overrides), TrainConfigError,
+        print_config=args.print_config,
+    )  # fmt: skip
+    if isinstance(config, int):
+        return config
     if config.record:  # refused on a dirty tree before the run, not after it
         from nemo_gym_prorl.provenance import DirtyTreeError, check_recordable
 

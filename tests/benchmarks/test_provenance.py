@@ -119,6 +119,18 @@ def test_prorl_bench_report_check_passes_on_the_committed_table(capsys) -> None:
     assert "tables match" in capsys.readouterr().out
 
 
+def test_a_benchmark_gets_its_own_options_after_the_separator_and_one_without_any_is_refused(
+    capsys, tmp_path
+) -> None:
+    from nemo_gym_prorl.cli import main
+
+    assert main(["bench", "tools", "--", "--fast"]) == 2
+    assert "tools takes no options of its own (given: --fast)" in capsys.readouterr().err
+    # rl_families reads its policy from them, not from the command line's own words
+    assert main(["bench", "rl_families", "--", str(tmp_path / "nowhere")]) == 2
+    assert f"no SFT policy (a checkpoint or an adapter) at {tmp_path / 'nowhere'}" in capsys.readouterr().err
+
+
 def test_a_run_that_records_is_refused_on_a_dirty_tree_before_it_starts_unless_told(
     monkeypatch, capsys
 ) -> None:
@@ -132,7 +144,7 @@ def test_a_run_that_records_is_refused_on_a_dirty_tree_before_it_starts_unless_t
     monkeypatch.setattr(core, "_dirty_allowed", False)
     ran: list[str] = []
     monkeypatch.setattr(bench_cli, "load_benchmark", lambda name: ran.append(name))
-    args = argparse.Namespace(name="tools", json=True, check=False, allow_dirty=False)
+    args = argparse.Namespace(name="tools", json=True, check=False, allow_dirty=False, options=[])
     assert bench_cli._bench(args) == 2 and ran == []  # refused before the benchmark ran
     assert "uncommitted changes" in capsys.readouterr().err
     with pytest.raises(core.DirtyTreeError, match="--allow-dirty"):

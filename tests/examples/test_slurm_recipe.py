@@ -265,6 +265,7 @@ def test_the_slurm_recipe_serves_rollouts_on_a_one_node_slurm_and_leaves_nothing
         "VENV": str(Path(sys.executable).parent.parent),
         "SANDBOX": "",  # from the machine: bubblewrap here, where there is no Apptainer
         "RAY_PORT": str(free_port()),
+        "RAY_CLIENT_PORT": str(free_port()),  # Ray's 10001 may be another test's head
         "SERVE_PORT": str(free_port()),
         "SLOTS_PER_NODE": "4",
         "CPUS_PER_NODE": "1",

@@ -48,6 +48,19 @@ def adapter(tmp_path: Path, name: str) -> PolicySource:
     return PolicySource(adapter_path=str(directory))
 
 
+async def refused(pool: LLMBackendPool, version: int, source: PolicySource) -> PolicyLoadError:
+    """Publishing `source` as `version` is refused by every backend: the error says which version
+    keeps serving, and that one still does."""
+    current = pool.policy.version
+    with pytest.raises(
+        PolicyLoadError,
+        match=rf"version {version} .*loaded by no backend, so version {current} keeps serving",
+    ) as info:
+        await pool.policy.publish(version, source)
+    assert pool.policy.version == current
+    return info.value
+
+
 def session(pool: LLMBackendPool, key: str = "t") -> TokenSession:
     return TokenSession(pool, VLLMCompletionsDialect(), model="fake", trajectory_id=key)
 
@@ -136,13 +149,9 @@ async def test_a_bad_adapter_path_is_a_clear_error_and_the_old_version_keeps_ser
     async with pool_for(a.url, b.url) as pool:
         await pool.policy.publish(1, adapter(tmp_path, "step1"))
         missing = str(tmp_path / "no-such-adapter")
-        with pytest.raises(
-            PolicyLoadError, match="was loaded by no backend, so version 1 keeps serving"
-        ) as info:
-            await pool.policy.publish(2, PolicySource(adapter_path=missing))
-        assert missing in info.value.message and "No adapter found" in info.value.message
-        assert info.value.report.loaded == []
-        assert pool.policy.version == 1
+        error = await refused(pool, 2, PolicySource(adapter_path=missing))
+        assert missing in error.message and "No adapter found" in error.message
+        assert error.report.loaded == []
         assert all(e.healthy for e in pool.stats().endpoints)  # nobody ejected for a bad path
         turn = await session(pool).generate([SYSTEM, USER])
         # A retry of the same version with a good path works.
@@ -311,11 +320,7 @@ async def test_weights_that_no_backend_can_read_are_a_clear_error_and_the_old_ve
     backend = await fake_llm()
     async with pool_for(backend.url) as pool:
         await pool.policy.publish(1, weights(tmp_path, "merged1"))
-        with pytest.raises(
-            PolicyLoadError, match=r"version 2 .* loaded by no backend, so version 1 keeps serving"
-        ):
-            await pool.policy.publish(2, PolicySource(weights_path=str(tmp_path / "missing")))
-        assert pool.policy.version == 1
+        await refused(pool, 2, PolicySource(weights_path=str(tmp_path / "missing")))
         # The failed reload ejected it; the probe reloads the weights that are current.
         await eventually(lambda: pool.stats().endpoints[0].healthy)
         turn = await session(pool).generate([SYSTEM, USER])

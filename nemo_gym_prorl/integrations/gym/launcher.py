@@ -423,6 +423,16 @@ def status(state_dir: Path = DEFAULT_STATE_DIR) -> dict[str, Any]:
     }
 
 
+def server_test_dirs(domains: Sequence[str]) -> list[str]:
+    """The server folders whose tests `run_server_tests` runs: each domain's resources server, then
+    the environment server in front of every domain's agent."""
+    chosen = list(DOMAINS) if list(domains) == ["mixed"] else list(domains)
+    unknown = sorted(set(chosen) - set(DOMAINS))
+    if unknown:
+        raise LaunchError(f"unknown domain(s) {unknown}; choose from {list(DOMAINS)} or mixed")
+    return [*(f"resources_servers/prorl_{d}" for d in chosen), ENVIRONMENT_SERVER_DIR]
+
+
 def run_server_tests(
     domains: Sequence[str], *, state_dir: Path = DEFAULT_STATE_DIR, echo: Echo = print
 ) -> int:
@@ -430,13 +440,8 @@ def run_server_tests(
     (`ng_test`), in this venv: the
     shared-venv links replace Gym's per-server venvs, which cannot be built offline. Returns the
     number of servers whose tests failed."""
-    chosen = list(DOMAINS) if list(domains) == ["mixed"] else list(domains)
-    unknown = sorted(set(chosen) - set(DOMAINS))
-    if unknown:
-        raise LaunchError(f"unknown domain(s) {unknown}; choose from {list(DOMAINS)} or mixed")
+    dirs = server_test_dirs(domains)
     venvs = state_dir.resolve() / "venvs"
-    # The environment server in front of every domain's agent is tested the same way.
-    dirs = [*(f"resources_servers/prorl_{d}" for d in chosen), ENVIRONMENT_SERVER_DIR]
     link_venvs(venvs, dirs)
     env = {
         **os.environ,

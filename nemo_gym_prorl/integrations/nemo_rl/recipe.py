@@ -10,6 +10,8 @@ instead of merging into it; NeMo RL's resolvers `add`, `mul`, `div`, `max` serve
 
 from __future__ import annotations
 
+import copy
+import functools
 from pathlib import Path
 from typing import Any
 
@@ -31,12 +33,19 @@ def register_resolvers() -> None:
 
 
 def _merge_with_override(base: DictConfig, override: DictConfig) -> DictConfig:
-    for key in list(override.keys()):
-        if OmegaConf.is_missing(override, key):
-            continue
-        value = override[key]
-        if isinstance(value, DictConfig) and value.get("_override_", False):
-            value.pop("_override_")
+    """`OmegaConf.merge(base, override)`, except that an override section marked `_override_: true`
+    replaces the base's. Neither argument changes: both may be cached files."""
+    replaced = [
+        key
+        for key in override.keys()
+        if not OmegaConf.is_missing(override, key)
+        and isinstance(override[key], DictConfig)
+        and override[key].get("_override_", False)
+    ]
+    if replaced:
+        base, override = copy.deepcopy(base), copy.deepcopy(override)
+        for key in replaced:
+            override[key].pop("_override_")
             if key in base:
                 base.pop(key)
     merged = OmegaConf.merge(base, override)
@@ -45,6 +54,14 @@ def _merge_with_override(base: DictConfig, override: DictConfig) -> DictConfig:
 
 
 def _load(path: Path, depth: int) -> DictConfig:
+    stat = path.stat()
+    return _load_file(path.resolve(), stat.st_mtime_ns, stat.st_size, depth)
+
+
+# Recipes share their parents (most of NeMo RL's examples start from the same few files): each
+# file is parsed and merged once while it is unchanged, not once per recipe naming it.
+@functools.lru_cache(maxsize=256)
+def _load_file(path: Path, _mtime_ns: int, _size: int, depth: int) -> DictConfig:
     if depth > MAX_DEPTH:
         raise ValueError(f"{path}: `defaults` nests deeper than {MAX_DEPTH} files")
     config = OmegaConf.load(path)
