@@ -37,7 +37,7 @@ def _merge_with_override(base: DictConfig, override: DictConfig) -> DictConfig:
     replaces the base's. Neither argument changes: both may be cached files."""
     replaced = [
         key
-        for key in override.keys()
+        for key in override
         if not OmegaConf.is_missing(override, key)
         and isinstance(override[key], DictConfig)
         and override[key].get("_override_", False)
