@@ -34,7 +34,9 @@ def test_record_writes_figures_with_commit_machine_versions_and_simulated_parts(
 def test_a_run_records_the_commit_it_started_at_even_when_head_moves(monkeypatch) -> None:
     import nemo_gym_prorl.provenance as core
 
-    started = core.commit()
+    started = {"sha": "a" * 40, "dirty": False}  # as at import, whatever the checkout is doing now
+    monkeypatch.setattr(core, "_COMMIT_AT_IMPORT", started)
+    monkeypatch.setattr(core, "commit", lambda: started)
     assert core.run_commit() == started  # nothing moved since import
     moved = {"sha": "f" * 40, "dirty": False}
     monkeypatch.setattr(core, "commit", lambda: moved)
