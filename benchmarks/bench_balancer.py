@@ -25,7 +25,6 @@ import heapq
 import itertools
 import random
 import statistics
-import sys
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -361,17 +360,8 @@ SUMMARY = (
 summary = SUMMARY.format_map
 
 
-def main(as_json: bool = False) -> int:
-    """`prorl bench balancer [--json]`: with --json, progress goes to stderr and stdout holds one
-    JSON object."""
-
-    def progress(message: str) -> None:
-        print(f"[bench balancer] {message}", file=sys.stderr if as_json else sys.stdout, flush=True)
-
-    result = asyncio.run(run_benchmark(BenchConfig(), progress=progress))
-    return provenance.publish(
-        "balancer", result, as_json=as_json, render=format_report, summary=summary, simulated=SIMULATED,
-        ours="least-in-flight + sticky pool (4 simulated backends at 1x/1x/2x/4x)",
-        against="ProRL's assignment heap; least connections without stickiness; round robin",
-        show_simulated=False,
-    )  # fmt: skip
+main = provenance.Benchmark(
+    "balancer", lambda say: run_benchmark(BenchConfig(), progress=say), format_report, summary, SIMULATED, show_simulated=False,
+    ours="least-in-flight + sticky pool (4 simulated backends at 1x/1x/2x/4x)",
+    against="ProRL's assignment heap; least connections without stickiness; round robin",
+).main  # fmt: skip

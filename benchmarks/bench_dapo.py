@@ -30,7 +30,6 @@ collects STEPS training steps of B informative groups.
 
 from __future__ import annotations
 
-import asyncio
 import random
 import time
 from typing import Any
@@ -286,11 +285,8 @@ def summary(r: dict[str, Any]) -> str:
     )
 
 
-def main(as_json: bool = False) -> int:
-    """`prorl bench dapo [--json]`."""
-    report = asyncio.run(benchmark())
-    return provenance.publish(
-        "dapo", report, as_json=as_json, render=format_report, summary=summary, simulated=SIMULATED,
-        ours="async replenishment with carry-over (real pipeline and DAPO scheduler)",
-        against="NeMo RL's synchronous batch re-sampling (`use_dynamic_sampling`), same concurrency",
-    )  # fmt: skip
+main = provenance.Benchmark(
+    "dapo", lambda say: benchmark(), format_report, summary, SIMULATED,
+    ours="async replenishment with carry-over (real pipeline and DAPO scheduler)",
+    against="NeMo RL's synchronous batch re-sampling (`use_dynamic_sampling`), same concurrency",
+).main  # fmt: skip

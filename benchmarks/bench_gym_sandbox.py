@@ -15,7 +15,6 @@ on PATH; each is listed with why it was not measured. Nothing here is simulated.
 
 from __future__ import annotations
 
-import asyncio
 import shutil
 import statistics
 import subprocess
@@ -113,11 +112,8 @@ def render(r: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def main(as_json: bool = False) -> int:
-    results = asyncio.run(measure())
-    return provenance.publish(
-        "gym_sandbox", results, as_json=as_json, render=render, summary=summary, simulated=SIMULATED,
-        ours="the `bubblewrap` Gym sandbox provider (isolated, persistent namespaces)",
-        against="Gym's built-in `local` provider (host subprocess, no isolation)",
-        show_simulated=False,
-    )  # fmt: skip
+main = provenance.Benchmark(
+    "gym_sandbox", lambda say: measure(), render, summary, SIMULATED, show_simulated=False,
+    ours="the `bubblewrap` Gym sandbox provider (isolated, persistent namespaces)",
+    against="Gym's built-in `local` provider (host subprocess, no isolation)",
+).main  # fmt: skip

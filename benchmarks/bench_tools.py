@@ -115,11 +115,8 @@ SUMMARY = (
 summary = SUMMARY.format_map
 
 
-def main(as_json: bool = False) -> int:
-    results = asyncio.run(measure())
-    return provenance.publish(
-        "tools", results, as_json=as_json, render=render, summary=summary, simulated=SIMULATED,
-        ours="PTY shell in bubblewrap, IPython kernel, sandbox start",
-        against="tmux at its best (wait-for signalling; capture-pane loop), a fresh subprocess",
-        show_simulated=False,
-    )  # fmt: skip
+main = provenance.Benchmark(
+    "tools", lambda say: measure(), render, summary, SIMULATED, show_simulated=False,
+    ours="PTY shell in bubblewrap, IPython kernel, sandbox start",
+    against="tmux at its best (wait-for signalling; capture-pane loop), a fresh subprocess",
+).main  # fmt: skip

@@ -162,10 +162,8 @@ def summary(figures: dict[str, Any]) -> str:
     return f"{len(figures['runs'])} recorded runs; " + "; ".join(parts)
 
 
-def main(as_json: bool = False) -> int:
-    """`prorl bench train_sweep [--json]`."""
-    return provenance.publish(
-        "train_sweep", {"runs": recorded_runs()}, as_json=as_json, render=render, summary=summary,
-        simulated=SIMULATED, ours="every recorded `prorl train` run of the default config (git history of train.json)",
-        against="each other: the settings each run changed (steps, prompts, rehearsal, KL, learning rate)",
-    )  # fmt: skip
+main = provenance.Benchmark(
+    "train_sweep", lambda say: {"runs": recorded_runs()}, render, summary, SIMULATED,
+    ours="every recorded `prorl train` run of the default config (git history of train.json)",
+    against="each other: the settings each run changed (steps, prompts, rehearsal, KL, learning rate)",
+).main  # fmt: skip

@@ -13,10 +13,13 @@ the figures are contended, and the file says so), Python and key package version
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 import json
 import re
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +58,39 @@ def publish(
         print("simulated: " + "; ".join(simulated))
     print(json.dumps(figures) if as_json else render(figures), flush=True)
     return 0
+
+
+Say = Callable[[str], None]
+Figures = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    """A benchmark as `prorl bench NAME [--json]` runs it: measure, then print the report (and
+    with --json record the figures and print them as one JSON object). `measure` gets where to
+    say its progress (stderr under --json, so stdout holds only the figures); `ours` and
+    `against` are templates over the figures, for the results file and the README table."""
+
+    name: str
+    measure: Callable[[Say], Awaitable[Figures] | Figures]
+    render: Callable[[Figures], str]
+    summary: Callable[[Figures], str]
+    simulated: Sequence[str]
+    ours: str
+    against: str
+    show_simulated: bool = True
+
+    def main(self, as_json: bool = False) -> int:
+        def say(message: str) -> None:
+            print(f"[bench {self.name}] {message}", file=sys.stderr if as_json else sys.stdout, flush=True)
+
+        measured = self.measure(say)
+        figures = asyncio.run(measured) if inspect.isawaitable(measured) else measured
+        return publish(
+            self.name, figures, as_json=as_json, render=self.render, summary=self.summary,
+            simulated=self.simulated, ours=self.ours.format_map(figures),
+            against=self.against.format_map(figures), show_simulated=self.show_simulated,
+        )  # fmt: skip
 
 
 def load_results(results_dir: Path | None = None) -> list[dict[str, Any]]:

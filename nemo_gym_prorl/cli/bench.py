@@ -45,6 +45,7 @@ def _load_module(stem: str) -> ModuleType:
     spec = importlib.util.spec_from_file_location(f"prorl_{stem}", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # as an import does: dataclasses look their module up there
     spec.loader.exec_module(module)
     return module
 

