@@ -32,9 +32,10 @@ def register_resolvers() -> None:
             OmegaConf.register_new_resolver(name, fn)
 
 
-def _merge_with_override(base: DictConfig, override: DictConfig) -> DictConfig:
+def _merge_with_override(base: DictConfig | None, override: DictConfig) -> DictConfig:
     """`OmegaConf.merge(base, override)`, except that an override section marked `_override_: true`
-    replaces the base's. Neither argument changes: both may be cached files."""
+    replaces the base's; no base is an empty one. Neither argument changes: both may be cached
+    files."""
     replaced = [
         key
         for key in override
@@ -42,6 +43,9 @@ def _merge_with_override(base: DictConfig, override: DictConfig) -> DictConfig:
         and isinstance(override[key], DictConfig)
         and override[key].get("_override_", False)
     ]
+    if base is None and not replaced:
+        return override  # merging into nothing copies it, and nobody changes it
+    base = OmegaConf.create({}) if base is None else base
     if replaced:
         base, override = copy.deepcopy(base), copy.deepcopy(override)
         for key in replaced:
@@ -76,7 +80,7 @@ def _load_file(path: Path, _mtime_ns: int, _size: int, depth: int) -> DictConfig
         names = [str(p) for p in parents]
     else:
         raise ValueError(f"{path}: `defaults` must be a file name or a list of them")
-    base = OmegaConf.create({})
+    base: DictConfig | None = None
     for name in names:
         parent = Path(name) if name.startswith("/") else path.parent / name
         base = _merge_with_override(base, _load(parent, depth + 1))
