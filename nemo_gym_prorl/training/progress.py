@@ -72,7 +72,8 @@ def grpo_step_line(step: Mapping[str, Any], steps: int) -> str:
         f"{step['informative_groups']}/{step['groups']} informative groups"
         f"{f' ({g} guided by a demonstration)' if (g := step.get('guided_groups')) else ''}, "
         f"{step['tool_calls']:.2f} tool calls, {step['turns']:.2f} turns per rollout, "
-        f"staleness {step['staleness']}, versions {step['policy_versions']}, {step['masked']} masked"
+        f"staleness {step['staleness']} ({step.get('staleness_at_update')} at the update), "
+        f"versions {step['policy_versions']}, {step['masked']} masked"
         f"{_harness(step.get('merged_share'), step.get('delivered_share'))}; "
         f"rollouts {step['rollout_s']:.0f}s at {step['rollout_tokens_per_s']:.0f} tok/s; {train}"
     )

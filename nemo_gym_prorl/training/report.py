@@ -199,7 +199,8 @@ class TrainReport(BaseModel):
             # A flag does not excuse a stale rollout: the run's bound must hold.
             "staleness_within_bound_every_step": bool(self.grpo_steps)
             and all(
-                s.get("staleness") is not None and (bound is None or s["staleness"] <= bound)
+                s.get("staleness") is not None
+                and (bound is None or max(s["staleness"], s.get("staleness_at_update") or 0) <= bound)
                 for s in self.grpo_steps
             ),
             # Each rollout, not each step's union: a step reports how many recorded none.

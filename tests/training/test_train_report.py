@@ -196,6 +196,9 @@ def test_a_stale_step_an_unversioned_rollout_or_a_mismatch_just_past_its_bound_f
     # Past the bound, even with the service's stale flag set: the flag does not excuse it.
     r.grpo_steps = [step(1, 1e-5), {**step(2, 1e-5, staleness=bound + 1), "stale": 3}]
     assert not r._checks()["staleness_within_bound_every_step"]
+    # Fresh when they finished, but trained on after the policy moved past the bound.
+    r.grpo_steps = [step(1, 1e-5), {**step(2, 1e-5, staleness=0), "staleness_at_update": bound + 1}]
+    assert not r._checks()["staleness_within_bound_every_step"]
     # One rollout of the step recorded no version, though the step's union of versions is not empty.
     r.grpo_steps = [step(1, 1e-5), step(2, 1e-5, unversioned=1)]
     assert not r._checks()["every_rollout_records_its_versions"]

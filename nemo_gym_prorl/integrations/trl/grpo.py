@@ -55,7 +55,14 @@ def delivered_share(stats: RolloutStats, rollout: ServiceRollout) -> float | Non
     return round(delivered / stats.generated_tokens, 4) if stats.generated_tokens else None
 
 
-def rollout_fields(stats: RolloutStats, rollout: ServiceRollout) -> dict[str, Any]:
+def staleness_at_update(stats: RolloutStats, updated_version: int) -> int | None:
+    """How many versions the policy a step updates is ahead of the oldest policy its rollouts
+    used. The service judges a rollout's staleness when it finishes; a rollout collected ahead
+    finishes before the previous step publishes, and is one version old when it is trained on."""
+    return updated_version - min(stats.policy_versions) if stats.policy_versions else None
+
+
+def rollout_fields(stats: RolloutStats, rollout: ServiceRollout, updated_version: int) -> dict[str, Any]:
     return {
         "rollouts": stats.rollouts,
         "masked": stats.masked,
@@ -67,6 +74,7 @@ def rollout_fields(stats: RolloutStats, rollout: ServiceRollout) -> dict[str, An
         "generated_tokens": stats.generated_tokens,
         "policy_versions": stats.policy_versions,
         "staleness": stats.max_staleness,
+        "staleness_at_update": staleness_at_update(stats, updated_version),
         "stale": stats.stale,
         "unversioned": stats.unversioned,
         "stop_reasons": stats.stop_reasons,
@@ -96,7 +104,7 @@ def simulate(job: GrpoJob, prompts: list[str], rollout: ServiceRollout) -> None:
             simulated=True,
             train_s=job.simulated_step_s,
             step_s=round(time.monotonic() - t0, 2),
-            **rollout_fields(stats, rollout),
+            **rollout_fields(stats, rollout, job.version_offset),  # a sleep publishes nothing
         )
     emit(
         "done",
@@ -218,7 +226,8 @@ def train(job: GrpoJob, prompts: list[str], rollout: ServiceRollout, client: Ser
                     **(published.fields() if published else {}),
                     "version": job.version_offset + int(state.global_step),
                 },
-                **rollout_fields(stats, rollout),
+                # this step updated the policy the previous one published
+                **rollout_fields(stats, rollout, job.version_offset + int(state.global_step) - 1),
                 mismatch=mismatch.model_dump(),
                 loss=None,
                 train_s=round(train_s, 2),

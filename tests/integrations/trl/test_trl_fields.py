@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from trl_venv import run_in_model_venv
 
-from nemo_gym_prorl.integrations.trl.grpo import rollout_fields
+from nemo_gym_prorl.integrations.trl.grpo import rollout_fields, staleness_at_update
 from nemo_gym_prorl.llm.dialects.structured import DecodingRecord, decoding_summary
 from nemo_gym_prorl.llm.records import TurnRecord
 from nemo_gym_prorl.pipeline.job import Evaluation, JobResult, JobState, Trajectory
@@ -221,8 +221,19 @@ def test_a_steps_stats_say_how_many_rollouts_were_masked_for_constrained_decodin
     stats = RolloutStats.of(constrained_group())
     assert stats.scored == 1 and stats.masked == 2
     rollout: Any = SimpleNamespace(last_seconds=1.0, last_guided=0, last_samples=[])
-    step = rollout_fields(stats, rollout)
+    step = rollout_fields(stats, rollout, updated_version=0)
     assert step["masked"] == 2 and step["mask_reasons"] == {"constrained decoding": 2}
+
+
+def test_a_step_trained_on_rollouts_of_an_older_policy_says_how_much_older_at_the_update() -> None:
+    # Fresh when they finished: the service judged them 0 versions stale.
+    stats = RolloutStats.of(constrained_group()).model_copy(
+        update={"policy_versions": [4], "max_staleness": 0}
+    )
+    # Collected ahead: the previous step published version 5 before this one trained on them.
+    assert staleness_at_update(stats, updated_version=5) == 1
+    assert staleness_at_update(stats, updated_version=4) == 0
+    assert staleness_at_update(stats.model_copy(update={"policy_versions": []}), 5) is None
 
 
 def test_the_reward_function_refuses_to_run_without_the_service_fields() -> None:
