@@ -9,7 +9,7 @@ export RAY_AUTH_MODE := disabled
 # again by every process.
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: venv setup demo test lint bench lock clean
+.PHONY: venv setup demo test test-e2e lint bench lock clean
 
 # The project venv, exactly as uv.lock says (plus system tools and the pinned uv).
 venv:
@@ -25,16 +25,21 @@ setup: venv
 demo: setup
 	@$(PRORL) demo
 
-# `make test`: three pytest workers (pytest-xdist) that take whole modules (`--dist loadfile`), in
-# the order the suite's conftest sorts them (the whole training loop, then every slow module, then
-# the rest: `--no-loadscope-reorder` keeps xdist from sorting by test count), sharing one vLLM
-# server, one OpenMP thread per process (or the trainers and the vLLM server spin against each
-# other). On 2 cores: about 10 min of pytest. `make test TEST_WORKERS=1` runs one process.
+# `make test`: every test but the end-to-end ones, with three pytest workers (pytest-xdist) that
+# take whole modules (`--dist loadfile`), in the order the suite's conftest sorts them (every slow
+# module first, then the rest: `--no-loadscope-reorder` keeps xdist from sorting by test count),
+# sharing one vLLM server, one OpenMP thread per process (or the trainers and the vLLM server spin
+# against each other). `make test TEST_WORKERS=1` runs one process.
+# `make test-e2e`: the whole paths a user runs, end to end (marker `e2e`: the RL loop, the Gym stack
+# as the example starts it, the installed wheel, the Slurm recipe), two workers. CI runs both.
 TEST_WORKERS ?= 3
 test: setup
 	@if [ "$(TEST_WORKERS)" -gt 1 ]; then \
-		OMP_NUM_THREADS=1 .venv/bin/python -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder; \
-	else .venv/bin/python -m pytest; fi
+		OMP_NUM_THREADS=1 .venv/bin/python -m pytest -m "not e2e" -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder; \
+	else .venv/bin/python -m pytest -m "not e2e"; fi
+
+test-e2e: setup
+	@OMP_NUM_THREADS=1 .venv/bin/python -m pytest -m e2e -n 2 --dist loadfile --no-loadscope-reorder
 
 lint: venv
 	@.venv/bin/ruff check . && .venv/bin/ruff format --check .
