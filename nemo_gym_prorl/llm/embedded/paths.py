@@ -53,6 +53,14 @@ VENV_IMPORTS = (
     "vllm.v1.engine.core",
     "vllm.v1.worker.cpu_worker",
     "vllm.model_executor.models.llama",
+    # what a trainer process imports beyond the lazy top levels of TRL, transformers and PEFT: the
+    # trainers, the Trainer they extend, the model's code, LoRA (compiled here once, not by each of
+    # the first trainer processes side by side)
+    "trl.trainer.grpo_trainer",
+    "trl.trainer.sft_trainer",
+    "transformers.trainer",
+    "transformers.models.llama.modeling_llama",
+    "peft.tuners.lora",
 )
 
 # Bump when the recipe changes: a different stamp makes `setup()` redo that step. The venv's
