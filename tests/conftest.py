@@ -30,6 +30,15 @@ _REQUIRED_BINARIES: dict[str, tuple[tuple[str, ...], str]] = {
 
 
 SLOWEST_MODULE = Path(__file__).parent / "training" / "test_train_loop.py"
+# The whole paths a user runs, end to end (marked `e2e`: `make test-e2e` runs them, `make test`
+# the rest): the RL loop, the Gym stack as the example starts it, the installed wheel, the Slurm
+# recipe. Together they take a third of the suite's CPU.
+END_TO_END_MODULES = {
+    SLOWEST_MODULE,
+    Path(__file__).parent / "e2e" / "test_gym_e2e.py",
+    Path(__file__).parent / "test_wheel.py",
+    Path(__file__).parent / "examples" / "test_slurm_recipe.py",
+}
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -41,7 +50,11 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(cpu_profile.CpuProfile(Path(profile).resolve()), "prorl-cpu-profile")
 
 
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects by marker
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.path in END_TO_END_MODULES:
+            item.add_marker(pytest.mark.e2e)
     for marker, (binaries, reason) in _REQUIRED_BINARIES.items():
         if any(shutil.which(b) for b in binaries):
             continue

@@ -17,7 +17,6 @@ from nemo_gym_prorl.llm.embedded.setup import uv_binary
 
 ROOT = project_root()
 pytestmark = [
-    pytest.mark.e2e,
     pytest.mark.slow,
     pytest.mark.timeout(900),
     pytest.mark.skipif(

@@ -36,13 +36,7 @@ from nemo_gym_prorl.integrations.gym.launcher import StackState, down, free_port
 from nemo_gym_prorl.integrations.gym.processes import alive
 from nemo_gym_prorl.llm.embedded import VLLMServer
 
-pytestmark = [
-    pytest.mark.e2e,
-    pytest.mark.vllm,
-    pytest.mark.bwrap,
-    pytest.mark.slow,
-    pytest.mark.timeout(900),
-]
+pytestmark = [pytest.mark.vllm, pytest.mark.bwrap, pytest.mark.slow, pytest.mark.timeout(900)]
 
 REPO = project_root()
 ROWS = REPO / "resources_servers" / "prorl_math" / "data" / "example.jsonl"

@@ -32,7 +32,6 @@ from nemo_gym_prorl.llm.embedded import VLLMServer
 from ray_local import START_NICE
 
 pytestmark = [
-    pytest.mark.e2e,
     pytest.mark.vllm,
     pytest.mark.bwrap,
     pytest.mark.slow,

@@ -46,13 +46,7 @@ from nemo_gym_prorl.training.report import TrainReport
 from nemo_gym_prorl.training.session import start_backend
 from nemo_gym_prorl.training.trainer_process import trainer_env
 
-pytestmark = [
-    pytest.mark.e2e,
-    pytest.mark.slow,
-    pytest.mark.vllm,
-    pytest.mark.bwrap,
-    pytest.mark.timeout(1800),
-]
+pytestmark = [pytest.mark.slow, pytest.mark.vllm, pytest.mark.bwrap, pytest.mark.timeout(1800)]
 
 # In the model venv: the mean |recomputed - recorded| log-prob of the model tokens of the last
 # step's rollouts, with the base model and with the adapter those rollouts were served with
