@@ -8,9 +8,13 @@ A competent agent's four replies, each one bash block:
 
     1. locate: `grep -rn 'def <function>' --include='*.py' .` (the function, or class, the
        statement names and the fix touches, from the hunk's header);
-    2. read: `sed -n '<first>,<last>p' <file>` (the lines the fix changes, with their context);
-    3. edit: `python3 -c` that replaces the changed lines, with one line of context either side,
-       and fails unless they occur exactly once (a wrong edit must not pass silently);
+    2. read: `grep -n '' <file> | sed -n '<first>,<last>p'` (the lines the fix changes, with
+       their context, each after its number);
+    3. edit: `sed -i '<a>,<b>c\\<new lines>' <file>`: the wrong lines, by the numbers the read
+       showed, replaced by the right ones (a fix that only adds lines replaces the line before
+       them with itself and them). Short on purpose: a small model writes a one-token change into
+       a line it copies, where repeating the lines to replace (`python3 -c` with `str.replace`)
+       took 140-290 tokens, past the reply budget for the longest;
     4. submit: the harness's marker (the SWE task grades the sandbox's `git diff` itself).
 
 The demonstration is one file and one hunk: generated instances are one mutation each; a patch
@@ -37,8 +41,8 @@ class Fix:
     first_line: int  # the hunk's first line in the buggy file
     last_line: int
     definition: str | None  # `def f` or `class C`: what the hunk header names (git's context line)
-    old: str  # the changed lines with one line of context either side, as in the buggy file
-    new: str  # the same lines after the fix
+    replaced: tuple[int, int]  # the buggy file's lines the fix replaces, first and last
+    new: tuple[str, ...]  # the lines that replace them
 
 
 def fix_of(patch: str) -> Fix:
@@ -58,18 +62,28 @@ def fix_of(patch: str) -> Fix:
     changed = [i for i, line in enumerate(body) if line[:1] in ("-", "+")]
     if not changed:
         raise DemonstrationError("the patch changes no line")
-    first, last = max(changed[0] - 1, 0), min(changed[-1] + 1, len(body) - 1)
+    first, last = changed[0], changed[-1]
+    if not any(body[i][:1] == "-" for i in changed):
+        if first == 0:
+            raise DemonstrationError("the patch adds lines before any line of its hunk")
+        first -= 1  # only added lines: the line before them is replaced by itself and them
+    # buggy-file line numbers: each line of the hunk that is not an addition is one of its lines
+    numbers: list[int] = []
+    at = start
+    for line in body:
+        numbers.append(at)
+        if line[:1] != "+":
+            at += 1
     window = body[first : last + 1]
-    old = [line[1:] for line in window if line[:1] != "+"]
-    new = [line[1:] for line in window if line[:1] != "-"]
+    olds = [numbers[first + i] for i, line in enumerate(window) if line[:1] != "+"]
     definition = _DEFINITION.search(context)
     return Fix(
         path=paths[0],
         first_line=start,
         last_line=start + count - 1,
         definition=definition.group(0) if definition else None,
-        old="\n".join(old) + "\n",
-        new="\n".join(new) + "\n",
+        replaced=(olds[0], olds[-1]),
+        new=tuple(line[1:] for line in window if line[:1] != "-"),
     )
 
 
@@ -81,18 +95,32 @@ def locate_text(fix: Fix) -> str:
 
 
 def read_text(fix: Fix) -> str:
-    """The second: show the lines the fix changes."""
-    return bash_block(f"sed -n '{fix.first_line},{fix.last_line}p' {shlex.quote(fix.path)}")
+    """The second: show the lines the fix changes, each after its number (the edit's addresses)."""
+    return bash_block(f"grep -n '' {shlex.quote(fix.path)} | sed -n '{fix.first_line},{fix.last_line}p'")
 
 
 def edit_text(fix: Fix) -> str:
-    """The third: replace the lines, refusing unless they occur exactly once."""
-    code = (
-        f"import pathlib; p = pathlib.Path({fix.path!r}); s = p.read_text(); old = {fix.old!r}; "
-        f"assert s.count(old) == 1, 'the lines to replace occur ' + str(s.count(old)) + ' times'; "
-        f"p.write_text(s.replace(old, {fix.new!r}))"
-    )
-    return bash_block(f"python3 -c {shlex.quote(code)}")
+    """The third: replace the wrong lines, by number, with the right ones (`sed`'s `c` command;
+    its text keeps leading spaces, takes `\\n` between lines and `\\\\` for a backslash)."""
+    first, last = fix.replaced
+    address = str(first) if first == last else f"{first},{last}"
+    if fix.new:
+        text = "\\n".join(line.replace("\\", "\\\\") for line in fix.new)
+        script = f"{address}c\\{text}"
+    else:
+        script = f"{address}d"
+    return bash_block(f"sed -i {_quoted(script)} {shlex.quote(fix.path)}")
+
+
+def _quoted(script: str) -> str:
+    """The script as a person quotes it: in single quotes when it has none, in double quotes when
+    nothing in it is special there (no `"`, `$`, backtick or doubled backslash), else `shlex`'s
+    quoting (`'"'"'` for each single quote, correct but long)."""
+    if "'" not in script:
+        return f"'{script}'"
+    if not any(special in script for special in ('"', "$", "`", "\\\\")):
+        return f'"{script}"'
+    return shlex.quote(script)
 
 
 def submit_text() -> str:

@@ -1,8 +1,9 @@
 # SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
 # SPDX-License-Identifier: Apache-2.0
 
-"""A SWE demonstration's replies, from a gold patch: they find the function, show the lines, make
-exactly the patch's change (or fail loudly), and submit; a patch of more than one hunk is refused."""
+"""A SWE demonstration's replies, from a gold patch: they find the function, show the numbered
+lines, make exactly the patch's change by those numbers, and submit; a patch of more than one hunk
+is refused."""
 
 from __future__ import annotations
 
@@ -40,7 +41,6 @@ BUGGY = '''import re
 
 def ordinal(number: int) -> str:
     """The suffix.
-
     """
     number = abs(int(number))
     if number % 100 in (11, 12):
@@ -62,7 +62,7 @@ def run(reply: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(["bash", "-c", command(reply)], cwd=cwd, capture_output=True, text=True, timeout=30)
 
 
-def test_the_fix_is_the_patchs_one_hunk_with_a_line_of_context_either_side() -> None:
+def test_the_fix_is_the_patchs_one_hunk_and_the_buggy_lines_it_replaces() -> None:
     fix = fix_of(ORDINAL)
     assert (fix.path, fix.definition, fix.first_line, fix.last_line) == (
         "inflection/__init__.py",
@@ -70,11 +70,8 @@ def test_the_fix_is_the_patchs_one_hunk_with_a_line_of_context_either_side() -> 
         5,
         11,
     )
-    assert fix.old == '    number = abs(int(number))\n    if number % 100 in (11, 12):\n        return "th"\n'
-    assert (
-        fix.new
-        == '    number = abs(int(number))\n    if number % 100 in (11, 12, 13):\n        return "th"\n'
-    )
+    assert fix.replaced == (8, 8)
+    assert fix.new == ("    if number % 100 in (11, 12, 13):",)
 
 
 def test_the_replies_locate_read_edit_and_submit_and_the_edit_is_the_patch(tmp_path: Path) -> None:
@@ -83,19 +80,70 @@ def test_the_replies_locate_read_edit_and_submit_and_the_edit_is_the_patch(tmp_p
     source.write_text(BUGGY)
     locate, read, edit, submit = replies(ORDINAL)
     assert run(locate, tmp_path).stdout == "./inflection/__init__.py:4:def ordinal(number: int) -> str:\n"
-    assert "if number % 100 in (11, 12):" in run(read, tmp_path).stdout
+    assert "8:    if number % 100 in (11, 12):" in run(read, tmp_path).stdout
+    assert command(edit) == "sed -i '8c\\    if number % 100 in (11, 12, 13):' inflection/__init__.py"
     assert run(edit, tmp_path).returncode == 0
     assert source.read_text() == BUGGY.replace("(11, 12)", "(11, 12, 13)")
     assert run(submit, tmp_path).stdout.startswith("COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT")
 
 
-def test_an_edit_whose_lines_are_not_there_exactly_once_fails_instead_of_passing(tmp_path: Path) -> None:
-    source = tmp_path / "inflection" / "__init__.py"
+# A removed early return, restored: the fix only adds lines, so the line before them is replaced by
+# itself and them; the restored line has quotes and a backslash, which the edit must keep.
+RESTORE = "\n".join(
+    [
+        "diff --git a/pkg/text.py b/pkg/text.py",
+        "--- a/pkg/text.py",
+        "+++ b/pkg/text.py",
+        "@@ -1,4 +1,6 @@ def clean(s):",
+        " def clean(s):",
+        "     if not s:",
+        "+        return 'it\\'s \\\\ \"empty\"'",
+        "+    # and the rest",
+        "     return s.strip()",
+        " ",
+        "",
+    ]
+)
+RESTORE_BUGGY = "def clean(s):\n    if not s:\n    return s.strip()\n\n"
+
+
+def test_a_fix_that_only_adds_lines_rewrites_the_line_before_them_and_keeps_quotes_and_backslashes(
+    tmp_path: Path,
+) -> None:
+    fix = fix_of(RESTORE)
+    assert fix.replaced == (2, 2)
+    assert fix.new == ("    if not s:", "        return 'it\\'s \\\\ \"empty\"'", "    # and the rest")
+    source = tmp_path / "pkg" / "text.py"
     source.parent.mkdir()
-    source.write_text(BUGGY + BUGGY)  # the lines twice: which one to change is not known
-    done = run(replies(ORDINAL)[2], tmp_path)
-    assert done.returncode != 0 and "occur 2 times" in done.stderr
-    assert source.read_text() == BUGGY + BUGGY
+    source.write_text(RESTORE_BUGGY)
+    assert run(replies(RESTORE)[2], tmp_path).returncode == 0
+    assert source.read_text() == (
+        "def clean(s):\n    if not s:\n        return 'it\\'s \\\\ \"empty\"'\n    # and the rest\n"
+        "    return s.strip()\n\n"
+    )
+
+
+def test_a_line_with_single_quotes_is_edited_in_double_quotes_when_nothing_there_is_special(
+    tmp_path: Path,
+) -> None:
+    patch = "\n".join(
+        [
+            "--- a/pkg/words.py",
+            "+++ b/pkg/words.py",
+            "@@ -1,2 +1,2 @@ def dasherize(word):",
+            " def dasherize(word):",
+            "-    return word.replace('-', '_')",
+            "+    return word.replace('_', '-')",
+            "",
+        ]
+    )
+    edit = replies(patch)[2]
+    assert command(edit) == """sed -i "2c\\    return word.replace('_', '-')" pkg/words.py"""
+    source = tmp_path / "pkg" / "words.py"
+    source.parent.mkdir()
+    source.write_text("def dasherize(word):\n    return word.replace('-', '_')\n")
+    assert run(edit, tmp_path).returncode == 0
+    assert source.read_text() == "def dasherize(word):\n    return word.replace('_', '-')\n"
 
 
 def test_a_patch_of_two_hunks_or_two_files_is_refused() -> None:
