@@ -43,9 +43,8 @@ unchanged from PyPI, the trainer of `prorl train` (TRL + PEFT LoRA on CPU). Noth
    weights first): the trainer's log-probs against the ones the endpoint recorded, on the
    model's tokens (goal: what the built-in loop gets, recorded in `train.json`).
 
-`prorl bench harness [--json]` runs the defaults. Options, running the file itself:
-`python benchmarks/bench_harness.py [--json [--allow-dirty]] [--policy DIR] [--repetitions N]
-[--rollouts N] [--no-grpo]`; only runs of at least 3 repetitions are recorded.
+`prorl bench harness [--json] [-- [--policy DIR] [--repetitions N] [--rollouts N] [--no-grpo]]`;
+only runs of at least 3 repetitions are recorded.
 """
 
 from __future__ import annotations
@@ -82,7 +81,6 @@ from nemo_gym_prorl.llm.policy import reload_weights
 from nemo_gym_prorl.llm.pool import normalize_base_url
 from nemo_gym_prorl.llm.recording import RecordingSession
 from nemo_gym_prorl.pipeline.job import Job
-from nemo_gym_prorl.provenance import check_recordable
 from nemo_gym_prorl.sandbox import SandboxSpec
 from nemo_gym_prorl.tasks.swe import ensure_built
 from nemo_gym_prorl.training.config import TrainConfig, load_train_config
@@ -587,9 +585,8 @@ def render(result: Mapping[str, Any]) -> str:
 
 
 def parse_options(argv: Sequence[str]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="bench_harness.py", description=__doc__.splitlines()[0])
-    parser.add_argument("--json", action="store_true", help="record benchmarks/results/harness.json")
-    parser.add_argument("--allow-dirty", action="store_true", help="with --json: record a dirty tree too")
+    """The benchmark's own options (`prorl bench harness -- OPTIONS`; `--json` is the CLI's)."""
+    parser = argparse.ArgumentParser(prog="prorl bench harness --", description=__doc__.splitlines()[0])
     parser.add_argument(
         "--policy", type=Path, default=None, metavar="DIR", help="a `prorl train` checkpoint (weights-v*)"
     )
@@ -600,19 +597,17 @@ def parse_options(argv: Sequence[str]) -> argparse.Namespace:
 
 
 def main(as_json: bool = False, argv: Sequence[str] | None = None) -> int:
-    """`prorl bench harness [--json]` (the defaults), or the file run with options (`argv`)."""
-    options = parse_options(argv if argv is not None else ["--json"] if as_json else [])
+    """`prorl bench harness [--json] [-- OPTIONS]`: the CLI has checked the tree before a recording."""
+    options = parse_options(argv or [])
     policy = options.policy.resolve() if options.policy is not None else None
     if options.repetitions < 1 or options.rollouts < 1:
         print("--repetitions and --rollouts must be at least 1", file=sys.stderr)
         return 2
-    if options.json and options.repetitions < MIN_RECORDED_REPETITIONS:
+    if as_json and options.repetitions < MIN_RECORDED_REPETITIONS:
         print(
             f"a recorded comparison needs {MIN_RECORDED_REPETITIONS}+ alternated repetitions", file=sys.stderr
         )
         return 2
-    if options.json and argv is not None:  # `prorl bench --json` checked it already
-        check_recordable(allow_dirty=options.allow_dirty)
     if policy is not None and not (policy / "config.json").is_file():
         print(
             f"{policy} is not a checkpoint (config.json): pass a `prorl train` policies/weights-v*",
@@ -633,8 +628,7 @@ def main(as_json: bool = False, argv: Sequence[str] | None = None) -> int:
                 grpo=not options.no_grpo,
             )
         )
-    if options.json:
-        given = [a for a in (argv or []) if a not in ("--json", "--allow-dirty")]
+    if as_json:
         provenance.record(
             "harness",
             result,
@@ -644,11 +638,7 @@ def main(as_json: bool = False, argv: Sequence[str] | None = None) -> int:
             against="the same harness in the same forked, confined processes, sandboxes and concurrency, its own "
             "client calling vLLM directly; arms alternated, prefix cache emptied before each",
             measured=summary(result),
-            command=("python benchmarks/bench_harness.py " + " ".join(given)).strip() if given else None,
+            command=f"prorl bench harness --json -- {' '.join(argv)}" if argv else None,
         )
-    print(json.dumps(result) if options.json else render(result))
+    print(json.dumps(result) if as_json else render(result))
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(argv=sys.argv[1:]))

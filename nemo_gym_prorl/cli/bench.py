@@ -67,9 +67,6 @@ def _bench(args: argparse.Namespace) -> int:
         return int(benchmark.main(as_json=args.json) or 0)
     if "argv" not in inspect.signature(benchmark.main).parameters:
         return failed("bench", f"{args.name} takes no options of its own (given: {' '.join(args.options)})")
-    if args.name == "harness":  # its options are those of `python benchmarks/bench_harness.py`
-        flags = [*(["--json"] if args.json else []), *(["--allow-dirty"] if args.allow_dirty else [])]
-        return int(benchmark.main(argv=[*flags, *args.options]) or 0)
     return int(benchmark.main(as_json=args.json, argv=args.options) or 0)
 
 

@@ -169,7 +169,7 @@ def test_options_and_refusals(bh, tmp_path, capsys) -> None:
     assert (defaults.repetitions, defaults.rollouts, defaults.policy, defaults.no_grpo) == (4, 4, None, False)
     assert defaults.repetitions >= bh.MIN_RECORDED_REPETITIONS
     # Refused before anything starts: too few repetitions to record, a directory that is no checkpoint.
-    assert bh.main(argv=["--json", "--repetitions", "2"]) == 2
+    assert bh.main(as_json=True, argv=["--repetitions", "2"]) == 2
     assert "3+ alternated repetitions" in capsys.readouterr().err
     assert bh.main(argv=["--policy", str(tmp_path), "--repetitions", "1"]) == 2
     assert "not a checkpoint" in capsys.readouterr().err
