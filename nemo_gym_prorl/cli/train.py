@@ -7,6 +7,7 @@ service, with held-out evaluations of the base, SFT and GRPO policies."""
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 
 from nemo_gym_prorl.cli.failure import failed, load_or_stop
@@ -46,9 +47,15 @@ def _train(args: argparse.Namespace) -> int:
     for check, ok in report.checks.items():
         print(f"[train] {'ok  ' if ok else 'MISS'} {check}")
     if config.record:
-        json_path, png = write_results(report, config.name)
+        json_path, png = write_results(report, config.name, command=train_command(args))
         print(f"[train] results: {json_path}, {png}")
     return 0
+
+
+def train_command(args: argparse.Namespace) -> str:
+    """The command line that reruns this run, as a results file records it."""
+    config = [] if args.config == "default" else ["--config", args.config]
+    return shlex.join(["prorl", "train", *config, *args.overrides])
 
 
 def add_train_parser(subparsers: argparse._SubParsersAction) -> None:

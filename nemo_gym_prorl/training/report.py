@@ -266,8 +266,10 @@ class TrainReport(BaseModel):
         return lines
 
 
-def write_results(report: TrainReport, name: str, results_dir: Path | None = None) -> tuple[Path, Path]:
-    """`<results_dir>/<name>.json` (provenance included) and `<name>.png`."""
+def write_results(
+    report: TrainReport, name: str, command: str = "prorl train", results_dir: Path | None = None
+) -> tuple[Path, Path]:
+    """`<results_dir>/<name>.json` (provenance included, with the `command` that reruns it) and `<name>.png`."""
     out = results_dir or results_dir_default()
     path = record(
         name,
@@ -278,7 +280,7 @@ def write_results(report: TrainReport, name: str, results_dir: Path | None = Non
         against="the policy each phase started from (SFT: the base model; GRPO: the SFT policy), on the same "
         "held-out tasks and sampling; RL's gain on families no demonstration shows",
         measured=report.summary(),
-        command="prorl train",
+        command=command,
         results_dir=out,
     )
     return path, plot(report, out / f"{name}.png")

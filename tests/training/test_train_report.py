@@ -216,9 +216,11 @@ def test_gains_pair_tasks_and_skip_masked_ones() -> None:
 
 
 def test_the_results_file_carries_commit_machine_every_family_and_the_credited_gains(tmp_path: Path) -> None:
-    json_path, png = write_results(report(sft_rl=4, grpo_rl=16), "train_test", results_dir=tmp_path)
+    json_path, png = write_results(
+        report(sft_rl=4, grpo_rl=16), "train_test", "prorl train --config train_test", results_dir=tmp_path
+    )
     data = json.loads(json_path.read_text())
-    assert data["benchmark"] == "train_test" and data["command"] == "prorl train"
+    assert data["benchmark"] == "train_test" and data["command"] == "prorl train --config train_test"
     assert {"sha", "dirty"} <= set(data["commit"]) and data["machine"]["cores"] >= 1
     assert set(data["figures"]["evaluations"]) == {"base", "sft", "grpo"}
     assert set(data["figures"]["families"]) == set(DEMONSTRATED + RL_FAMILIES)
