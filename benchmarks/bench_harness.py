@@ -54,6 +54,7 @@ import asyncio
 import contextlib
 import json
 import re
+import shlex
 import statistics
 import sys
 import tempfile
@@ -638,7 +639,7 @@ def main(as_json: bool = False, argv: Sequence[str] | None = None) -> int:
             against="the same harness in the same forked, confined processes, sandboxes and concurrency, its own "
             "client calling vLLM directly; arms alternated, prefix cache emptied before each",
             measured=summary(result),
-            command=f"prorl bench harness --json -- {' '.join(argv)}" if argv else None,
+            command=shlex.join(["prorl", "bench", "harness", "--json", "--", *argv]) if argv else None,
         )
     print(json.dumps(result) if as_json else render(result))
     return 0

@@ -267,7 +267,7 @@ class TrainReport(BaseModel):
 
 
 def write_results(
-    report: TrainReport, name: str, command: str = "prorl train", results_dir: Path | None = None
+    report: TrainReport, name: str, command: str, results_dir: Path | None = None
 ) -> tuple[Path, Path]:
     """`<results_dir>/<name>.json` (provenance included, with the `command` that reruns it) and `<name>.png`."""
     out = results_dir or results_dir_default()

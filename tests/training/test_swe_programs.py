@@ -146,6 +146,12 @@ def test_a_line_with_single_quotes_is_edited_in_double_quotes_when_nothing_there
     assert source.read_text() == "def dasherize(word):\n    return word.replace('_', '-')\n"
 
 
+def test_a_patch_that_only_adds_lines_at_its_hunks_start_is_refused() -> None:
+    # no line of the hunk comes before the addition, so no line can be rewritten to hold it
+    with pytest.raises(DemonstrationError, match="adds lines before any line"):
+        fix_of("--- a/pkg/x.py\n+++ b/pkg/x.py\n@@ -1,1 +1,2 @@\n+import os\n x = 1\n")
+
+
 def test_a_patch_of_two_hunks_or_two_files_is_refused() -> None:
     second = ORDINAL.split("@@ -5")[1]
     with pytest.raises(DemonstrationError, match="2 hunk"):
