@@ -29,6 +29,7 @@ import subprocess
 from pathlib import Path
 
 from nemo_gym_prorl.sandbox.base import Sandbox, SandboxError
+from nemo_gym_prorl.sandbox.launch import Launch
 from nemo_gym_prorl.sandbox.spec import SandboxSpec
 
 logger = logging.getLogger(__name__)
@@ -64,13 +65,20 @@ class ApptainerSandbox(Sandbox):
             raise SandboxError("the apptainer backend needs `image`: a .sif file or a sandbox directory")
         if not Path(spec.image).exists():
             raise SandboxError(f"apptainer image not found: {spec.image}")
+        if spec.fakeroot and os.geteuid() == 0:
+            raise SandboxError("fakeroot is refused for a root service: its sandboxes never run as root")
         self._binary = binary
         super().__init__(spec)
         self.instance = instance_name(os.getpid(), self.id)
         self._start_instance()
 
+    def _drop(self) -> list[str]:
+        """A root service starts Apptainer as the sandboxes' unprivileged identity (its user
+        namespace mode), never as root."""
+        return self.identity.setpriv() if self.identity is not None else []
+
     def start_command(self) -> list[str]:
-        cmd = [self._binary, "instance", "start", "--containall", "--no-home", "--writable-tmpfs"]
+        cmd = [*self._drop(), self._binary, "instance", "start", "--containall", "--no-home", "--writable-tmpfs"]
         if not self.spec.network:
             cmd += ["--net", "--network", "none"]
         if self.spec.fakeroot:
@@ -86,7 +94,7 @@ class ApptainerSandbox(Sandbox):
         return cmd
 
     def stop_command(self) -> list[str]:
-        return [self._binary, "instance", "stop", self.instance]
+        return [*self._drop(), self._binary, "instance", "stop", self.instance]
 
     def _start_instance(self) -> None:
         try:
@@ -100,11 +108,12 @@ class ApptainerSandbox(Sandbox):
             self.close()
             raise SandboxError(f"apptainer instance start failed ({done.returncode}): {done.stderr.strip()}")
 
-    def _isolate(self, argv: list[str], *, cwd: str, env: dict[str, str]) -> list[str]:
-        cmd = [self._binary, "exec", "--cleanenv", "--pwd", cwd]
+    def _isolate(self, argv: list[str], *, cwd: str, env: dict[str, str]) -> Launch:
+        # --no-privs: no capability for the command, even as the container's (fake)root.
+        cmd = [*self._drop(), self._binary, "exec", "--no-privs", "--cleanenv", "--pwd", cwd]
         for key, value in env.items():
             cmd += ["--env", f"{key}={value}"]
-        return [*cmd, f"instance://{self.instance}", *argv]
+        return Launch([*cmd, f"instance://{self.instance}", *argv])
 
     def _teardown_backend(self) -> None:
         if not hasattr(self, "instance"):

@@ -27,6 +27,8 @@ from typing import Any, Self
 import ptyprocess
 from pydantic import BaseModel
 
+from nemo_gym_prorl.sandbox.identity import HostIdentity, SandboxIdentityError, sandbox_identity
+from nemo_gym_prorl.sandbox.launch import Launch
 from nemo_gym_prorl.sandbox.limits import (
     PidsCgroup,
     process_limit_binds,
@@ -58,6 +60,11 @@ class ExecResult(BaseModel):
     @property
     def ok(self) -> bool:
         return self.exit_code == 0 and not self.timed_out
+
+
+# The environment of the host-side launcher (bubblewrap, Apptainer): every program is named by its
+# absolute path, and bubblewrap is pid 1 in the sandbox, where its environment can be read.
+LAUNCH_ENV: dict[str, str] = {}
 
 
 def default_sandbox_root() -> Path:
@@ -100,6 +107,16 @@ def python_setup(spec: SandboxSpec) -> PythonSetup:
     return PythonSetup(binds=[], path_dirs=[], python="python3")
 
 
+def make_private_dirs(root: Path, own: Path) -> None:
+    """The sandbox root (traversable, not listable, when this call makes it) and a sandbox's
+    own host directory, closed to every other host user: nobody needs to traverse it but this
+    process (bubblewrap binds what is inside; the sandbox's user sees only the binds)."""
+    if not root.is_dir():
+        root.mkdir(parents=True, exist_ok=True, mode=0o711)
+    own.mkdir(mode=0o700)
+    own.chmod(0o700)  # whatever the umask
+
+
 _reaped = False
 
 
@@ -123,24 +140,29 @@ class Sandbox(ABC):
     def __init__(self, spec: SandboxSpec) -> None:
         self.spec = spec
         self.id = uuid.uuid4().hex[:12]
+        self.identity = self._host_identity()
         root = spec.root_dir or default_sandbox_root()
         self._dir = root / f"{self.backend}-{self.id}"
         self._owns_workspace = spec.workspace is None
-        self.workspace: Path = (spec.workspace or self._dir / "workspace").resolve()
-        self.workspace.mkdir(parents=True, exist_ok=True)
-        self.tmp_dir = self._dir / "tmp"  # /tmp inside, shared by this sandbox's processes only
-        self.tmp_dir.mkdir(parents=True, exist_ok=True)
-        self.tmp_dir.chmod(0o1777)
         self._closed = False
         self._processes: list[asyncio.subprocess.Process | ptyprocess.PtyProcess] = []
         self._cgroup: PidsCgroup | None = None
+        self.workspace: Path = (spec.workspace or self._dir / "workspace").resolve()
+        self.tmp_dir = self._dir / "tmp"  # /tmp inside, shared by this sandbox's processes only
         try:
+            make_private_dirs(root, self._dir)
+            for owned in (self.workspace, self.tmp_dir):
+                owned.mkdir(parents=True, exist_ok=True)
+                self._give(owned)
+                owned.chmod(0o700)
+            if not self._owns_workspace:
+                self.hand_over(self.workspace)
             self.python_setup = python_setup(spec)
             _reap_orphans_once()
             self._cgroup = PidsCgroup.create(
                 f"{os.getpid()}-{self.backend}-{self.id}", spec.limits.max_processes
             )
-            if not process_limit_binds(spec.limits, self._cgroup):
+            if not process_limit_binds(spec.limits, self._cgroup, self.identity):
                 raise SandboxError(
                     "refusing to start a sandbox without a process limit: running as root, where "
                     "RLIMIT_NPROC does not bind, and no pids cgroup is writable (cgroup v1 "
@@ -151,6 +173,33 @@ class Sandbox(ABC):
         except BaseException:
             self.close()
             raise
+
+    def _host_identity(self) -> HostIdentity | None:
+        """Who this sandbox's processes are on the host (None: this process's own user, which is
+        not root). Backends that cannot drop root themselves use `sandbox_identity()`."""
+        try:
+            return sandbox_identity()
+        except SandboxIdentityError as exc:
+            raise SandboxError(str(exc)) from None
+
+    def _give(self, path: Path) -> None:
+        if self.identity is not None:
+            self.identity.chown(path)
+
+    def hand_over(self, path: Path) -> None:
+        """Make `path` and everything under it the sandbox's own (a root service copies a
+        repository in as root; the policy must be able to edit it). Symlinks are not followed."""
+        if self.identity is None:
+            return
+        self.identity.chown(path)
+        for top, dirs, files in os.walk(path):
+            for name in (*dirs, *files):
+                self.identity.chown(Path(top) / name)
+
+    def copy_into_workspace(self, source: Path) -> None:
+        """Copy a directory tree into the workspace (symlinks as symlinks), owned by the sandbox."""
+        shutil.copytree(source, self.workspace, symlinks=True, dirs_exist_ok=True)
+        self.hand_over(self.workspace)
 
     def empty_dir(self) -> Path:
         """An empty, read-only host directory of this sandbox's own (removed on close)."""
@@ -167,8 +216,8 @@ class Sandbox(ABC):
 
     # -- the one thing a backend must define -------------------------------------------------
     @abstractmethod
-    def _isolate(self, argv: list[str], *, cwd: str, env: dict[str, str]) -> list[str]:
-        """Host argv that runs `argv` inside the sandbox with exactly `env` and `cwd`."""
+    def _isolate(self, argv: list[str], *, cwd: str, env: dict[str, str]) -> Launch:
+        """The host command that runs `argv` inside the sandbox with exactly `env` and `cwd`."""
 
     # -- building commands --------------------------------------------------------------------
     def base_env(self) -> dict[str, str]:
@@ -196,13 +245,19 @@ class Sandbox(ABC):
         cwd: str | None = None,
         env: Mapping[str, str] | None = None,
         apply_limits: bool = True,
-    ) -> list[str]:
-        """The full host command line for running `argv` inside this sandbox."""
+    ) -> Launch:
+        """The full host command for running `argv` inside this sandbox, with the descriptors
+        it inherits: spawn it inside `with` (which closes this process's copies)."""
         self._check_open()
         full_env = {**self.base_env(), **self.spec.env, **(env or {})}
-        inner = wrap_with_rlimits(list(argv), self.spec.limits) if apply_limits else list(argv)
-        outer = self._isolate(inner, cwd=cwd or self.spec.workspace_mount, env=full_env)
-        return self._cgroup.wrap(outer) if self._cgroup else outer
+        limits = self.spec.limits
+        if self.identity is not None:
+            # RLIMIT_NPROC counts every process of a uid, and a root service's sandboxes share
+            # one: the pids cgroup bounds each sandbox instead (or the limit was waived).
+            limits = limits.model_copy(update={"max_processes": None})
+        inner = wrap_with_rlimits(list(argv), limits) if apply_limits else list(argv)
+        launch = self._isolate(inner, cwd=cwd or self.spec.workspace_mount, env=full_env)
+        return launch.wrap(self._cgroup.wrap_prefix()) if self._cgroup else launch
 
     # -- running processes --------------------------------------------------------------------
     async def exec(
@@ -253,6 +308,10 @@ class Sandbox(ABC):
             if not work.done():
                 work.cancel()
         finally:
+            # Cancelled (or failed) while the command runs: it must not run on unseen.
+            if proc.returncode is None and not timed_out:
+                self._kill(proc)
+                work.cancel()
             self._forget(proc)
         return ExecResult(
             exit_code=-1 if timed_out else (proc.returncode if proc.returncode is not None else -1),
@@ -274,16 +333,17 @@ class Sandbox(ABC):
         stderr: int | None = asyncio.subprocess.PIPE,
     ) -> asyncio.subprocess.Process:
         """Start a long-lived process (e.g. a kernel). It is killed when the sandbox closes."""
-        cmd = self.command(argv, cwd=cwd, env=env)
-        proc = await asyncio.create_subprocess_exec(
-            *cmd,
-            stdin=asyncio.subprocess.PIPE if stdin else asyncio.subprocess.DEVNULL,
-            stdout=stdout,
-            stderr=stderr,
-            start_new_session=True,  # own process group: the unit close() kills
-            cwd=self._dir,
-            env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")},
-        )
+        with self.command(argv, cwd=cwd, env=env) as launch:
+            proc = await asyncio.create_subprocess_exec(
+                *launch.argv,
+                stdin=asyncio.subprocess.PIPE if stdin else asyncio.subprocess.DEVNULL,
+                stdout=stdout,
+                stderr=stderr,
+                start_new_session=True,  # own process group: the unit close() kills
+                cwd=self._dir,
+                env=LAUNCH_ENV,
+                pass_fds=launch.fds,
+            )
         self._processes.append(proc)
         return proc
 
@@ -296,14 +356,15 @@ class Sandbox(ABC):
         dimensions: tuple[int, int] = (40, 200),
     ) -> ptyprocess.PtyProcess:
         """Start a process on a pseudo-terminal (ptyprocess calls setsid: its own session)."""
-        cmd = self.command(argv, cwd=cwd, env=env)
-        proc = ptyprocess.PtyProcess.spawn(
-            cmd,
-            cwd=str(self._dir),
-            env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")},
-            dimensions=dimensions,
-            echo=False,
-        )
+        with self.command(argv, cwd=cwd, env=env) as launch:
+            proc = ptyprocess.PtyProcess.spawn(
+                launch.argv,
+                cwd=str(self._dir),
+                env=LAUNCH_ENV,
+                dimensions=dimensions,
+                echo=False,
+                pass_fds=launch.fds,
+            )
         self._processes.append(proc)
         return proc
 
@@ -399,10 +460,15 @@ class Sandbox(ABC):
                 self._dir.rmdir()
 
     async def aclose(self) -> None:
-        """close(), then reap its asyncio processes while the event loop still runs: a subprocess
-        transport left to the garbage collector after the loop has closed raises at exit."""
+        """close() without blocking the event loop: the processes are killed at once, and what
+        waits (a terminal's close, the cgroup's removal, the directory tree) runs in a thread.
+        Then reap its asyncio processes while the loop still runs: a subprocess transport left to
+        the garbage collector after the loop has closed raises at exit."""
         started = [p for p in self._processes if isinstance(p, asyncio.subprocess.Process)]
-        self.close()
+        for proc in list(self._processes):
+            if not isinstance(proc, ptyprocess.PtyProcess):  # a terminal's close sleeps: in the thread
+                self._kill(proc)
+        await asyncio.to_thread(self.close)
         for proc in started:
             with contextlib.suppress(ProcessLookupError, TimeoutError):
                 await asyncio.wait_for(proc.wait(), 10)

@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import glob
 import os
-import shutil
 from pathlib import Path
 
 from nemo_gym_prorl.sandbox.base import Sandbox, SandboxError
+from nemo_gym_prorl.sandbox.launch import Launch, bwrap_launch, find_bwrap, namespace_options, with_parent_dirs
 from nemo_gym_prorl.sandbox.spec import SandboxSpec
 
 # Top-level host directories that make up "the system" (programs, libraries, config).
@@ -39,10 +39,6 @@ THIRD_PARTY_GLOBS = (
     "/usr/share/python-wheels",
     "/usr/lib/google-cloud-sdk",
 )
-
-
-def find_bwrap() -> str | None:
-    return shutil.which("bwrap")
 
 
 class BubblewrapSandbox(Sandbox):
@@ -92,15 +88,10 @@ class BubblewrapSandbox(Sandbox):
         args += ["--bind", str(self.workspace), self.spec.workspace_mount]
         for hidden in self.spec.hidden_dirs:  # last, so that they cover whatever bind holds them
             args += ["--tmpfs", hidden]
-        return args
+        return with_parent_dirs(args)
 
-    def _isolate(self, argv: list[str], *, cwd: str, env: dict[str, str]) -> list[str]:
-        cmd = [self._bwrap, "--unshare-all"]
-        if self.spec.network:
-            cmd.append("--share-net")
-        cmd += ["--die-with-parent", "--hostname", "sandbox", "--clearenv"]
-        for key, value in env.items():
-            cmd += ["--setenv", key, value]
-        cmd += self._fs_args
-        cmd += ["--chdir", cwd, "--", *argv]
-        return cmd
+    def _isolate(self, argv: list[str], *, cwd: str, env: dict[str, str]) -> Launch:
+        options = [*namespace_options(self.identity, network=self.spec.network), "--die-with-parent",
+                   "--hostname", "sandbox"]  # fmt: skip
+        return bwrap_launch(self._bwrap, argv, options=options, fs_args=self._fs_args, env=env, cwd=cwd,
+                            identity=self.identity)  # fmt: skip

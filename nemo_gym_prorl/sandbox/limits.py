@@ -50,11 +50,13 @@ def wrap_with_rlimits(argv: list[str], limits: SandboxLimits) -> list[str]:
     return ["/bin/sh", "-c", rlimit_prelude(limits), "sh", *argv]
 
 
-def process_limit_binds(limits: SandboxLimits, cgroup: PidsCgroup | None) -> bool:
-    """Whether `max_processes` is enforced for a sandbox (or explicitly waived)."""
+def process_limit_binds(limits: SandboxLimits, cgroup: PidsCgroup | None, identity: object | None) -> bool:
+    """Whether `max_processes` is enforced for a sandbox (or explicitly waived). Without a pids
+    cgroup, RLIMIT_NPROC binds an unprivileged service's sandboxes; a root service's share one
+    uid, which RLIMIT_NPROC would count as one sandbox, so they need the cgroup."""
     if limits.max_processes is None or limits.accept_no_process_limit or cgroup is not None:
         return True
-    return os.geteuid() != 0  # RLIMIT_NPROC binds every uid but root
+    return os.geteuid() != 0 and identity is None
 
 
 def _pids_parent() -> Path | None:
@@ -96,10 +98,11 @@ class PidsCgroup:
             logger.debug("pids cgroup unavailable (%s); relying on RLIMIT_NPROC", exc)
             return None
 
-    def wrap(self, argv: list[str]) -> list[str]:
-        """Join the cgroup first, then exec: no child can be forked outside it."""
+    def wrap_prefix(self) -> list[str]:
+        """A command prefix that joins the cgroup first, then execs the rest: no child can be
+        forked outside it."""
         procs = shlex.quote(str(self.path / "cgroup.procs"))
-        return ["/bin/sh", "-c", f'echo $$ > {procs} && exec "$@"', "sh", *argv]
+        return ["/bin/sh", "-c", f'echo $$ > {procs} && exec "$@"', "sh"]
 
     def members(self) -> list[int]:
         try:

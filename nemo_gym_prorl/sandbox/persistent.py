@@ -48,8 +48,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from nemo_gym_prorl.sandbox.base import SandboxError
+from nemo_gym_prorl.sandbox.base import LAUNCH_ENV, SandboxError
 from nemo_gym_prorl.sandbox.bubblewrap import BubblewrapSandbox
+from nemo_gym_prorl.sandbox.launch import Launch, bwrap_launch
 from nemo_gym_prorl.sandbox.limits import PidsCgroup
 from nemo_gym_prorl.sandbox.spec import SandboxLimits, SandboxSpec
 
@@ -80,10 +81,6 @@ class SandboxGoneError(SandboxError):
     """The sandbox a ticket names is closed, or its init is another process now."""
 
 
-def _host_env() -> dict[str, str]:
-    return {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
-
-
 def _first_child(pid: int) -> int | None:
     try:
         children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
@@ -111,7 +108,7 @@ def start_ticks(pid: int) -> int | None:
 
 
 def _find_nsenter() -> str:
-    nsenter = shutil.which("nsenter")
+    nsenter = shutil.which("nsenter", path="/usr/bin:/bin:/usr/sbin:/sbin")
     if nsenter is None:
         raise SandboxError("nsenter (util-linux) is not installed: it joins a sandbox's namespaces")
     return nsenter
@@ -189,26 +186,30 @@ class NamespaceBubblewrapSandbox(BubblewrapSandbox):
     def _ns_path(self, kind: str) -> str:
         return f"/proc/{os.getpid()}/fd/{self._ns_fds[kind]}"
 
-    def _isolate(self, argv: list[str], *, cwd: str, env: dict[str, str]) -> list[str]:
+    def _isolate(self, argv: list[str], *, cwd: str, env: dict[str, str]) -> Launch:
         if not self._ns_fds:  # the init itself
             return super()._isolate(argv, cwd=cwd, env=env)
-        cmd = ["/bin/sh", "-c", 'exec 3<"$0" && exec "$@"', self._ns_path("pid"), self._nsenter]
-        cmd += [f"--user={self._ns_path('user')}", *(f"--{kind}={self._ns_path(kind)}" for kind in _JOINED)]
-        cmd += ["--preserve-credentials", "--", self._bwrap, "--pidns", "3", "--die-with-parent"]
-        cmd += ["--cap-drop", "ALL", "--clearenv"]
-        for key, value in env.items():
-            cmd += ["--setenv", key, value]
-        cmd += self._fs_args
-        # fd 3 (the pid namespace) is bwrap's, not the command's: close it before running that.
-        cmd += ["--chdir", cwd, "--", "/bin/sh", "-c", 'exec 3<&- && exec "$@"', "sh", *argv]
-        return cmd
+        # fd 3 (the pid namespace) is bwrap's, not the command's: closed before running that.
+        inner = ["/bin/sh", "-c", 'exec 3<&- && exec "$@"', "sh", *argv]
+        options = ["--pidns", "3", "--die-with-parent"]
+        if self.identity is None:
+            # Joining the user namespace grants every capability in it: bwrap drops them all.
+            options += ["--cap-drop", "ALL"]
+        launch = bwrap_launch(self._bwrap, inner, options=options, fs_args=self._fs_args, env=env, cwd=cwd,
+                              identity=self.identity)  # fmt: skip
+        enter = [self._nsenter]
+        if self.identity is None:  # a root service's sandbox has no user namespace of its own
+            enter += [f"--user={self._ns_path('user')}", "--preserve-credentials"]
+        enter += [*(f"--{kind}={self._ns_path(kind)}" for kind in _JOINED), "--"]
+        return launch.wrap(["/bin/sh", "-c", 'exec 3<"$0" && exec "$@"', self._ns_path("pid"), *enter])
 
     def _run_quick(self, argv: list[str], timeout: float) -> subprocess.CompletedProcess[bytes]:
         """A short command inside, run to completion from any thread (no event loop needed)."""
-        return subprocess.run(
-            self.command(argv), stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout,
-            cwd=self._dir, env=_host_env(), start_new_session=True, check=False,
-        )  # fmt: skip
+        with self.command(argv) as launch:
+            return subprocess.run(
+                launch.argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout,
+                cwd=self._dir, env=LAUNCH_ENV, start_new_session=True, check=False, pass_fds=launch.fds,
+            )  # fmt: skip
 
     def close(self) -> None:
         try:
@@ -240,10 +241,12 @@ class PersistentBubblewrapSandbox(NamespaceBubblewrapSandbox):
         deadline = time.monotonic() + timeout
         # A plain Popen, not an asyncio process: the sandbox may be built in a worker thread
         # (`open_workspace`), and the init must not belong to that thread's event loop.
-        self._init = _INIT_SPAWNER.submit(
-            subprocess.Popen, self.command(INIT_ARGV), stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE, start_new_session=True, cwd=self._dir, env=_host_env(),
-        ).result()  # fmt: skip
+        with self.command(INIT_ARGV) as launch:
+            self._init = _INIT_SPAWNER.submit(
+                subprocess.Popen, launch.argv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE, start_new_session=True, cwd=self._dir, env=LAUNCH_ENV,
+                pass_fds=launch.fds,
+            ).result()  # fmt: skip
         self._processes.append(self._init)  # type: ignore[arg-type]  (killed by group, like the rest)
         leader = self._wait_for_leader(deadline)
         self._open_namespaces(leader)

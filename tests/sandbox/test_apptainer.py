@@ -7,6 +7,7 @@ machines) and, where `apptainer`/`singularity` is installed, a real instance."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -14,8 +15,9 @@ from typing import Any
 
 import pytest
 
-from nemo_gym_prorl.sandbox import SandboxError, SandboxSpec, open_sandbox
+from nemo_gym_prorl.sandbox import Sandbox, SandboxError, SandboxSpec, open_sandbox
 from nemo_gym_prorl.sandbox import apptainer as apptainer_mod
+from nemo_gym_prorl.sandbox.identity import sandbox_identity
 from nemo_gym_prorl.sandbox.runtime import RUNTIME_MOUNT, installed_runtime
 
 
@@ -37,6 +39,19 @@ def fake_apptainer(monkeypatch: pytest.MonkeyPatch) -> RecordedRun:
     return recorder
 
 
+def as_sandbox_user(cmd: list[str]) -> list[str]:
+    """The Apptainer command line inside its privilege drop: a root service starts Apptainer
+    through setpriv as the sandboxes' unprivileged identity, never as root (after the pids
+    cgroup's prefix, for a command)."""
+    identity = sandbox_identity()
+    if identity is None:
+        return cmd
+    drop = identity.setpriv()
+    at = cmd.index(drop[0])
+    assert cmd[at : at + len(drop)] == drop and f"--reuid={identity.uid}" in drop and identity.uid != 0
+    return cmd[at + len(drop) :]
+
+
 @pytest.fixture
 def image(tmp_path: Path) -> Path:
     sif = tmp_path / "swe.sif"
@@ -50,7 +65,7 @@ def test_instance_start_uses_rootless_isolation_flags(
     sb = open_sandbox(
         SandboxSpec(backend="apptainer", image=str(image), root_dir=tmp_path, python_runtime="none")
     )
-    start = fake_apptainer.calls[0]
+    start = as_sandbox_user(fake_apptainer.calls[0])
     assert start[:3] == ["/opt/bin/apptainer", "instance", "start"]
     for flag in ["--containall", "--no-home", "--writable-tmpfs"]:
         assert flag in start
@@ -66,20 +81,23 @@ def test_processes_run_inside_the_instance_with_a_clean_env(
     fake_apptainer: RecordedRun, image: Path, tmp_path: Path
 ) -> None:
     sb = open_sandbox(SandboxSpec(backend="apptainer", image=str(image), root_dir=tmp_path, env={"A": "1"}))
-    cmd = sb.command(["python", "-V"], cwd="/workspace/repo")
+    cmd = as_sandbox_user(sb.command(["python", "-V"], cwd="/workspace/repo").argv)
     exec_at = cmd.index("exec")
     assert cmd[exec_at - 1] == "/opt/bin/apptainer"
-    assert cmd[exec_at + 1 : exec_at + 4] == ["--cleanenv", "--pwd", "/workspace/repo"]
+    assert cmd[exec_at + 1 : exec_at + 5] == ["--no-privs", "--cleanenv", "--pwd", "/workspace/repo"]
     assert "A=1" in cmd
     assert f"instance://{sb.instance}" in cmd
     assert cmd[-2:] == ["python", "-V"]
     sb.close()
-    assert fake_apptainer.calls[-1] == ["/opt/bin/apptainer", "instance", "stop", sb.instance]
+    assert as_sandbox_user(fake_apptainer.calls[-1]) == ["/opt/bin/apptainer", "instance", "stop", sb.instance]
 
 
 def test_network_fakeroot_and_read_only_binds(
-    fake_apptainer: RecordedRun, image: Path, tmp_path: Path
+    fake_apptainer: RecordedRun, image: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # As an unprivileged service would run it: a root service refuses fakeroot (below).
+    monkeypatch.setattr(Sandbox, "_host_identity", lambda self: None)
+    monkeypatch.setattr(apptainer_mod.os, "geteuid", lambda: 1000)
     spec = SandboxSpec(
         backend="apptainer",
         image=str(image),
@@ -98,13 +116,21 @@ def test_network_fakeroot_and_read_only_binds(
     assert not any(str(Path(sys.prefix).resolve()) in arg for arg in start)
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="the refusal is a root service's")
+def test_a_root_service_refuses_fakeroot(fake_apptainer: RecordedRun, image: Path, tmp_path: Path) -> None:
+    spec = SandboxSpec(backend="apptainer", image=str(image), root_dir=tmp_path, fakeroot=True)
+    with pytest.raises(SandboxError, match="fakeroot is refused"):
+        open_sandbox(spec)
+    assert not list(tmp_path.glob("apptainer-*")), "nothing left behind"
+
+
 def test_hidden_dirs_are_covered_by_an_empty_read_only_directory(
     fake_apptainer: RecordedRun, image: Path, tmp_path: Path
 ) -> None:
     spec = SandboxSpec(backend="apptainer", image=str(image), root_dir=tmp_path, python_runtime="none",
                        hidden_dirs=["/r2e_tests", "/testbed/r2e_tests"])  # fmt: skip
     sb = open_sandbox(spec)
-    start = fake_apptainer.calls[0]
+    start = as_sandbox_user(fake_apptainer.calls[0])
     empty = sb.empty_dir()
     assert f"{empty}:/r2e_tests:ro" in start and f"{empty}:/testbed/r2e_tests:ro" in start
     assert empty.is_dir() and not any(empty.iterdir())
@@ -122,7 +148,7 @@ def test_singularity_is_used_when_apptainer_is_absent(
     monkeypatch.setattr(apptainer_mod.subprocess, "run", recorder)
     with open_sandbox(SandboxSpec(backend="apptainer", image=str(image), root_dir=tmp_path)):
         pass
-    assert recorder.calls[0][0] == "/usr/bin/singularity"
+    assert as_sandbox_user(recorder.calls[0])[0] == "/usr/bin/singularity"
 
 
 def test_instance_names_carry_their_owner(fake_apptainer: RecordedRun, image: Path, tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ from typing import Any
 from nemo_gym_prorl.llm.dialects import ConstrainedToolCalls, VLLMCompletionsDialect
 from nemo_gym_prorl.llm.toolcalls import ParsedCalls
 from nemo_gym_prorl.llm.toolcalls.common import call_id, with_arguments
-from nemo_gym_prorl.sandbox.local_unsafe import UnsafeLocalSandbox
+from nemo_gym_prorl.sandbox.bubblewrap import BubblewrapSandbox
 
 
 class SiteDialect(VLLMCompletionsDialect):
@@ -46,7 +46,7 @@ def wrong_product(*_: Any, **__: Any) -> str:
     return "neither a dialect nor a sandbox"
 
 
-class ScratchSandbox(UnsafeLocalSandbox):
-    """A backend of one's own (here: the local one under another name)."""
+class ScratchSandbox(BubblewrapSandbox):
+    """A backend of one's own (here: bubblewrap under another name)."""
 
     backend = "scratch"
