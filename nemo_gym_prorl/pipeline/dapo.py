@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 import uuid
 from collections import deque
@@ -56,6 +57,9 @@ from nemo_gym_prorl.pipeline.job import JobResult, JobSpec, JobState
 from nemo_gym_prorl.pipeline.prompt_source import PromptRow, PromptSource
 from nemo_gym_prorl.pipeline.queue import QueueFullError
 from nemo_gym_prorl.pipeline.store import JobNotFoundError
+from nemo_gym_prorl.server_paths import redact_server_paths
+
+logger = logging.getLogger(__name__)
 
 __all__ = ["BatchEvent", "BatchFailedError", "BatchStats", "BatchStatus", "DapoConfig", "DapoScheduler"]
 
@@ -180,7 +184,9 @@ class DapoScheduler:
                 raise
             except Exception as exc:
                 stats.status = "failed"
-                stats.error = f"{type(exc).__name__}: {exc}"
+                # The stats are answered to clients: the paths stay in the log.
+                logger.warning("batch %d failed", stats.batch_index, exc_info=True)
+                stats.error = redact_server_paths(f"{type(exc).__name__}: {exc}")
             finally:
                 await self._end_batch(stats)
                 stats.elapsed_s = time.monotonic() - started

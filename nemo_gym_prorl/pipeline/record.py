@@ -22,6 +22,7 @@ from nemo_gym_prorl.pipeline.job import (
     Timing,
     Trajectory,
 )
+from nemo_gym_prorl.server_paths import redact_server_paths
 
 _STAGE_STATE = {Stage.INIT: JobState.INIT, Stage.RUN: JobState.RUN, Stage.EVAL: JobState.EVAL}
 
@@ -155,6 +156,14 @@ class JobRecord:
         job = self.job
         evaluation = self.evaluation
         instance_id = job.instance.get("instance_id")
+        # A result is what every door answers for the job: the exception texts it carries keep
+        # what failed and lose the server's paths (the stage's log line keeps them).
+        report = {**(evaluation.report if evaluation else {}), **self.report}
+        if isinstance(report.get("detail"), str):
+            report["detail"] = redact_server_paths(report["detail"])
+        failure = self.failure if state is JobState.FAILED else None
+        if failure is not None:
+            failure = failure.model_copy(update={"message": redact_server_paths(failure.message)})
         return JobResult(
             id=job.id,
             task=job.task,
@@ -171,13 +180,13 @@ class JobRecord:
             reward_components=evaluation.reward_components if evaluation else {},
             resolved=evaluation.resolved if evaluation else None,
             trajectory=self.trajectory,
-            report={**(evaluation.report if evaluation else {}), **self.report},
+            report=report,
             critical_error=critical_error,
-            error=error,
-            traceback=traceback,
+            error=redact_server_paths(error) if error else error,
+            traceback=redact_server_paths(traceback) if traceback else traceback,
             cancel_reason=self.cancel_reason if state is JobState.CANCELLED else None,
             mask_sample=self.mask_sample,
-            failure=self.failure if state is JobState.FAILED else None,
+            failure=failure,
             attempts=[a.model_copy() for a in self.attempts],
             infra_retries=self.infra_retries,
             policy_versions=list(self.trajectory.policy_versions) if self.trajectory else [],

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import time
 import uuid
@@ -29,6 +30,8 @@ from nemo_gym_prorl.pipeline.groups import GroupResult
 from nemo_gym_prorl.pipeline.prompt_source import CyclingSource, PromptSource, iter_jsonl
 from nemo_gym_prorl.service.core import RolloutService
 from nemo_gym_prorl.service.errors import ApiError, as_api_error
+
+log = logging.getLogger(__name__)
 
 ID_PATTERN = r"^[A-Za-z0-9_.:\-]+$"
 MAX_INLINE_ROWS = 100_000
@@ -67,7 +70,9 @@ class DatasetCatalog:
             known = ", ".join(self.names()) or "(none configured: set PRORL_DATASETS_DIR or PRORL_DATASETS)"
             raise ApiError(404, "unknown_dataset", f"no dataset {name!r}; known: {known}")
         if not path.is_file():
-            raise ApiError(503, "dataset_unavailable", f"dataset {name!r}: {path} is not readable")
+            # The client knows the dataset by its name; where the server keeps it is the log's.
+            log.warning("dataset %r: %s is not readable", name, path)
+            raise ApiError(503, "dataset_unavailable", f"dataset {name!r}: its file is not readable")
         return path
 
 
@@ -113,7 +118,9 @@ def _dataset_rows(path: Path, label: str) -> Iterator[dict[str, Any]]:
     try:
         yield from iter_jsonl(path)
     except ValueError as exc:  # the file's own fault, named by line: the request cannot run
-        raise ApiError(400, "invalid_dataset", f"{label}: {exc}") from None
+        # Named by its file's name and line, not by the directory the server keeps it in.
+        reason = str(exc).replace(str(path), path.name)
+        raise ApiError(400, "invalid_dataset", f"{label}: {reason}") from None
 
 
 class BatchRequest(BaseModel):

@@ -1,7 +1,8 @@
 # SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
 # SPDX-License-Identifier: Apache-2.0
 
-"""Every failure the API reports, as one JSON shape: `{"error": code, "reason": text}`."""
+"""Every failure the API reports, as one JSON shape: `{"error": code, "reason": text}`, naming no
+path of the server (`redact_server_paths`: the log keeps them, the answer does not)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,9 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from starlette.datastructures import MutableHeaders
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from nemo_gym_prorl.agent.handler import ToolServiceUnavailableError
 from nemo_gym_prorl.llm.policy import PolicyLoadError, PolicyVersionError
@@ -25,6 +28,7 @@ from nemo_gym_prorl.pipeline import (
     UnknownTaskError,
 )
 from nemo_gym_prorl.pipeline.handler import INVALID_INSTANCE
+from nemo_gym_prorl.server_paths import redact_server_paths, redact_strings
 from nemo_gym_prorl.service.backends import BackendError, BackendNotFoundError
 
 
@@ -35,8 +39,47 @@ class ApiError(Exception):
 
 
 def error_response(status: int, code: str, reason: str, **extra: Any) -> JSONResponse:
+    """The one place an error becomes an answer: whatever the message quotes (an exception's
+    text, a file the server read), the body names no server path."""
     headers = extra.pop("headers", None)
-    return JSONResponse({"error": code, "reason": reason, **extra}, status_code=status, headers=headers)
+    body = {"error": code, "reason": redact_server_paths(reason), **redact_strings(extra)}
+    return JSONResponse(body, status_code=status, headers=headers)
+
+
+class RedactErrorBodies:
+    """ASGI middleware for an app whose error answers this module does not build: a body of an
+    HTTP error status names no server path. NeMo Gym's servers answer an unhandled exception with
+    its `repr` (paths and all); the answer is held, redacted and sent whole. Success answers,
+    streams included, pass untouched."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        start: Message | None = None
+        body: list[bytes] = []
+
+        async def redacting_send(message: Message) -> None:
+            nonlocal start
+            if message["type"] == "http.response.start" and message["status"] >= 400:
+                start = message
+                return
+            if start is None or message["type"] != "http.response.body":
+                await send(message)
+                return
+            body.append(message.get("body", b""))
+            if message.get("more_body", False):
+                return
+            text = redact_server_paths(b"".join(body).decode("utf-8", errors="replace")).encode()
+            headers = MutableHeaders(scope=start)
+            headers["content-length"] = str(len(text))
+            await send(start)
+            await send({"type": "http.response.body", "body": text})
+
+        await self.app(scope, receive, redacting_send)
 
 
 def _loc(parts: tuple[Any, ...] | list[Any]) -> str:

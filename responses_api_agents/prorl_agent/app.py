@@ -38,7 +38,8 @@ from nemo_gym_prorl.integrations.gym.observability import capture_dir
 from nemo_gym_prorl.integrations.gym.runtime import ProRLGymRuntime
 from nemo_gym_prorl.integrations.gym.transport import GymServerClient
 from nemo_gym_prorl.integrations.nemo_rl.result import answer_for_trainer
-from nemo_gym_prorl.service.errors import install_error_handlers
+from nemo_gym_prorl.server_paths import redact_server_paths, redact_strings
+from nemo_gym_prorl.service.errors import RedactErrorBodies, install_error_handlers
 
 
 class ProRLAgentConfig(BaseResponsesAPIAgentConfig, ProRLAgentSettings):
@@ -135,6 +136,11 @@ class ProRLAgent(SimpleResponsesAPIAgent):
             self._add_rollout_api(app, runtime)
         return app
 
+    def setup_exception_middleware(self, app: FastAPI) -> None:
+        super().setup_exception_middleware(app)
+        # Outside Gym's own, which answers an unhandled exception with its repr, paths and all.
+        app.add_middleware(RedactErrorBodies)
+
     def _add_rollout_api(self, app: FastAPI, runtime: ProRLGymRuntime) -> None:
         """Mount the stack's own rollout router (not a copy); Gym keeps its liveness routes and
         its handlers for malformed requests, the stack's errors answer from the stack's table."""
@@ -149,17 +155,23 @@ class ProRLAgent(SimpleResponsesAPIAgent):
         if capture_rollout_id is not None:
             row["_ng_rollout_id"] = capture_rollout_id
         outcome = await self.runtime.run(row)
-        status, answer = answer_for_trainer(
-            outcome.status, outcome.body, row, self.config.infrastructure_failures
-        )
+        # A refusal or a failure says what went wrong, not where the server keeps its files.
+        body = outcome.body if outcome.status == 200 else redact_strings(outcome.body)
+        status, answer = answer_for_trainer(outcome.status, body, row, self.config.infrastructure_failures)
         headers = outcome.headers if status == outcome.status else None
         return JSONResponse(answer, status_code=status, headers=headers)
 
     async def run_episode(self, body: EpisodeRunRequest) -> EpisodeOutcome:
         """One episode for the environment server (`environment_servers/prorl_pipeline`): Gym's
         result or a typed failure, one rollout per `rollout_id` whatever the attempt."""
-        return await self.runtime.run_episode(
+        outcome = await self.runtime.run_episode(
             body.episode_id, body.row, body.wall_time_s, materialized=body.materialized
+        )
+        if outcome.failure is None:
+            return outcome
+        reason = redact_server_paths(outcome.failure.failure_reason)
+        return outcome.model_copy(
+            update={"failure": outcome.failure.model_copy(update={"failure_reason": reason})}
         )
 
     async def cancel_episode(self, body: EpisodeCancelRequest) -> EpisodeCancelResponse:
@@ -173,7 +185,7 @@ class ProRLAgent(SimpleResponsesAPIAgent):
         (no task fields, so its reward is meaningless): returns the `response` with token fields."""
         outcome = await self.runtime.run({"responses_create_params": dict(body)})
         if outcome.status != 200:
-            return JSONResponse(outcome.body, status_code=outcome.status)
+            return JSONResponse(redact_strings(outcome.body), status_code=outcome.status)
         return NeMoGymResponse.model_validate(outcome.body["response"])
 
 

@@ -6,9 +6,13 @@
 from __future__ import annotations
 
 import asyncio
+import sys
+from pathlib import Path
 from typing import Any
 
 from service_helpers import MakeApi, until
+
+import nemo_gym_prorl
 
 
 def instance(**script: Any) -> dict[str, Any]:
@@ -87,6 +91,10 @@ async def test_failed_rollout_reports_stage_and_traceback(make_api: MakeApi) -> 
     body = (await api.http.post("/process", json={"instance": instance(fail="eval")})).json()
     assert body["critical_error"] == "eval" and "ScriptFailureError" in body["traceback"]
     assert not body["success"] and body["filter"] and body["score"] == 0.0
+    # The traceback names its modules, not where the server is installed.
+    assert "<project>/nemo_gym_prorl/pipeline/stages.py" in body["traceback"]
+    for root in (Path(nemo_gym_prorl.__file__).parent.parent, Path(sys.prefix), Path.home()):
+        assert str(root) not in body["traceback"], root
 
 
 async def test_client_disconnect_cancels_the_rollout(make_api: MakeApi) -> None:

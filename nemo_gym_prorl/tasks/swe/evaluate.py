@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import shlex
-import shutil
 import tempfile
 import time
 from collections.abc import Iterable, Mapping
@@ -20,9 +20,12 @@ from pathlib import Path
 from typing import Any
 
 from nemo_gym_prorl.sandbox import Sandbox, SandboxError, open_sandbox
+from nemo_gym_prorl.sandbox.workspace_fs import write_no_follow
 from nemo_gym_prorl.tasks.base import EvalOutcome
 from nemo_gym_prorl.tasks.swe.config import REPO_MOUNT, SweConfig
 from nemo_gym_prorl.tasks.swe.materialize import ensure_repo
+
+log = logging.getLogger(__name__)
 
 # The harness's own sequence (swebench.harness.constants GIT_APPLY_CMDS), minus --reject, which
 # leaves a half-applied tree behind; `patch --fuzz` tolerates shifted context.
@@ -40,16 +43,15 @@ async def open_instance_sandbox(config: SweConfig, row: Mapping[str, Any]) -> Sa
     if source is not None:
         await asyncio.to_thread(ensure_repo, config, row)  # a generated instance's, on first use
     if source is not None and not (source / ".git").is_dir():
+        log.warning("the repository of %s is missing at %s", row.get("instance_id"), source)
         raise SandboxError(
-            f"repository for {row.get('instance_id')} not found at {source}: run `prorl swe build` "
+            f"the repository of {row.get('instance_id')} is not built on this server: run `prorl swe build` "
             "(offline instances) or set image_template/sif_dir (images)"
         )
     sandbox = await asyncio.to_thread(open_sandbox, spec)
     try:
         if source is not None:
-            await asyncio.to_thread(
-                shutil.copytree, source, sandbox.workspace, symlinks=True, dirs_exist_ok=True
-            )
+            await asyncio.to_thread(sandbox.copy_into_workspace, source)
     except BaseException:
         sandbox.close()
         raise
@@ -57,8 +59,9 @@ async def open_instance_sandbox(config: SweConfig, row: Mapping[str, Any]) -> Sa
 
 
 def _tmp_file(sandbox: Sandbox, name: str, data: str) -> str:
-    """Write into the sandbox's private /tmp; returns the path as seen inside."""
-    (sandbox.tmp_dir / name).write_text(data)
+    """Write into the sandbox's private /tmp (never through a link the policy left there);
+    returns the path as seen inside."""
+    write_no_follow(sandbox.tmp_dir, [name], data.encode())
     return f'"$TMPDIR"/{name}'
 
 

@@ -7,8 +7,8 @@ git diff at the end of RUN, graded in a fresh sandbox (see `evaluate.py`)."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import shlex
-import shutil
 from collections.abc import Mapping
 from typing import Any
 
@@ -20,6 +20,8 @@ from nemo_gym_prorl.tasks.swe.config import REPO_MOUNT, SweConfig
 from nemo_gym_prorl.tasks.swe.evaluate import evaluate_patch, extract_patch
 from nemo_gym_prorl.tasks.swe.materialize import ensure_repo
 from nemo_gym_prorl.tasks.swe.store import load_generated
+
+log = logging.getLogger(__name__)
 
 SWE_SYSTEM = (
     "You are a software engineer fixing an issue in the repository at /testbed. Use the `bash` tool "
@@ -59,12 +61,11 @@ class SweTask(TaskDomain):
         if source is not None:
             await asyncio.to_thread(ensure_repo, self.config, row)  # a generated instance's, on first use
             if not (source / ".git").is_dir():
+                log.warning("the repository of %s is missing at %s", row.get("instance_id"), source)
                 raise SandboxError(
-                    f"repository for {row.get('instance_id')} missing at {source}: run `prorl swe build`"
+                    f"the repository of {row.get('instance_id')} is not built on this server: run `prorl swe build`"
                 )
-            await asyncio.to_thread(
-                shutil.copytree, source, sandbox.workspace, symlinks=True, dirs_exist_ok=True
-            )
+            await asyncio.to_thread(sandbox.copy_into_workspace, source)
         base = str(row.get("base_commit") or "")
         # SWE-bench's images commit their environment set-up on top of base_commit ("SWE-bench"),
         # so the repository is at base_commit or a descendant of it.
@@ -127,8 +128,10 @@ class SweTask(TaskDomain):
             built = [*load_instances(self.config), *load_generated(self.config)]
             self._instances = {i["instance_id"]: i for i in built}
         if iid not in self._instances:
+            # Answered to whoever sent the row: where the server keeps its instances is the log's.
+            log.info("instance %r is in neither %s nor the generated store", iid, self.config.instances_path)
             raise LookupError(
-                f"instance {iid!r} is neither a full SWE-bench row nor built in {self.config.instances_path} "
+                f"instance {iid!r} is neither a full SWE-bench row nor an instance this server has built "
                 "or generated (run `prorl swe build`, or `prorl swe build --generate`)"
             )
         return {**self._instances[iid], **{k: v for k, v in row.items() if v is not None}}
