@@ -78,7 +78,15 @@ class ApptainerSandbox(Sandbox):
         return self.identity.setpriv() if self.identity is not None else []
 
     def start_command(self) -> list[str]:
-        cmd = [*self._drop(), self._binary, "instance", "start", "--containall", "--no-home", "--writable-tmpfs"]
+        cmd = [
+            *self._drop(),
+            self._binary,
+            "instance",
+            "start",
+            "--containall",
+            "--no-home",
+            "--writable-tmpfs",
+        ]
         if not self.spec.network:
             cmd += ["--net", "--network", "none"]
         if self.spec.fakeroot:

@@ -18,7 +18,13 @@ import os
 from pathlib import Path
 
 from nemo_gym_prorl.sandbox.base import Sandbox, SandboxError
-from nemo_gym_prorl.sandbox.launch import Launch, bwrap_launch, find_bwrap, namespace_options, with_parent_dirs
+from nemo_gym_prorl.sandbox.launch import (
+    Launch,
+    bwrap_launch,
+    find_bwrap,
+    namespace_options,
+    with_parent_dirs,
+)
 from nemo_gym_prorl.sandbox.spec import SandboxSpec
 
 # Top-level host directories that make up "the system" (programs, libraries, config).

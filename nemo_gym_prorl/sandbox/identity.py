@@ -76,7 +76,9 @@ def system_program(name: str) -> str | None:
 def find_setpriv() -> str:
     found = system_program("setpriv")
     if found is None:
-        raise SandboxIdentityError("setpriv (util-linux) is not installed: a root service needs it to drop root")
+        raise SandboxIdentityError(
+            "setpriv (util-linux) is not installed: a root service needs it to drop root"
+        )
     return found
 
 

@@ -11,9 +11,8 @@ with no isolation there is nothing between the policy's code and the host's root
 
 from __future__ import annotations
 
-from pathlib import PurePosixPath
-
 import os
+from pathlib import PurePosixPath
 
 from nemo_gym_prorl.sandbox.base import Sandbox, SandboxError
 from nemo_gym_prorl.sandbox.launch import Launch

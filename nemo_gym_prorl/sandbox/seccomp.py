@@ -25,7 +25,9 @@ import pyseccomp
 
 # clone(2) flags that make a namespace (linux/sched.h). New user namespaces are the door to
 # most kernel attack surface an unprivileged process can reach; the others need one first.
-CLONE_NEW_NAMESPACES = 0x10000000 | 0x00020000 | 0x04000000 | 0x08000000 | 0x20000000 | 0x40000000 | 0x02000000
+CLONE_NEW_NAMESPACES = (
+    0x10000000 | 0x00020000 | 0x04000000 | 0x08000000 | 0x20000000 | 0x40000000 | 0x02000000
+)
 # (NEWUSER, NEWNS, NEWUTS, NEWIPC, NEWPID, NEWNET, NEWCGROUP)
 _TIOCSTI = 0x5412  # push bytes into a terminal's input: types commands into whoever reads it
 _TIOCLINUX = 0x541C  # the Linux console's escape hatch (TIOCLINUX subcodes copy and paste)
@@ -48,8 +50,12 @@ class Denied:
 
 def _setid_mode(syscall: str | int, mode_arg: int, reason: str) -> list[Denied]:
     return [
-        Denied(syscall, reason, (pyseccomp.Arg(mode_arg, pyseccomp.MASKED_EQ, bit, bit),),
-               condition=f"mode has {'S_ISUID' if bit == stat.S_ISUID else 'S_ISGID'}")  # fmt: skip
+        Denied(
+            syscall,
+            reason,
+            (pyseccomp.Arg(mode_arg, pyseccomp.MASKED_EQ, bit, bit),),
+            condition=f"mode has {'S_ISUID' if bit == stat.S_ISUID else 'S_ISGID'}",
+        )  # fmt: skip
         for bit in _SETID_BITS
     ]
 
@@ -67,35 +73,94 @@ DENIED: tuple[Denied, ...] = (
     Denied("unshare", _NS),
     Denied("setns", _NS),
     Denied("clone", _NS, condition="flags hold a CLONE_NEW* flag"),
-    Denied("clone3", "its flags sit in a struct a filter cannot read; libc falls back to clone",
-           errno_=errno.ENOSYS),  # fmt: skip
-    *(Denied(name, _MOUNT) for name in ("mount", "umount", "umount2", "pivot_root", "chroot", "fsopen",
-                                        "fsconfig", "fsmount", "fspick", "move_mount", "open_tree",
-                                        "mount_setattr")),  # fmt: skip
+    Denied(
+        "clone3",
+        "its flags sit in a struct a filter cannot read; libc falls back to clone",
+        errno_=errno.ENOSYS,
+    ),  # fmt: skip
+    *(
+        Denied(name, _MOUNT)
+        for name in (
+            "mount",
+            "umount",
+            "umount2",
+            "pivot_root",
+            "chroot",
+            "fsopen",
+            "fsconfig",
+            "fsmount",
+            "fspick",
+            "move_mount",
+            "open_tree",
+            "mount_setattr",
+        )
+    ),  # fmt: skip
     # Kernel attack surface no task needs.
     *(Denied(name, _KEYS) for name in ("add_key", "keyctl", "request_key")),
     Denied("bpf", "loads programs into the kernel"),
     Denied("perf_event_open", "performance counters: side channels and a long record of kernel bugs"),
     Denied("userfaultfd", "stalls the kernel mid-copy: the usual tool for exploiting kernel races"),
-    *(Denied(name, "io_uring: a second syscall interface that seccomp does not see")
-      for name in ("io_uring_setup", "io_uring_enter", "io_uring_register")),  # fmt: skip
-    *(Denied(name, _KERNEL) for name in ("init_module", "finit_module", "delete_module", "create_module",
-                                         "query_module", "get_kernel_syms", "kexec_load", "kexec_file_load",
-                                         "reboot", "swapon", "swapoff", "settimeofday", "clock_settime",
-                                         "clock_adjtime", "acct", "quotactl", "quotactl_fd", "nfsservctl",
-                                         "syslog", "vhangup", "lookup_dcookie", "sysfs", "_sysctl",
-                                         "uselib", "ustat", "ioperm", "iopl", "vm86", "vm86old")),  # fmt: skip
-    *(Denied(name, "moves memory between NUMA nodes of the host") for name in ("mbind", "set_mempolicy",
-                                                                               "move_pages", "migrate_pages")),
+    *(
+        Denied(name, "io_uring: a second syscall interface that seccomp does not see")
+        for name in ("io_uring_setup", "io_uring_enter", "io_uring_register")
+    ),  # fmt: skip
+    *(
+        Denied(name, _KERNEL)
+        for name in (
+            "init_module",
+            "finit_module",
+            "delete_module",
+            "create_module",
+            "query_module",
+            "get_kernel_syms",
+            "kexec_load",
+            "kexec_file_load",
+            "reboot",
+            "swapon",
+            "swapoff",
+            "settimeofday",
+            "clock_settime",
+            "clock_adjtime",
+            "acct",
+            "quotactl",
+            "quotactl_fd",
+            "nfsservctl",
+            "syslog",
+            "vhangup",
+            "lookup_dcookie",
+            "sysfs",
+            "_sysctl",
+            "uselib",
+            "ustat",
+            "ioperm",
+            "iopl",
+            "vm86",
+            "vm86old",
+        )
+    ),  # fmt: skip
+    *(
+        Denied(name, "moves memory between NUMA nodes of the host")
+        for name in ("mbind", "set_mempolicy", "move_pages", "migrate_pages")
+    ),
     # Other processes.
-    *(Denied(name, _PEEK) for name in ("ptrace", "process_vm_readv", "process_vm_writev", "kcmp",
-                                       "pidfd_getfd")),  # fmt: skip
+    *(
+        Denied(name, _PEEK)
+        for name in ("ptrace", "process_vm_readv", "process_vm_writev", "kcmp", "pidfd_getfd")
+    ),  # fmt: skip
     *(Denied(name, _HANDLE) for name in ("name_to_handle_at", "open_by_handle_at")),
     # The terminal.
-    Denied("ioctl", "TIOCSTI types into the terminal's input queue, as if its reader had typed it",
-           (pyseccomp.Arg(1, pyseccomp.MASKED_EQ, 0xFFFFFFFF, _TIOCSTI),), condition="request TIOCSTI"),  # fmt: skip
-    Denied("ioctl", "TIOCLINUX reaches the Linux console",
-           (pyseccomp.Arg(1, pyseccomp.MASKED_EQ, 0xFFFFFFFF, _TIOCLINUX),), condition="request TIOCLINUX"),  # fmt: skip
+    Denied(
+        "ioctl",
+        "TIOCSTI types into the terminal's input queue, as if its reader had typed it",
+        (pyseccomp.Arg(1, pyseccomp.MASKED_EQ, 0xFFFFFFFF, _TIOCSTI),),
+        condition="request TIOCSTI",
+    ),  # fmt: skip
+    Denied(
+        "ioctl",
+        "TIOCLINUX reaches the Linux console",
+        (pyseccomp.Arg(1, pyseccomp.MASKED_EQ, 0xFFFFFFFF, _TIOCLINUX),),
+        condition="request TIOCLINUX",
+    ),  # fmt: skip
     # Files the host would honour as setuid or setgid.
     *_setid_mode("chmod", 1, _SETID),
     *_setid_mode("fchmod", 1, _SETID),
@@ -106,12 +171,19 @@ DENIED: tuple[Denied, ...] = (
     *_setid_mode("creat", 1, _SETID),
     *_setid_mode("mknod", 1, _SETID),
     *_setid_mode("mknodat", 2, _SETID),
-    Denied("openat2", "its mode sits in a struct a filter cannot read; libc's open does not use it",
-           errno_=errno.ENOSYS),  # fmt: skip
+    Denied(
+        "openat2",
+        "its mode sits in a struct a filter cannot read; libc's open does not use it",
+        errno_=errno.ENOSYS,
+    ),  # fmt: skip
     # Sockets of families no task uses: kernel code far from the common path (AF_ALG, AF_VSOCK
     # reaches the hypervisor's host across network namespaces).
-    Denied("socket", "address families other than unix, inet, inet6 and netlink",
-           errno_=errno.EAFNOSUPPORT, condition="family not in {AF_UNIX, AF_INET, AF_INET6, AF_NETLINK}"),  # fmt: skip
+    Denied(
+        "socket",
+        "address families other than unix, inet, inet6 and netlink",
+        errno_=errno.EAFNOSUPPORT,
+        condition="family not in {AF_UNIX, AF_INET, AF_INET6, AF_NETLINK}",
+    ),  # fmt: skip
 )
 
 
@@ -138,7 +210,12 @@ def build_filter() -> pyseccomp.SyscallFilter:
         elif rule.syscall == "socket":
             for family in range(64):
                 if family not in _ALLOWED_FAMILIES:
-                    _add(sfilter, pyseccomp.ERRNO(rule.errno_), "socket", pyseccomp.Arg(0, pyseccomp.EQ, family))
+                    _add(
+                        sfilter,
+                        pyseccomp.ERRNO(rule.errno_),
+                        "socket",
+                        pyseccomp.Arg(0, pyseccomp.EQ, family),
+                    )
             _add(sfilter, pyseccomp.ERRNO(rule.errno_), "socket", pyseccomp.Arg(0, pyseccomp.GE, 64))
         else:
             _add(sfilter, pyseccomp.ERRNO(rule.errno_), rule.syscall, *rule.args)

@@ -21,6 +21,14 @@ from pathlib import Path
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
+def _owned_like_parent(fd: int, parent_fd: int) -> None:
+    """What a root service writes into a sandbox's directories belongs to the sandbox's user
+    (the directory's owner), who must be able to change it."""
+    if os.geteuid() == 0:
+        parent = os.fstat(parent_fd)
+        os.fchown(fd, parent.st_uid, parent.st_gid)
+
+
 class WorkspacePathError(OSError):
     """A component of the path is a symlink, or not a directory where one is needed."""
 
@@ -38,9 +46,13 @@ def open_dir(root: Path, parts: Sequence[str], *, create: bool = False) -> Itera
             except FileNotFoundError:
                 if not create:
                     raise
+                made = False
                 with contextlib.suppress(FileExistsError):
                     os.mkdir(name, 0o755, dir_fd=fd)
+                    made = True
                 nxt = os.open(name, _DIR_FLAGS, dir_fd=fd)
+                if made:
+                    _owned_like_parent(nxt, fd)
             except OSError as exc:
                 if exc.errno in (errno.ELOOP, errno.ENOTDIR):
                     raise WorkspacePathError(
@@ -84,4 +96,5 @@ def write_no_follow(root: Path, parts: Sequence[str], data: bytes) -> None:
         with os.fdopen(fd, "wb") as f:
             if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
                 raise WorkspacePathError(errno.EINVAL, f"{parts[-1]!r} is not a regular file")
+            _owned_like_parent(f.fileno(), dfd)
             f.write(data)

@@ -32,6 +32,7 @@ from pydantic import BaseModel
 
 from nemo_gym_prorl.sandbox.base import Sandbox
 from nemo_gym_prorl.sandbox.output import CappedBuffer, strip_ansi
+from nemo_gym_prorl.sandbox.workspace_fs import write_no_follow
 
 PRIVATE_DIR = ".prorl"  # our files in the workspace (git-ignored by its own .gitignore)
 _SOCKET_PATH_MAX = 100  # sun_path is 108 bytes; keep room for the "-N" port suffix
@@ -100,12 +101,14 @@ class ExecutionResult(BaseModel):
 
 def private_dir(sandbox: Sandbox) -> Path:
     """`<workspace>/.prorl` on the host, created with a `.gitignore` that ignores everything."""
-    path = sandbox.workspace / PRIVATE_DIR
-    path.mkdir(exist_ok=True)
-    ignore = path / ".gitignore"
-    if not ignore.exists():
-        ignore.write_text("*\n")
-    return path
+    write_private(sandbox, ".gitignore", b"*\n")
+    return sandbox.workspace / PRIVATE_DIR
+
+
+def write_private(sandbox: Sandbox, relative: str, data: bytes) -> None:
+    """Write `<workspace>/.prorl/<relative>` as the sandbox's user would own it, never through a
+    symlink the policy planted (the host writes as the service's user, possibly root)."""
+    write_no_follow(sandbox.workspace, [PRIVATE_DIR, *relative.split("/")], data)
 
 
 class _Collector:
@@ -248,13 +251,10 @@ class IPythonKernel:
             **_CHANNEL_PORTS,
         }
         conn_file = base / f"{name}.json"
-        conn_file.write_text(json.dumps(info))
-        conn_file.chmod(0o600)
+        write_private(self.sandbox, conn_file.name, json.dumps(info).encode())
         self._files = [conn_file, *(Path(f"{host_ip}-{port}") for port in _CHANNEL_PORTS.values())]
-
-        startup = base / "ipython" / "profile_default" / "startup"
-        startup.mkdir(parents=True, exist_ok=True)
-        (startup / "00-prorl-sync-fd-output.py").write_text(_SYNC_FD_OUTPUT)
+        write_private(self.sandbox, "ipython/profile_default/startup/00-prorl-sync-fd-output.py",
+                      _SYNC_FD_OUTPUT.encode())  # fmt: skip
 
         self._stderr = CappedBuffer(16 * 1024)
         env = {

@@ -172,7 +172,7 @@ async def test_only_bubblewrap_sandboxes_are_lent(tmp_path: Path) -> None:
         sandbox=SandboxSpec(backend="local_unsafe", root_dir=tmp_path),
     )  # fmt: skip
     server = ProRLMathServer(config=config, server_client=standalone_server_client())
-    with pytest.raises(RuntimeError, match="'local_unsafe': only bubblewrap sandboxes can be lent"):
+    with pytest.raises(RuntimeError, match="local_unsafe"):
         await server.open_session("s", {"expected_answer": "42"})
     assert not server._sessions and not any(tmp_path.iterdir())  # the sandbox was closed again
     await server.close_all()

@@ -16,14 +16,14 @@ from nemo_gym_prorl.tools.editor import Editor, EditorCommand, EditorError
 
 
 @pytest.fixture
-def editor(local_sandbox: Sandbox) -> Editor:
+def editor(sandbox: Sandbox) -> Editor:
     # The editor works on the host side of the workspace; the backend does not matter.
-    return Editor(local_sandbox)
+    return Editor(sandbox)
 
 
 @pytest.fixture
-def ws(local_sandbox: Sandbox) -> Path:
-    return local_sandbox.workspace
+def ws(sandbox: Sandbox) -> Path:
+    return sandbox.workspace
 
 
 # -- view ----------------------------------------------------------------------------------------
@@ -54,9 +54,9 @@ def test_view_range_outside_the_file_is_a_clear_error(
         editor.view("a.txt", bad_range)
 
 
-def test_view_of_a_large_file_is_cut_with_a_pointer_to_view_range(local_sandbox: Sandbox, ws: Path) -> None:
+def test_view_of_a_large_file_is_cut_with_a_pointer_to_view_range(sandbox: Sandbox, ws: Path) -> None:
     (ws / "big.txt").write_text("".join(f"{'x' * 90} {i}\n" for i in range(1000)))
-    text = Editor(local_sandbox, max_view_chars=2000).view("big.txt")
+    text = Editor(sandbox, max_view_chars=2000).view("big.txt")
     assert len(text) < 2500
     assert "use `view_range`" in text
 

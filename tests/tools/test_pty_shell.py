@@ -110,9 +110,9 @@ async def test_printing_the_marker_machinery_does_not_end_a_command_early(shell:
 
 
 async def test_markers_split_across_reads_are_found_and_plain_output_is_not_held_back(
-    local_sandbox: Sandbox,
+    sandbox: Sandbox,
 ) -> None:
-    sh = PtyShell(local_sandbox)  # not started: feed the scanner by hand
+    sh = PtyShell(sandbox)  # not started: feed the scanner by hand
     sh._event = asyncio.get_running_loop().create_future()
     marker = f"__PRORL_{sh._token}__:3:/workspace/x:__END_{sh._token}__\r\n".encode()
     for byte in b"out\r\n__PR":  # the tail could be a marker's start: only it waits

@@ -19,6 +19,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from nemo_gym_prorl.sandbox import open_sandbox
+from nemo_gym_prorl.sandbox.workspace_fs import read_no_follow, write_no_follow
 from nemo_gym_prorl.tasks.swe.build import pythonpath_inside
 from nemo_gym_prorl.tasks.swe.config import REPO_MOUNT, SweConfig
 from nemo_gym_prorl.tasks.swe.evaluate import run_eval_script, test_statuses
@@ -75,13 +76,16 @@ async def run_project_tests(
             copy_upstream(tree, sandbox.workspace)
             for rel, text in (replace or {}).items():
                 write_source(sandbox.workspace / rel, text)
-            (sandbox.tmp_dir / f"{PROBE_MODULE}.py").write_text(PROBE_SOURCE.read_text())
+            write_no_follow(sandbox.tmp_dir, [f"{PROBE_MODULE}.py"], PROBE_SOURCE.read_bytes())
+            sandbox.hand_over(sandbox.workspace)
 
         await asyncio.to_thread(prepare)
         log, timed_out, _ = await run_eval_script(sandbox, _script(project, files, trace), timeout,
                                                   config.max_log_bytes)  # fmt: skip
-        probe_file = sandbox.tmp_dir / "probe.json"
-        probe = json.loads(probe_file.read_text()) if probe_file.is_file() else {}
+        try:
+            probe = json.loads(await asyncio.to_thread(read_no_follow, sandbox.tmp_dir, ["probe.json"]))
+        except (OSError, ValueError):
+            probe = {}
     finally:
         sandbox.close()
     return RunResult(
