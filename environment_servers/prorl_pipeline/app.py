@@ -7,24 +7,28 @@ Rollout collection sends it flat rows (what NeMo RL and `ng_run` datasets hold) 
 episode requests (`episode_id` + `task`). Each episode is one rollout of the agent's pipeline
 (INIT -> RUN -> EVAL on the agent's backend pool, policy versions and staleness), reached at the
 agent's `/v1/episodes/run`; the answer is Gym's result or a typed `EpisodeFailure` (the table is
-`nemo_gym_prorl.integrations.gym.episodes`). Gym's limits hold here: admission
+`nemo_gym_prorl.integrations.gym.episodes`); a flat row answers Gym's flat shape
+(`nemo_gym_prorl.integrations.gym.flat_rows`). Gym's limits hold here: admission
 (`max_concurrent_episodes`, `queue_timeout_seconds`), the episode deadline (it becomes the
 rollout's wall deadline in the pipeline, a margin earlier, so the pipeline stops the rollout and
 releases its sandbox itself), and cleanup: the rollout is a registered cleanup, cancelled (and
-its sandbox and resources session released) when the episode fails, times out or is cancelled.
+its sandbox and resources session released) when the episode fails, times out or is cancelled
+before the agent answered; after an answer the rollout has ended, and the cleanup does nothing.
 
-A thin face: the logic is `nemo_gym_prorl.integrations.gym.episodes` and the agent's runtime.
+A thin face: the logic is `nemo_gym_prorl.integrations.gym` (episodes, flat_rows) and the agent's
+runtime.
 """
 
 from __future__ import annotations
 
 import contextvars
 import uuid
-from typing import Any, Self
+from collections.abc import Mapping
+from typing import Annotated, Any, Self
 
 from aiohttp import ClientError
-from fastapi import Body, FastAPI
-from fastapi.responses import JSONResponse
+from fastapi import FastAPI
+from fastapi.exceptions import RequestValidationError
 from nemo_gym.base_environment_server import (
     BaseEnvironmentServer,
     BaseEnvironmentServerConfig,
@@ -33,29 +37,30 @@ from nemo_gym.base_environment_server import (
 )
 from nemo_gym.config_types import AgentServerRef, AggregateMetrics, AggregateMetricsRequest
 from nemo_gym.episode_types import BaseEpisodeRequest, BaseEpisodeResponse, EpisodeFailure, EpisodeId
-from nemo_gym.global_config import AGENT_REF_KEY_NAME, ATTEMPT_INDEX_KEY_NAME, TASK_SOURCE_KEY_NAME
+from nemo_gym.global_config import AGENT_REF_KEY_NAME, ATTEMPT_INDEX_KEY_NAME
 from nemo_gym.rollout_correlation import maybe_rollout_id_from_run_body
 from nemo_gym.server_utils import get_response_json, is_nemo_gym_fastapi_entrypoint, raise_for_status
 from nemo_gym.task_materialization import materialize_task
 from pydantic import (
     BaseModel,
     ConfigDict,
+    Discriminator,
     Field,
     PositiveFloat,
     PositiveInt,
-    ValidationError,
+    Tag,
     model_validator,
 )
 
+from nemo_gym_prorl.integrations.gym.collection_keys import NG_FAILURE_CLASS_KEY
 from nemo_gym_prorl.integrations.gym.episodes import (
     EPISODE_CANCEL_PATH,
     EPISODE_PATH,
     EpisodeCancelRequest,
     EpisodeOutcome,
     EpisodeRunRequest,
-    flat_failure,
-    refused_row,
 )
+from nemo_gym_prorl.integrations.gym.flat_rows import FlatFailure, FlatResult, FlatRow
 
 
 class ProRLTaskInput(BaseModel):
@@ -100,8 +105,39 @@ class ProRLPipelineEnvironmentServerConfig(BaseEnvironmentServerConfig):
         return self
 
 
-# The flat row a legacy `/run` carried, for `run` to send on whole (routing keys included): the
-# episode request holds only the materialized task.
+def _row_shape(body: Any) -> str | None:
+    """An episode request (`episode_id` + `task`) or a flat row, as Gym's collection tells them
+    apart; a body that is no object at all has no shape (422)."""
+    if isinstance(body, ProRLEpisodeRequest):
+        return "episode"
+    if isinstance(body, FlatRow):
+        return "flat"
+    if not isinstance(body, dict):
+        return None
+    return "episode" if "episode_id" in body and "task" in body else "flat"
+
+
+def _answer_shape(answer: Any) -> str:
+    if isinstance(answer, ProRLEpisodeResponse) or (isinstance(answer, dict) and "episode_id" in answer):
+        return "episode"
+    if isinstance(answer, FlatFailure) or (isinstance(answer, dict) and NG_FAILURE_CLASS_KEY in answer):
+        return "failure"
+    return "result"
+
+
+RunBody = Annotated[
+    Annotated[ProRLEpisodeRequest, Tag("episode")] | Annotated[FlatRow, Tag("flat")],
+    Discriminator(_row_shape),
+]
+RunAnswer = Annotated[
+    Annotated[ProRLEpisodeResponse, Tag("episode")]
+    | Annotated[FlatFailure, Tag("failure")]
+    | Annotated[FlatResult, Tag("result")],
+    Discriminator(_answer_shape),
+]
+
+# The flat row a `/run` carried, for `run` to send on whole (routing keys included): the episode
+# request Gym's `run_request` takes holds only the materialized task.
 _FLAT_ROW: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar(
     "prorl_flat_row", default=None
 )
@@ -113,13 +149,14 @@ class ProRLPipelineEnvironmentServer(BaseEnvironmentServer[ProRLEpisodeRequest, 
     response_model = ProRLEpisodeResponse
 
     def setup_webserver(self) -> FastAPI:
-        # One `/run` for both shapes, as Gym's collection sends both to the agent's one server.
+        # Gym's own routes take episode requests only; collection posts both shapes to the one
+        # `/run` of an agent's environment server, so `/run` takes (and documents) both.
         app = FastAPI()
-        app.post("/run")(self.run_any)
-        app.post("/aggregate_metrics", response_model=AggregateMetrics)(self.aggregate_metrics)
+        app.post("/run", response_model_exclude_unset=True)(self.run_any)
+        app.post("/aggregate_metrics")(self.aggregate_metrics)
         return app
 
-    async def aggregate_metrics(self, body: AggregateMetricsRequest = Body()) -> AggregateMetrics:  # noqa: B008
+    async def aggregate_metrics(self, body: AggregateMetricsRequest) -> AggregateMetrics:
         """The agent aggregates its own rollouts (each carries its resources server's verify fields)."""
         response = await self.server_client.post(
             server_name=self.config.agent_server.name, url_path="/aggregate_metrics", json=body
@@ -127,66 +164,79 @@ class ProRLPipelineEnvironmentServer(BaseEnvironmentServer[ProRLEpisodeRequest, 
         await raise_for_status(response)
         return AggregateMetrics.model_validate(await get_response_json(response))
 
-    async def run_any(self, row: dict[str, Any] = Body()) -> Any:  # noqa: B008
-        """An episode request answers Gym's typed response (a row no stage could run: a terminal
-        failure at stage `seed`). A flat row answers its result, a row no stage could run a 400
-        `invalid_instance` as every door of the project does, and any other failure Gym's
-        flat-row failure fields, as `single_agent_turn_legacy` does."""
-        flat = not ("episode_id" in row and "task" in row)
+    async def run_any(self, body: RunBody) -> RunAnswer:
+        """An episode request answers Gym's typed response. A flat row answers its result, or
+        Gym's flat-row failure fields as `single_agent_turn_legacy` does: a row no stage could run
+        is a terminal failure at stage `seed` naming what is wrong, which collection records once
+        and never dispatches again. A row routed to the wrong agent, or without a task identity,
+        is refused (422)."""
+        if isinstance(body, ProRLEpisodeRequest):
+            return await self.run_request(body)
+        row = body.row()
         try:
-            request = self._episode_request_from_row(row) if flat else ProRLEpisodeRequest.model_validate(row)
-        except (ValidationError, ValueError) as exc:
-            return JSONResponse({"error": "invalid_request", "reason": str(exc)[:2000]}, status_code=422)
-        token = _FLAT_ROW.set(row if flat else None)
+            request = self._episode_request_from_row(body, row)
+        except ValueError as exc:
+            raise RequestValidationError(
+                [{"type": "value_error", "loc": ("body",), "msg": str(exc)}]
+            ) from exc
+        token = _FLAT_ROW.set(row)
         try:
             response = await self.run_request(request)
         finally:
             _FLAT_ROW.reset(token)
-        return self._answer(response) if flat else response.model_dump(mode="json", exclude_none=True)
+        agent = self.config.agent_server.name
+        if response.failure is not None:
+            return FlatFailure.of(response.failure, agent)
+        assert response.result is not None  # Gym's response holds exactly one
+        return FlatResult.model_validate({**response.result, AGENT_REF_KEY_NAME: {"name": agent}})
 
-    def _answer(self, response: ProRLEpisodeResponse) -> Any:
-        """A flat row's answer: its result, a 400 for a row no stage could run, or Gym's failure fields."""
-        agent_ref = {"name": self.config.agent_server.name}
-        if response.failure is None:
-            assert response.result is not None
-            return {**response.result, AGENT_REF_KEY_NAME: agent_ref}
-        refusal = refused_row(response.failure)
-        if refusal is not None:
-            return JSONResponse(refusal, status_code=400)
-        return {**flat_failure(response.failure), AGENT_REF_KEY_NAME: agent_ref}
-
-    def _episode_request_from_row(self, row: dict[str, Any]) -> ProRLEpisodeRequest:
-        attempt = row.get(ATTEMPT_INDEX_KEY_NAME, 0)
-        if not isinstance(attempt, int) or isinstance(attempt, bool) or attempt < 0:
-            raise ValueError(f"Invalid episode attempt: {attempt!r}")
+    def _episode_request_from_row(self, body: FlatRow, row: dict[str, Any]) -> ProRLEpisodeRequest:
+        taskset = body.taskset(self.config.agent_server.name, self._bound_instances())
         # The rollout's identity without the attempt, so every attempt shares one rollout id.
         rollout_id = maybe_rollout_id_from_run_body({**row, ATTEMPT_INDEX_KEY_NAME: 0})
-        task_source = row.get(TASK_SOURCE_KEY_NAME) or self.config.agent_server.name
-        task = materialize_task(row, taskset=str(task_source))  # no task id, no index: refused (422)
+        task = materialize_task(row, taskset=taskset)  # no task id, no index: ValueError
         return ProRLEpisodeRequest.model_validate(
             {
-                "episode_id": EpisodeId(rollout_id=rollout_id or uuid.uuid4().hex, attempt=attempt),
+                "episode_id": EpisodeId(rollout_id=rollout_id or uuid.uuid4().hex, attempt=body.attempt),
                 "task": task,
             }
         )
+
+    def _bound_instances(self) -> frozenset[str]:
+        """The instances a row's `task_source` may name: the agent, this server, and the resources
+        servers the agent serves (collation names whichever declared the dataset)."""
+        agent = self.config.agent_server.name
+        names = {agent, self.config.name}
+        block = self.server_client.global_config_dict.get(agent)
+        agents = block.get("responses_api_agents") if isinstance(block, Mapping) else None
+        for settings in (agents or {}).values():
+            refs = [settings.get("resources_server"), *(settings.get("resources_servers") or {}).values()]
+            names |= {str(ref["name"]) for ref in refs if isinstance(ref, Mapping) and ref.get("name")}
+        return frozenset(names)
 
     async def run(self, request: ProRLEpisodeRequest, cleanup: CleanupContext) -> ProRLEpisodeResponse:
         episode = request.episode_id
         agent = self.config.agent_server.name
 
+        flat = _FLAT_ROW.get()
+        row = flat if flat is not None else request.task.task_input.model_dump(mode="json")
+        deadline = self.config.default_episode_timeout_seconds - self.config.deadline_margin_seconds
+        run = EpisodeRunRequest(episode_id=episode, row=row, wall_time_s=deadline, materialized=flat is None)
+        settled = False
+
         async def cancel_rollout() -> None:
-            body = EpisodeCancelRequest(episode_id=episode, reason="the episode ended without its result")
+            if settled:  # the agent answered, so its rollout has ended: nothing to stop
+                return
+            cancel = EpisodeCancelRequest(
+                episode_id=episode, task_digest=run.task_digest, reason="the episode ended without its result"
+            )
             response = await self.server_client.post(
-                server_name=agent, url_path=EPISODE_CANCEL_PATH, json=body.model_dump(mode="json")
+                server_name=agent, url_path=EPISODE_CANCEL_PATH, json=cancel.model_dump(mode="json")
             )
             await raise_for_status(response)
 
         # Registered before the rollout starts: a reply lost mid-run still stops and releases it.
         cleanup.register_cleanup(f"prorl rollout {episode.capture_key}", cancel_rollout)
-        flat = _FLAT_ROW.get()
-        row = flat if flat is not None else request.task.task_input.model_dump(mode="json")
-        deadline = self.config.default_episode_timeout_seconds - self.config.deadline_margin_seconds
-        run = EpisodeRunRequest(episode_id=episode, row=row, wall_time_s=deadline, materialized=flat is None)
         try:
             response = await self.server_client.post(
                 server_name=agent, url_path=EPISODE_PATH, json=run.model_dump(mode="json")
@@ -210,6 +260,7 @@ class ProRLPipelineEnvironmentServer(BaseEnvironmentServer[ProRLEpisodeRequest, 
                 )
             )
         outcome = EpisodeOutcome.model_validate(body)
+        settled = True
         if outcome.failure is not None:
             raise HandledEpisodeError(outcome.failure)
         return ProRLEpisodeResponse(episode_id=episode, task_id=request.task.task_id, result=outcome.result)

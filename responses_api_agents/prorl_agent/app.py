@@ -175,10 +175,10 @@ class ProRLAgent(SimpleResponsesAPIAgent):
         )
 
     async def cancel_episode(self, body: EpisodeCancelRequest) -> EpisodeCancelResponse:
-        """The environment server's registered cleanup: stop and release the episode's rollout."""
-        return EpisodeCancelResponse(
-            cancelled=await self.runtime.cancel_episode(body.episode_id, body.reason)
-        )
+        """The environment server's registered cleanup: stop and release the episode's rollout
+        (named by its rollout id and task digest), if it still runs."""
+        cancelled = await self.runtime.cancel_episode(body.episode_id, body.task_digest, body.reason)
+        return EpisodeCancelResponse(cancelled=cancelled)
 
     async def responses(self, body: NeMoGymResponseCreateParamsNonStreaming = Body()) -> Any:  # noqa: B008 (FastAPI)
         """One agent episode for bare Responses-API parameters, on the default resources server

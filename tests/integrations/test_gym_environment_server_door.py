@@ -4,8 +4,9 @@
 """The environment server's `/run` is a door like every other: each row no stage could run (the
 same rows as `prorl serve`'s door test), sent by Gym's collection as a flat row or as an episode
 request, is refused with its field named, by the real resources server of its domain, before any
-model call or sandbox: a flat row with a 400 `invalid_instance`, an episode request with a
-terminal `EpisodeFailure` at stage `seed`."""
+model call or sandbox: as a terminal failure at stage `seed`, in Gym's flat-row failure fields or
+its typed `EpisodeFailure`, which collection records once and never dispatches again (the
+project's own doors answer the same rows a 400 `invalid_instance`)."""
 
 from __future__ import annotations
 
@@ -27,15 +28,21 @@ async def stack(domains: DomainServers) -> AsyncIterator[EnvironmentStack]:
 
 
 @pytest.mark.parametrize("case", list(UNRUNNABLE))
-async def test_a_flat_row_no_stage_could_run_is_a_400_naming_its_field(
+async def test_a_flat_row_no_stage_could_run_is_a_terminal_failure_naming_its_field(
     stack: EnvironmentStack, domains: DomainServers, case: str
 ) -> None:
     instance, field = UNRUNNABLE[case]
     flat = {**instance, "_ng_task_index": 0, "_ng_rollout_index": 0}
     reply = await stack.http.post("/run", json=flat)
-    assert reply.status_code == 400, reply.text
-    assert reply.json()["error"] == "invalid_instance"
-    assert f"instance.{field}:" in reply.json()["reason"], reply.json()
+    assert reply.status_code == 200, reply.text
+    answer = reply.json()
+    assert (answer["_ng_failure_class"], answer["_ng_failure_terminal"], answer["_ng_failure_stage"]) == (
+        "environment_server_failed",
+        True,
+        "seed",
+    )
+    assert answer["failure_kind"] == "prorl:invalid_instance"
+    assert f"instance.{field}:" in answer["_ng_failure_message"], answer
     assert stack.dialect.calls == 0 and domains.open_sessions() == 0 and not domains.sandboxes_made()
 
 

@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import pytest
-from nemo_gym.episode_types import EpisodeFailure, EpisodeId
+from nemo_gym.episode_types import EpisodeId
 from nemo_gym.failure_kinds import is_namespaced, is_registered
 from support.gym_fakes import (
     ANSWER,
@@ -31,8 +31,7 @@ from nemo_gym_prorl.integrations.gym.episodes import (
     EpisodeLedger,
     EpisodeOutcome,
     failure_for_error,
-    flat_failure,
-    refused_row,
+    task_digest,
 )
 from nemo_gym_prorl.integrations.gym.runtime import ProRLGymRuntime
 from nemo_gym_prorl.llm.errors import RetriesExhaustedError
@@ -182,12 +181,80 @@ async def test_cancelling_an_episode_stops_its_rollout_and_releases_its_session(
     episode = EpisodeId(rollout_id="r1")
     running = asyncio.create_task(runtime.run_episode(episode, row()))
     await session_opened(resources)
-    assert await runtime.cancel_episode(episode, "the episode's deadline passed") is True
+    assert await runtime.cancel_episode(episode, task_digest(row()), "the episode's deadline passed") is True
     outcome = await asyncio.wait_for(running, 20)
     assert outcome.failure is not None and outcome.failure.failure_kind == "cancelled"
     assert outcome.failure.terminal is False
     assert not resources.open_sessions
-    assert await runtime.cancel_episode(episode, "again") is False  # nothing left to stop
+    assert await runtime.cancel_episode(episode, task_digest(row()), "again") is False  # nothing left to stop
+
+
+class GatedDialect(ScriptedDialect):
+    """Every turn waits for `gate`: rollouts stay in flight, side by side, until the test opens it."""
+
+    def __init__(self, replies: list[str | Exception]) -> None:
+        super().__init__(replies)
+        self.gate = asyncio.Event()
+
+    async def generate(self, ctx):  # type: ignore[no-untyped-def]
+        await self.gate.wait()
+        return await super().generate(ctx)
+
+
+async def sessions_open(resources: FakeResources, count: int, timeout_s: float = 20.0) -> None:
+    async with asyncio.timeout(timeout_s):
+        while len(resources.open_sessions) < count:  # noqa: ASYNC110 (the fake has no event to wait on)
+            await asyncio.sleep(0.01)
+
+
+async def test_a_cancel_reaches_only_its_own_episode_beside_neighbours_that_share_its_id_or_task(
+    make_runtime,
+) -> None:
+    # Gym's rollout ids repeat across tasks and collection runs: an episode is its id and its task.
+    resources = FakeResources(reward=1.0)
+    dialect = GatedDialect([ANSWER])
+    runtime, _ = await make_runtime([], resources, dialect)
+    zero = EpisodeId(rollout_id="0-0")
+    cancelled_one = asyncio.create_task(runtime.run_episode(zero, row(task_id="t1")))
+    same_id_other_task = asyncio.create_task(runtime.run_episode(zero, row(task_id="t2")))
+    same_task_other_id = asyncio.create_task(
+        runtime.run_episode(EpisodeId(rollout_id="0-1"), row(task_id="t1"))
+    )
+    await sessions_open(resources, 3)
+
+    assert await runtime.cancel_episode(zero, task_digest(row(task_id="t1")), "its episode ended") is True
+    stopped = await asyncio.wait_for(cancelled_one, 20)
+    assert stopped.failure is not None and stopped.failure.failure_kind == "cancelled"
+
+    dialect.gate.set()
+    neighbours = await asyncio.wait_for(asyncio.gather(same_id_other_task, same_task_other_id), 20)
+    assert [n.result["reward"] if n.result else n.failure for n in neighbours] == [1.0, 1.0]
+    assert not resources.open_sessions
+    # settled: a late cancel (the environment server's cleanup after a result) stops nothing
+    assert await runtime.cancel_episode(zero, task_digest(row(task_id="t2")), "late") is False
+
+
+async def test_an_attempts_cancel_leaves_the_rollout_another_attempt_of_it_waits_on(make_runtime) -> None:
+    resources = FakeResources(reward=1.0)
+    dialect = GatedDialect([ANSWER])
+    runtime, _ = await make_runtime([], resources, dialect)
+    first, retry, digest = (
+        EpisodeId(rollout_id="r1"),
+        EpisodeId(rollout_id="r1", attempt=1),
+        task_digest(row()),
+    )
+    running = asyncio.create_task(runtime.run_episode(first, row()))
+    await sessions_open(resources, 1)
+    joined = asyncio.create_task(runtime.run_episode(retry, row()))
+    async with asyncio.timeout(20):
+        while not runtime.episodes.shared_with_another_attempt(first, digest):  # noqa: ASYNC110
+            await asyncio.sleep(0.01)
+
+    assert await runtime.cancel_episode(first, digest, "the first attempt's caller went away") is False
+    dialect.gate.set()
+    outcomes = await asyncio.wait_for(asyncio.gather(running, joined), 20)
+    assert [o.result["reward"] if o.result else o.failure for o in outcomes] == [1.0, 1.0]
+    assert outcomes[0].job_id == outcomes[1].job_id and seeds(resources) == 1
 
 
 def test_every_kind_in_the_table_is_gyms_own_or_namespaced() -> None:
@@ -202,26 +269,6 @@ def test_every_kind_in_the_table_is_gyms_own_or_namespaced() -> None:
 def test_a_refusal_the_table_does_not_know_is_the_stacks_fault_not_the_rows() -> None:
     failure = failure_for_error(500, "surprise", "boom")
     assert failure.failure_kind == "prorl:stage_error" and failure.stage == "admission"
-
-
-def test_flat_rows_get_gyms_legacy_failure_fields_and_refusals_the_doors_400() -> None:
-    timeout = EpisodeFailure(
-        failure_reason="late", terminal=False, failure_kind="agent_timeout", stage="agent"
-    )
-    assert flat_failure(timeout) == {
-        "_ng_failure_class": "environment_server_failed",
-        "_ng_failure_terminal": False,
-        "_ng_failure_message": "late",
-        "_ng_failure_stage": "agent",
-        "failure_kind": "agent_timeout",
-        "failure_reason": "late",
-    }
-    assert refused_row(timeout) is None
-    refused = failure_for_error(400, "invalid_instance", "instance.expected_answer: required")
-    assert refused_row(refused) == {
-        "error": "invalid_instance",
-        "reason": "instance.expected_answer: required",
-    }
 
 
 async def test_the_ledger_forgets_the_oldest_settled_rollouts_past_its_capacity() -> None:

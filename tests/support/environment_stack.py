@@ -16,7 +16,7 @@ import aiohttp
 import httpx
 from nemo_gym.config_types import BaseServerConfig
 from nemo_gym.server_utils import ServerClient
-from omegaconf import OmegaConf
+from omegaconf import DictConfig, OmegaConf
 
 from environment_servers.prorl_pipeline.app import (
     ProRLPipelineEnvironmentServer,
@@ -48,9 +48,10 @@ class GymReply:
 
 
 class InProcessClient:
-    """Gym's server client, reaching the agent app in process."""
+    """Gym's server client, reaching the agent app in process (with the global config it was given)."""
 
-    def __init__(self, agent_app: Any) -> None:
+    def __init__(self, agent_app: Any, global_config_dict: DictConfig) -> None:
+        self.global_config_dict = global_config_dict
         self.http = httpx.AsyncClient(transport=httpx.ASGITransport(app=agent_app), base_url="http://agent")
         self.down = False
         self.paths: list[str] = []
@@ -72,27 +73,35 @@ class EnvironmentStack:
         servers: Mapping[str, str],
         **limits: Any,
     ) -> None:
+        agent_config = {
+            "host": "127.0.0.1", "port": 0, "entrypoint": "app.py", "name": "prorl_agent",
+            "model_server": {"type": "responses_api_models", "name": "policy_model"},
+            "resources_servers": {name: {"type": "resources_servers", "name": name} for name in servers},
+            "llm": {"backends": ["http://127.0.0.1:9"], "health_path": None, "model": "m"},
+        }  # fmt: skip
+        environment_config = {
+            "host": "127.0.0.1", "port": 0, "entrypoint": "app.py", "name": "prorl_agent_environment_server",
+            "agent_server": {"type": "responses_api_agents", "name": "prorl_agent"}, **limits,
+        }  # fmt: skip
+        # What Gym hands every server: the composition, as the shipped configs name its instances.
+        self.global_config = OmegaConf.create(
+            {
+                "prorl_agent": {"responses_api_agents": {"prorl_agent": agent_config}},
+                "prorl_agent_environment_server": {
+                    "environment_servers": {"prorl_pipeline": environment_config}
+                },
+            }
+        )
         gym_client = ServerClient(
             head_server_config=BaseServerConfig(host="127.0.0.1", port=11000),
-            global_config_dict=OmegaConf.create({}),
+            global_config_dict=self.global_config,
         )
-        self.agent = ProRLAgent(
-            config=ProRLAgentConfig(
-                host="127.0.0.1", port=0, entrypoint="app.py", name="prorl_agent",
-                model_server={"type": "responses_api_models", "name": "policy_model"},
-                resources_servers={name: {"type": "resources_servers", "name": name} for name in servers},
-                llm={"backends": ["http://127.0.0.1:9"], "health_path": None, "model": "m"},
-            ),
-            server_client=gym_client,
-        )  # fmt: skip
+        self.agent = ProRLAgent(config=ProRLAgentConfig(**agent_config), server_client=gym_client)
         settings = ProRLAgentSettings(pipeline=PipelineConfig(init_workers=2, run_workers=2, eval_workers=2))
         self.agent._runtime = scripted_runtime(settings, dialect, resources, servers)  # type: ignore[arg-type]
         self.dialect = dialect
-        self.client = InProcessClient(self.agent.setup_webserver())
-        config = ProRLPipelineEnvironmentServerConfig(
-            host="127.0.0.1", port=0, entrypoint="app.py", name="prorl_agent_environment_server",
-            agent_server={"type": "responses_api_agents", "name": "prorl_agent"}, **limits,
-        )  # fmt: skip
+        self.client = InProcessClient(self.agent.setup_webserver(), self.global_config)
+        config = ProRLPipelineEnvironmentServerConfig(**environment_config)
         self.server = ProRLPipelineEnvironmentServer(config=config, server_client=gym_client)
         self.server.server_client = self.client  # type: ignore[assignment]
         app = self.server.setup_webserver()

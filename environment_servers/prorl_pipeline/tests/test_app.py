@@ -6,7 +6,10 @@ through the real agent app are specified in the project's tests/integrations/tes
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
+from fastapi import FastAPI
 from nemo_gym.config_types import BaseServerConfig
 from nemo_gym.server_utils import ServerClient
 from omegaconf import OmegaConf
@@ -34,11 +37,36 @@ def test_gyms_limits_are_its_config_with_a_deadline_margin_inside_the_episode_de
         config(max_concurrent_episodes=4)  # Gym's own rule: admission needs a queue timeout
 
 
-def test_it_serves_one_run_for_both_row_shapes_and_aggregate_metrics() -> None:
+def app() -> FastAPI:
     client = ServerClient(
         head_server_config=BaseServerConfig(host="127.0.0.1", port=11000),
         global_config_dict=OmegaConf.create({}),
     )
-    app = ProRLPipelineEnvironmentServer(config=config(), server_client=client).setup_webserver()
-    paths = {(route.path, method) for route in app.routes for method in getattr(route, "methods", ())}
+    return ProRLPipelineEnvironmentServer(config=config(), server_client=client).setup_webserver()
+
+
+def test_it_serves_one_run_for_both_row_shapes_and_aggregate_metrics() -> None:
+    paths = {(route.path, method) for route in app().routes for method in getattr(route, "methods", ())}
     assert {("/run", "POST"), ("/aggregate_metrics", "POST")} <= paths
+
+
+def schema_refs(schema: dict[str, Any]) -> set[str]:
+    return {option["$ref"].rsplit("/", 1)[-1] for option in schema["oneOf"]}
+
+
+def test_run_is_typed_in_the_openapi_schema_for_both_shapes_and_every_answer() -> None:
+    spec = app().openapi()
+    run = spec["paths"]["/run"]["post"]
+    body = run["requestBody"]["content"]["application/json"]["schema"]
+    assert schema_refs(body) == {"ProRLEpisodeRequest", "FlatRow"}
+    answer = run["responses"]["200"]["content"]["application/json"]["schema"]
+    assert schema_refs(answer) == {"ProRLEpisodeResponse", "FlatResult", "FlatFailure"}
+    # Gym's keys, as collection reads them
+    flat_row = spec["components"]["schemas"]["FlatRow"]["properties"]
+    assert {"agent_ref", "task_source", "_ng_task_index", "_ng_attempt_index"} <= set(flat_row)
+    failure = spec["components"]["schemas"]["FlatFailure"]["properties"]
+    assert {"_ng_failure_class", "_ng_failure_terminal", "_ng_failure_message", "_ng_failure_stage"} <= set(
+        failure
+    )
+    aggregate = spec["paths"]["/aggregate_metrics"]["post"]["requestBody"]["content"]["application/json"]
+    assert aggregate["schema"]["$ref"].endswith("/AggregateMetricsRequest")

@@ -10,6 +10,9 @@ resources-server base of `resources_servers/prorl_*`, and the Gym wire formats.
     result            the Gym verify response `/run` answers
     response          Responses-API output items with token fields
     contract          checks that a result is what NeMo RL expects
+    episodes          Gym 0.7 episodes: the failure table, the ledger, the agent's episode routes
+    flat_rows         flat rows at the environment server and the answers Gym's collection reads
+    collection_keys   the keys of Gym's collection: Gym's public ones, and its private ones restated
     resources_server  the resources-server base class shared by the four domains
     launcher          `prorl gym up/down/status/test` (and `prorl demo`'s stack)
     processes         what a launch starts, recorded so `down` stops exactly that

@@ -38,7 +38,7 @@ import asyncio
 import hashlib
 import json
 import re
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
@@ -46,6 +46,7 @@ from nemo_gym.episode_types import EpisodeFailure, EpisodeId
 from nemo_gym.global_config import ATTEMPT_INDEX_KEY_NAME, ROLLOUT_ID_KEY_NAME
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from nemo_gym_prorl.integrations.gym.collection_keys import is_collector_key
 from nemo_gym_prorl.integrations.nemo_rl.result import NO_GENERATION
 from nemo_gym_prorl.pipeline import JobResult, JobState
 
@@ -130,14 +131,10 @@ def _failure_of_failed_job(result: JobResult) -> EpisodeFailure:
     return _failure(reason, STAGE_ERROR, True, stage)
 
 
-# Keys rollout collection writes itself and refuses in an environment server's result.
-_COLLECTOR_KEYS = ("ng_trajectory", "ng_model_call_capture", "ng_perf")
-
-
 def episode_result(body: dict[str, Any], result: JobResult) -> dict[str, Any]:
     """The `/run` body of a scored rollout as an episode's result: without the row's routing keys
     and the records collection builds itself from the agent's observation bundle."""
-    out = {k: v for k, v in body.items() if not k.startswith("_ng_") and k not in _COLLECTOR_KEYS}
+    out = {k: v for k, v in body.items() if not is_collector_key(k)}
     observed = result.trajectory.observations if result.trajectory is not None else None
     if isinstance(observed, dict) and observed.get("bundle") is not None:
         out["ng_agent_observations"] = observed["bundle"]
@@ -189,6 +186,11 @@ class EpisodeLedger:
     - attempt 0 of a settled episode is a new collection's rollout: it runs anew;
     - an unsettled failure (an outage, a timeout, a cancel) lets the next attempt run anew.
 
+    So an attempt's cancel may stop the rollout only while no other attempt waits on it
+    (`shared_with_another_attempt`), and an episode's identity everywhere (the rollout it runs,
+    the cancel that stops it) is its `rollout_id` and its task's digest: two episodes `0-0` of
+    different tasks are two rollouts, and one's cancel never reaches the other.
+
     Settled outcomes are kept for the last `capacity` episodes (an in-memory bound: a retry
     comes within one collection run, long before that many later rollouts)."""
 
@@ -196,6 +198,7 @@ class EpisodeLedger:
         self.capacity = capacity
         self._running: dict[tuple[str, str], asyncio.Task[EpisodeOutcome]] = {}
         self._settled: OrderedDict[tuple[str, str], EpisodeOutcome] = OrderedDict()
+        self._waiting: dict[tuple[str, str], Counter[int]] = {}  # attempts awaiting a running rollout
 
     async def run(self, episode: EpisodeId, digest: str, start: EpisodeRun) -> EpisodeOutcome:
         key = (episode.rollout_id, digest)
@@ -207,9 +210,22 @@ class EpisodeLedger:
             task = asyncio.create_task(start(), name=f"episode-{episode.capture_key}")
             self._running[key] = task
             task.add_done_callback(lambda done: self._record(key, done))
-        # A caller that goes away leaves the rollout running for the attempt that follows it;
-        # `cancel` is how an episode's owner stops it.
-        return await asyncio.shield(task)
+        waiting = self._waiting.setdefault(key, Counter())
+        waiting[episode.attempt] += 1
+        try:
+            # A caller that goes away leaves the rollout running for the attempt that follows it;
+            # `cancel` is how an episode's owner stops it.
+            return await asyncio.shield(task)
+        finally:
+            waiting[episode.attempt] -= 1
+            if waiting.total() <= 0 and self._waiting.get(key) is waiting:
+                del self._waiting[key]
+
+    def shared_with_another_attempt(self, episode: EpisodeId, digest: str) -> bool:
+        """Whether another attempt of the episode awaits its running rollout (so this attempt's
+        cancel must leave it running)."""
+        waiting = self._waiting.get((episode.rollout_id, digest), Counter())
+        return any(count > 0 for attempt, count in waiting.items() if attempt != episode.attempt)
 
     def _record(self, key: tuple[str, str], task: asyncio.Task[EpisodeOutcome]) -> None:
         if self._running.get(key) is task:
@@ -248,6 +264,11 @@ class EpisodeRunRequest(BaseModel):
         "False: a flat row, whose result is the agent's `/run` body.",
     )
 
+    @property
+    def task_digest(self) -> str:
+        """With the rollout id, the episode's identity at the agent (what a cancel names)."""
+        return task_digest(self.row)
+
 
 class EpisodeCancelRequest(BaseModel):
     """`POST /v1/episodes/cancel` on the agent: stop the episode's rollout if it still runs."""
@@ -255,34 +276,16 @@ class EpisodeCancelRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     episode_id: EpisodeId
+    task_digest: str = Field(
+        pattern=r"^[0-9a-f]{32}$",
+        description="The digest of the task the episode runs (`EpisodeRunRequest.task_digest`): Gym's "
+        "rollout ids repeat across tasks and collection runs, so the id alone names no one rollout.",
+    )
     reason: str = Field("cancelled by the environment server", max_length=500)
 
 
 class EpisodeCancelResponse(BaseModel):
-    cancelled: bool = Field(description="A rollout was running and is now stopped and released.")
-
-
-# -- flat rows: Gym's legacy `/run` answer ----------------------------------------------------------
-def flat_failure(failure: EpisodeFailure) -> dict[str, Any]:
-    """A failed flat row as Gym's collection records it (`single_agent_turn_legacy`'s fields),
-    with the failure's kind beside them."""
-    out: dict[str, Any] = {
-        "_ng_failure_class": "environment_server_failed",
-        "_ng_failure_terminal": failure.terminal,
-        "_ng_failure_message": failure.failure_reason,
-        "_ng_failure_stage": failure.stage,
-    }
-    if failure.failure_kind is not None:
-        out["failure_kind"] = failure.failure_kind
-        out["failure_reason"] = failure.failure_reason
-    return out
-
-
-def refused_row(failure: EpisodeFailure) -> dict[str, Any] | None:
-    """The 400 body of a flat row no stage could run (the stack's error shape), None otherwise."""
-    if not failure.terminal or failure.stage != "seed":
-        return None
-    if failure.failure_kind not in (INVALID_INSTANCE, INVALID_REQUEST):
-        return None
-    code, _, reason = failure.failure_reason.partition(": ")
-    return {"error": code if reason else "invalid_instance", "reason": reason or failure.failure_reason}
+    cancelled: bool = Field(
+        description="A rollout was running and is now stopped and released; False when the episode "
+        "had settled, never ran, or another attempt of it still waits on its rollout."
+    )

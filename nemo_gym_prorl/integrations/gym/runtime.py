@@ -45,6 +45,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from nemo_gym.episode_types import EpisodeId
+from nemo_gym.global_config import ROLLOUT_ID_KEY_NAME
 
 from nemo_gym_prorl.agent.handler import AgentRolloutHandler
 from nemo_gym_prorl.agent.harness import make_harness
@@ -177,7 +178,9 @@ class ProRLGymRuntime:
         self.pipeline = self.stack.pipeline
         self.service = self.stack.service
         self.episodes = EpisodeLedger()
-        self._episode_jobs: dict[str, str] = {}  # rollout_id -> the job running it now
+        # (rollout_id, task digest) -> the job running that episode now: the ledger's key, since
+        # Gym's rollout ids repeat across tasks and collection runs.
+        self._episode_jobs: dict[tuple[str, str], str] = {}
 
     async def start(self) -> None:
         if self.stack.started:
@@ -246,16 +249,23 @@ class ProRLGymRuntime:
         A materialized episode's result leaves out what collection records itself (its
         observations go as the `ng_agent_observations` bundle); a flat row's is `/run`'s body."""
         await self.start()
-        row = {**row, "_ng_rollout_id": episode.capture_key}
-        run = functools.partial(self._run_episode, episode, row, wall_time_s, materialized)
-        return await self.episodes.run(episode, task_digest(row), run)
+        digest = task_digest(row)  # the row's own, as the environment server's cancel names it
+        row = {**row, ROLLOUT_ID_KEY_NAME: episode.capture_key}
+        run = functools.partial(self._run_episode, episode, digest, row, wall_time_s, materialized)
+        return await self.episodes.run(episode, digest, run)
 
     async def _run_episode(
-        self, episode: EpisodeId, row: dict[str, Any], wall_time_s: float | None, materialized: bool
+        self,
+        episode: EpisodeId,
+        digest: str,
+        row: dict[str, Any],
+        wall_time_s: float | None,
+        materialized: bool,
     ) -> EpisodeOutcome:
         limits = [t for t in (wall_time_s, self.settings.rollout_timeout_s) if t is not None]
         spec = self.job_spec(row, Budget(wall_time_s=min(limits) if limits else None))
-        self._episode_jobs[episode.rollout_id] = str(spec.id)
+        key = (episode.rollout_id, digest)
+        self._episode_jobs[key] = str(spec.id)
         try:
             result = await self.service.process(spec, None)
         except Exception as exc:
@@ -265,7 +275,7 @@ class ProRLGymRuntime:
             failure = failure_for_error(refused.status, refused.code, refused.reason)
             return EpisodeOutcome(failure=failure, attempt=episode.attempt)
         finally:
-            self._episode_jobs.pop(episode.rollout_id, None)
+            self._episode_jobs.pop(key, None)
         body = run_result(row, result) if result.state is JobState.DONE else None
         failure = failure_for_result(result, body)
         if failure is not None or body is None:
@@ -276,11 +286,13 @@ class ProRLGymRuntime:
             body = episode_result(body, result)
         return EpisodeOutcome(result=body, job_id=result.id, attempt=episode.attempt)
 
-    async def cancel_episode(self, episode: EpisodeId, reason: str) -> bool:
-        """Stop the rollout an episode runs, if it still runs (its sandbox and resources session
-        are released by the pipeline before this returns); False when nothing was running."""
-        job_id = self._episode_jobs.get(episode.rollout_id)
-        if job_id is None:
+    async def cancel_episode(self, episode: EpisodeId, digest: str, reason: str) -> bool:
+        """Stop the rollout of the episode (`rollout_id` and task digest) if it still runs: its
+        sandbox and resources session are released by the pipeline before this returns. False,
+        and nothing stopped, when the episode has settled or never ran, or when another attempt
+        of it waits on the same rollout."""
+        job_id = self._episode_jobs.get((episode.rollout_id, digest))
+        if job_id is None or self.episodes.shared_with_another_attempt(episode, digest):
             return False
         await self.pipeline.cancel(job_id, reason=reason)
         return True
