@@ -27,11 +27,12 @@ Two kinds share that recipe:
 - `PersistentBubblewrapSandbox` (a spec's `backend=PERSISTENT_BACKEND`, this module's import
   target) owns the sandbox: it starts the init when built, and its `close()` ends everything in
   the sandbox and removes its directories.
-- `JoinedBubblewrapSandbox` runs commands in a sandbox another process owns, from the owner's
-  `JoinTicket` (a trusted descriptor: same host, same user). Its `close()` ends only what it
-  started itself and leaves the sandbox to its owner. Before joining it checks that the init
-  is still the very process the ticket names (pid and start time, in this boot), so a reused
-  pid is never mistaken for the sandbox.
+- `JoinedBubblewrapSandbox` runs commands in a sandbox another process owns, from a `JoinGrant`
+  the owner handed out (`join_registry.py`: a secret checked against the owner's registry of its
+  live sandboxes, which alone says where the sandbox is and how it is mounted). Its `close()`
+  ends only what it started itself and leaves the sandbox to its owner. Before joining it checks
+  that the init is still the very process the registry names (pid and start time, in this
+  boot), so a reused pid is never mistaken for the sandbox.
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from nemo_gym_prorl.sandbox.base import LAUNCH_ENV, SandboxError
 from nemo_gym_prorl.sandbox.bubblewrap import BubblewrapSandbox
+from nemo_gym_prorl.sandbox.join_registry import JoinGrant, redeem, register, unregister
 from nemo_gym_prorl.sandbox.launch import Launch, bwrap_launch
 from nemo_gym_prorl.sandbox.limits import PidsCgroup
 from nemo_gym_prorl.sandbox.spec import SandboxLimits, SandboxSpec
@@ -115,11 +117,9 @@ def _find_nsenter() -> str:
 
 
 class JoinTicket(BaseModel):
-    """What another process needs to run commands in a live persistent sandbox.
-
-    A trusted control-plane descriptor, like Gym's apptainer descriptor: it holds host paths and
-    the sandbox's bwrap arguments, and works only on the same host (boot) for the same user. It
-    grants nothing by itself: joining needs the kernel's permission to the init's namespaces."""
+    """How to run commands in a live persistent sandbox: the owner's registry record (never read
+    from a caller: see `join_registry`). It holds host paths and the sandbox's bwrap arguments,
+    and works only on the same host (boot) for the same user."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -150,6 +150,7 @@ class NamespaceBubblewrapSandbox(BubblewrapSandbox):
         self._nsenter = _find_nsenter()
         self._ns_fds: dict[str, int] = {}
         self._ticket: JoinTicket | None = None
+        self._grant: JoinGrant | None = None
         super().__init__(spec)
 
     @property
@@ -161,11 +162,17 @@ class NamespaceBubblewrapSandbox(BubblewrapSandbox):
         raise NotImplementedError
 
     def join_ticket(self) -> JoinTicket:
-        """The descriptor another process joins this sandbox with (`JoinedBubblewrapSandbox`)."""
+        """The owner's record of how to join this sandbox (what its registry entry holds)."""
         self._check_open()
         if self._ticket is None:
             raise SandboxError(f"sandbox {self.id} has not started")
         return self._ticket
+
+    def join_grant(self) -> JoinGrant:
+        """What another process joins this sandbox with (`JoinedBubblewrapSandbox`)."""
+        self.join_ticket()
+        assert self._grant is not None
+        return self._grant
 
     def _open_namespaces(self, leader: int) -> None:
         """Hold the namespaces open by fd: a pid can be reused once the init is gone, an fd
@@ -252,6 +259,7 @@ class PersistentBubblewrapSandbox(NamespaceBubblewrapSandbox):
         self._open_namespaces(leader)
         self._wait_until_joinable(deadline)
         self._ticket = self._make_ticket(leader)
+        self._grant = register(self.id, self._ticket)
 
     def _wait_for_leader(self, deadline: float) -> int:
         """The init's pid-1 process: the first child of the outer bwrap, once it is in a new
@@ -303,7 +311,9 @@ class PersistentBubblewrapSandbox(NamespaceBubblewrapSandbox):
 
     def close(self) -> None:
         # Killing the init (pid 1 of the namespace) makes the kernel kill every process in it,
-        # a borrower's included; then the directories go.
+        # a borrower's included; then the directories go. No grant joins it from now on.
+        if self._grant is not None:
+            unregister(self.id)
         try:
             super().close()
         finally:
@@ -343,7 +353,8 @@ class JoinedBubblewrapSandbox(NamespaceBubblewrapSandbox):
     sandbox: only the owner closes that. Once the owner has closed it, every use raises
     `SandboxGoneError`."""
 
-    def __init__(self, ticket: JoinTicket, *, root_dir: Path | None = None) -> None:
+    def __init__(self, grant: JoinGrant, *, root_dir: Path | None = None) -> None:
+        ticket = JoinTicket.model_validate(redeem(grant))
         check_ticket(ticket)
         if not ticket.workspace.is_dir() or not ticket.tmp_dir.is_dir():
             raise SandboxGoneError(f"sandbox {ticket.sandbox_id} is closed: its directories are gone")
@@ -356,6 +367,7 @@ class JoinedBubblewrapSandbox(NamespaceBubblewrapSandbox):
         self._scratch_tmp: Path | None = None
         super().__init__(spec)
         self._ticket = ticket
+        self._grant = grant
         # This object's own directory (host cwd of its processes, its pids cgroup's name) is
         # scratch; /tmp inside is the owner's.
         self._scratch_tmp, self.tmp_dir = self.tmp_dir, ticket.tmp_dir

@@ -55,7 +55,7 @@ def _setid_mode(syscall: str | int, mode_arg: int, reason: str) -> list[Denied]:
             reason,
             (pyseccomp.Arg(mode_arg, pyseccomp.MASKED_EQ, bit, bit),),
             condition=f"mode has {'S_ISUID' if bit == stat.S_ISUID else 'S_ISGID'}",
-        )  # fmt: skip
+        )
         for bit in _SETID_BITS
     ]
 
@@ -77,7 +77,7 @@ DENIED: tuple[Denied, ...] = (
         "clone3",
         "its flags sit in a struct a filter cannot read; libc falls back to clone",
         errno_=errno.ENOSYS,
-    ),  # fmt: skip
+    ),
     *(
         Denied(name, _MOUNT)
         for name in (
@@ -94,7 +94,7 @@ DENIED: tuple[Denied, ...] = (
             "open_tree",
             "mount_setattr",
         )
-    ),  # fmt: skip
+    ),
     # Kernel attack surface no task needs.
     *(Denied(name, _KEYS) for name in ("add_key", "keyctl", "request_key")),
     Denied("bpf", "loads programs into the kernel"),
@@ -103,7 +103,7 @@ DENIED: tuple[Denied, ...] = (
     *(
         Denied(name, "io_uring: a second syscall interface that seccomp does not see")
         for name in ("io_uring_setup", "io_uring_enter", "io_uring_register")
-    ),  # fmt: skip
+    ),
     *(
         Denied(name, _KERNEL)
         for name in (
@@ -137,7 +137,7 @@ DENIED: tuple[Denied, ...] = (
             "vm86",
             "vm86old",
         )
-    ),  # fmt: skip
+    ),
     *(
         Denied(name, "moves memory between NUMA nodes of the host")
         for name in ("mbind", "set_mempolicy", "move_pages", "migrate_pages")
@@ -146,7 +146,7 @@ DENIED: tuple[Denied, ...] = (
     *(
         Denied(name, _PEEK)
         for name in ("ptrace", "process_vm_readv", "process_vm_writev", "kcmp", "pidfd_getfd")
-    ),  # fmt: skip
+    ),
     *(Denied(name, _HANDLE) for name in ("name_to_handle_at", "open_by_handle_at")),
     # The terminal.
     Denied(
@@ -154,13 +154,13 @@ DENIED: tuple[Denied, ...] = (
         "TIOCSTI types into the terminal's input queue, as if its reader had typed it",
         (pyseccomp.Arg(1, pyseccomp.MASKED_EQ, 0xFFFFFFFF, _TIOCSTI),),
         condition="request TIOCSTI",
-    ),  # fmt: skip
+    ),
     Denied(
         "ioctl",
         "TIOCLINUX reaches the Linux console",
         (pyseccomp.Arg(1, pyseccomp.MASKED_EQ, 0xFFFFFFFF, _TIOCLINUX),),
         condition="request TIOCLINUX",
-    ),  # fmt: skip
+    ),
     # Files the host would honour as setuid or setgid.
     *_setid_mode("chmod", 1, _SETID),
     *_setid_mode("fchmod", 1, _SETID),
@@ -175,7 +175,7 @@ DENIED: tuple[Denied, ...] = (
         "openat2",
         "its mode sits in a struct a filter cannot read; libc's open does not use it",
         errno_=errno.ENOSYS,
-    ),  # fmt: skip
+    ),
     # Sockets of families no task uses: kernel code far from the common path (AF_ALG, AF_VSOCK
     # reaches the hypervisor's host across network namespaces).
     Denied(
@@ -183,7 +183,7 @@ DENIED: tuple[Denied, ...] = (
         "address families other than unix, inet, inet6 and netlink",
         errno_=errno.EAFNOSUPPORT,
         condition="family not in {AF_UNIX, AF_INET, AF_INET6, AF_NETLINK}",
-    ),  # fmt: skip
+    ),
 )
 
 
@@ -205,8 +205,12 @@ def build_filter() -> pyseccomp.SyscallFilter:
             for bit in range(32):
                 flag = 1 << bit
                 if CLONE_NEW_NAMESPACES & flag:
-                    _add(sfilter, pyseccomp.ERRNO(errno.EPERM), "clone",
-                         pyseccomp.Arg(0, pyseccomp.MASKED_EQ, flag, flag))  # fmt: skip
+                    _add(
+                        sfilter,
+                        pyseccomp.ERRNO(errno.EPERM),
+                        "clone",
+                        pyseccomp.Arg(0, pyseccomp.MASKED_EQ, flag, flag),
+                    )
         elif rule.syscall == "socket":
             for family in range(64):
                 if family not in _ALLOWED_FAMILIES:

@@ -125,7 +125,7 @@ async def test_an_agent_borrows_the_sessions_sandbox_beside_its_tools() -> None:
         with pytest.raises(RuntimeError, match="closed by its owner"):
             await borrowed.exec("true")
         await borrowed.disconnect()
-        with pytest.raises(SandboxCreateError, match="is closed"):
+        with pytest.raises(SandboxCreateError, match="not a live sandbox"):
             await borrow(access, root)
 
 

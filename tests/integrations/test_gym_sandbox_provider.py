@@ -73,13 +73,16 @@ async def test_exec_upload_download_status_and_close(sandbox: AsyncSandbox, tmp_
     assert await sandbox.status() == SandboxStatus.STOPPED
 
 
-async def test_spec_files_env_and_user_root(provider: BubblewrapProvider) -> None:
+async def test_spec_files_env_and_the_one_unprivileged_user(provider: BubblewrapProvider) -> None:
     handle = await provider.create(SandboxSpec(files={"app/main.py": "print(6 * 7)"}, env={"X": "1"}))
     try:
-        result = await provider.exec(handle, "python3 app/main.py; echo $X; id -u", user="root")
-        assert result.stdout.split() == ["42", "1", "0"]
-        with pytest.raises(ValueError, match="no other user"):
-            await provider.exec(handle, "true", user="nobody")
+        result = await provider.exec(handle, "python3 app/main.py; echo $X; id -u")
+        uid = result.stdout.split()[2]
+        assert result.stdout.split()[:2] == ["42", "1"] and uid != "0"
+        assert (await provider.exec(handle, "id -u", user=int(uid))).stdout.strip() == uid
+        for other in ("root", 0, "nobody"):
+            with pytest.raises(ValueError, match="root and other users do not exist there"):
+                await provider.exec(handle, "true", user=other)
     finally:
         await provider.close(handle)
 
@@ -323,7 +326,7 @@ async def test_a_borrowed_close_releases_and_the_owners_close_ends_it(tmp_path: 
     assert await borrower.status(borrowed) == SandboxStatus.STOPPED
     with pytest.raises(RuntimeError, match="closed by its owner"):
         await borrower.exec(borrowed, "true")
-    with pytest.raises(SandboxCreateError, match="is closed"):
+    with pytest.raises(SandboxCreateError, match="not a live sandbox"):
         await borrower.connect(descriptor)
     await borrower.aclose()
     await owner.aclose()
@@ -333,9 +336,34 @@ async def test_a_borrowed_close_releases_and_the_owners_close_ends_it(tmp_path: 
 async def test_connect_needs_a_full_live_descriptor(provider: BubblewrapProvider) -> None:
     with pytest.raises(SandboxCreateError, match="not a bare sandbox id"):
         await provider.connect({"sandbox_id": "bwrap-123"})
+
+
+async def test_a_forged_descriptor_joins_nothing(provider: BubblewrapProvider, tmp_path: Path) -> None:
+    """Joining takes only what the owner handed out (its grant's secret); where the sandbox is,
+    its pid and its mounts come from the owner's registry, never from the descriptor."""
     handle = await provider.create(SandboxSpec())
+    other = await provider.create(SandboxSpec())
     descriptor = await provider.serialize_handle(handle)
-    ticket = {**descriptor["ticket"], "leader_start_ticks": descriptor["ticket"]["leader_start_ticks"] + 1}
-    with pytest.raises(SandboxCreateError, match="has exited"):  # the pid is another process now
-        await provider.connect({**descriptor, "ticket": ticket})
+    grant = descriptor["grant"]
+    with pytest.raises(SandboxCreateError, match="not the one its owner handed out"):
+        await provider.connect({**descriptor, "grant": {**grant, "secret": "A" * 43}})
+    other_id = (await provider.serialize_handle(other))["grant"]["sandbox_id"]
+    with pytest.raises(SandboxCreateError, match="not the one its owner handed out"):
+        await provider.connect({**descriptor, "grant": {**grant, "sandbox_id": other_id}})
+    with pytest.raises(SandboxCreateError, match="not a live sandbox"):
+        await provider.connect({**descriptor, "grant": {**grant, "sandbox_id": "0" * 12}})
+    with pytest.raises(SandboxCreateError):
+        await provider.connect({**descriptor, "grant": {**grant, "sandbox_id": "../../../etc/passwd"}})
+    # Extra keys a forger adds (an old-style ticket with one more --bind of the host, another
+    # pid) are not read: the joined sandbox is the owner's, mounts and all.
+    secret_dir = tmp_path / "host-secret"
+    secret_dir.mkdir()
+    (secret_dir / "key").write_text("host\n")
+    forged = {**descriptor, "ticket": {"fs_args": ["--bind", str(secret_dir), "/workspace/stolen"],
+                                       "leader_pid": os.getpid(), "workspace": str(secret_dir)}}  # fmt: skip
+    joined = await provider.connect(forged)
+    seen = await provider.exec(joined, f"ls /workspace/stolen {secret_dir} 2>&1; echo $?")
+    assert seen.stdout.strip().endswith("2") and "key" not in seen.stdout
+    await provider.close(joined)
+    await provider.close(other)
     await provider.close(handle)

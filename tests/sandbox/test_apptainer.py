@@ -89,7 +89,12 @@ def test_processes_run_inside_the_instance_with_a_clean_env(
     assert f"instance://{sb.instance}" in cmd
     assert cmd[-2:] == ["python", "-V"]
     sb.close()
-    assert as_sandbox_user(fake_apptainer.calls[-1]) == ["/opt/bin/apptainer", "instance", "stop", sb.instance]
+    assert as_sandbox_user(fake_apptainer.calls[-1]) == [
+        "/opt/bin/apptainer",
+        "instance",
+        "stop",
+        sb.instance,
+    ]
 
 
 def test_network_fakeroot_and_read_only_binds(

@@ -302,9 +302,9 @@ def test_rootfs_image_binds_its_top_level_entries_not_the_hosts(tmp_path: Path) 
     for name in ["usr", "etc", "opt", "proc", "tmp"]:
         (rootfs / name).mkdir(parents=True)
     (rootfs / "bin").symlink_to("usr/bin")
-    with open_sandbox(SandboxSpec(root_dir=tmp_path, image=str(rootfs), python_runtime="none")) as sb:
-        with sb.command(["true"]) as launch:
-            joined = " ".join(launch.bwrap_args)
+    spec = SandboxSpec(root_dir=tmp_path, image=str(rootfs), python_runtime="none")
+    with open_sandbox(spec) as sb, sb.command(["true"]) as launch:
+        joined = " ".join(launch.bwrap_args)
     assert f"--ro-bind {rootfs}/usr /usr" in joined
     assert f"--ro-bind {rootfs}/opt /opt" in joined
     assert "--symlink usr/bin /bin" in joined

@@ -14,7 +14,9 @@ import pytest
 
 from nemo_gym_prorl.sandbox import SandboxError, SandboxSpec, open_sandbox
 
-as_unprivileged = pytest.mark.skipif(os.geteuid() == 0, reason="refused as root; runs in the unprivileged suite")
+as_unprivileged = pytest.mark.skipif(
+    os.geteuid() == 0, reason="refused as root; runs in the unprivileged suite"
+)
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="the refusal is a root service's")

@@ -3,10 +3,11 @@
 
 """The persistent bubblewrap sandbox (`PERSISTENT_BACKEND`) and other processes joining it.
 
-Built by `open_sandbox`, it is started: a daemon outlives its exec. Its ticket lets another
+Built by `open_sandbox`, it is started: a daemon outlives its exec. Its grant lets another
 process join the very same sandbox (files, /tmp, processes); the joiner's close leaves the
-sandbox alone; the owner's close ends everything, the joiner's processes included. A ticket
-whose init is gone, or whose pid is another process now, is refused, saying so."""
+sandbox alone; the owner's close ends everything, the joiner's processes included. A grant the
+owner did not hand out, or whose sandbox has closed, is refused; so is a registered sandbox whose
+init is gone, or whose pid is another process now, saying so."""
 
 from __future__ import annotations
 
@@ -23,24 +24,26 @@ from pathlib import Path
 import pytest
 
 from nemo_gym_prorl.sandbox import SandboxSpec, open_sandbox
+from nemo_gym_prorl.sandbox.join_registry import JoinGrant, JoinRefusedError
 from nemo_gym_prorl.sandbox.persistent import (
     PERSISTENT_BACKEND,
     JoinedBubblewrapSandbox,
-    JoinTicket,
     PersistentBubblewrapSandbox,
     SandboxGoneError,
+    check_ticket,
     start_ticks,
 )
 
 pytestmark = pytest.mark.bwrap
 
-# Another process joins the sandbox from its ticket, runs `argv[2]` there and prints the result.
+# Another process joins the sandbox from its grant, runs `argv[2]` there and prints the result.
 _JOINER = """
 import asyncio, json, sys
-from nemo_gym_prorl.sandbox.persistent import JoinedBubblewrapSandbox, JoinTicket
+from nemo_gym_prorl.sandbox.join_registry import JoinGrant
+from nemo_gym_prorl.sandbox.persistent import JoinedBubblewrapSandbox
 
 async def main():
-    joined = JoinedBubblewrapSandbox(JoinTicket.model_validate_json(sys.argv[1]))
+    joined = JoinedBubblewrapSandbox(JoinGrant.model_validate_json(sys.argv[1]))
     try:
         result = await joined.exec(sys.argv[2], timeout=30)
         print(json.dumps({"exit": result.exit_code, "out": result.stdout, "err": result.stderr}))
@@ -51,9 +54,9 @@ asyncio.run(main())
 """
 
 
-def join_and_run(ticket: JoinTicket, command: str) -> dict[str, object]:
+def join_and_run(grant: JoinGrant, command: str) -> dict[str, object]:
     done = subprocess.run(
-        [sys.executable, "-c", _JOINER, ticket.model_dump_json(), command],
+        [sys.executable, "-c", _JOINER, grant.model_dump_json(), command],
         capture_output=True, text=True, timeout=60, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
@@ -84,7 +87,7 @@ async def test_another_process_joins_the_same_sandbox(owner: PersistentBubblewra
     owner.write_file("note.txt", "from the owner\n")
     await owner.exec("echo in-tmp > /tmp/t.txt; setsid sleep 302 >/dev/null 2>&1 </dev/null &")
     seen = join_and_run(
-        owner.join_ticket(),
+        owner.join_grant(),
         "cat note.txt /tmp/t.txt; ps -eo args | grep -c '^sleep 302'; echo joined > back.txt; "
         "setsid sleep 303 >/dev/null 2>&1 </dev/null &",
     )
@@ -96,23 +99,23 @@ async def test_another_process_joins_the_same_sandbox(owner: PersistentBubblewra
 
 
 async def test_the_owners_close_ends_what_a_joiner_started(owner: PersistentBubblewrapSandbox) -> None:
-    joined = await asyncio.to_thread(JoinedBubblewrapSandbox, owner.join_ticket())
+    joined = await asyncio.to_thread(JoinedBubblewrapSandbox, owner.join_grant())
     await joined.exec("setsid sleep 304 >/dev/null 2>&1 </dev/null &")
     assert joined.id == owner.id and joined.init_alive
     await joined.aclose()  # the joiner's close: the sandbox and the daemon stay
     assert owner.init_alive and await _pids_of(owner, "sleep 304")
-    joined = await asyncio.to_thread(JoinedBubblewrapSandbox, owner.join_ticket())
+    joined = await asyncio.to_thread(JoinedBubblewrapSandbox, owner.join_grant())
     daemon_pids = _host_pids("sleep\x00304\x00")
     assert daemon_pids
-    ticket = owner.join_ticket()
+    grant = owner.join_grant()
     owner.close()
     assert not joined.init_alive
     with pytest.raises(SandboxGoneError, match="closed by its owner"):
         await joined.exec("true")
     joined.close()
     assert not any(start_ticks(pid) is not None for pid in daemon_pids)
-    with pytest.raises(SandboxGoneError, match="is closed"):
-        JoinedBubblewrapSandbox(ticket)
+    with pytest.raises(JoinRefusedError, match="not a live sandbox"):
+        JoinedBubblewrapSandbox(grant)
 
 
 def _host_pids(cmdline: str) -> list[int]:
@@ -127,20 +130,34 @@ def _host_pids(cmdline: str) -> list[int]:
     return found
 
 
-async def test_a_ticket_for_another_process_is_refused(owner: PersistentBubblewrapSandbox) -> None:
+async def test_a_grant_its_owner_did_not_hand_out_is_refused(owner: PersistentBubblewrapSandbox) -> None:
+    grant = owner.join_grant()
+    forged_secret = grant.model_copy(update={"secret": "x" * 43})
+    with pytest.raises(JoinRefusedError, match="not the one its owner handed out"):
+        JoinedBubblewrapSandbox(forged_secret)
+    unknown = grant.model_copy(update={"sandbox_id": "0" * 12})
+    with pytest.raises(JoinRefusedError, match="not a live sandbox"):
+        JoinedBubblewrapSandbox(unknown)
+    with pytest.raises(ValueError):
+        JoinGrant(sandbox_id="../../etc", secret=grant.secret)
+
+
+async def test_a_registered_sandbox_whose_init_is_another_process_is_refused(
+    owner: PersistentBubblewrapSandbox,
+) -> None:
     ticket = owner.join_ticket()
     restarted = ticket.model_copy(update={"leader_start_ticks": ticket.leader_start_ticks + 1})
     with pytest.raises(SandboxGoneError, match="has exited"):
-        JoinedBubblewrapSandbox(restarted)
+        check_ticket(restarted)
     # A live pid with the right start time that is not the sandbox's init (here: this process).
     reused = ticket.model_copy(
         update={"leader_pid": os.getpid(), "leader_start_ticks": start_ticks(os.getpid())}
     )
     with pytest.raises(SandboxGoneError, match="is not its init"):
-        JoinedBubblewrapSandbox(reused)
+        check_ticket(reused)
     elsewhere = ticket.model_copy(update={"boot_id": "another-boot"})
     with pytest.raises(SandboxGoneError, match="not on this host"):
-        JoinedBubblewrapSandbox(elsewhere)
+        check_ticket(elsewhere)
 
 
 def test_the_plain_backend_is_unchanged(tmp_path: Path) -> None:

@@ -5,9 +5,10 @@
 this project's bubblewrap sandbox. Selected in a Gym config as `sandbox_provider: {bubblewrap: {...}}`
 (registered under the `nemo_gym.sandbox_providers` entry point).
 
-Connect (Gym's `ConnectableProvider`): `serialize_handle` describes a live sandbox (its init's
-pid and start time, its namespaces, its host directories and bwrap arguments) and `connect`, in
-another process of the same host and user, joins it. A handle from `connect` is borrowed: its
+Connect (Gym's `ConnectableProvider`): `serialize_handle` hands out a grant to a live sandbox (its
+id and a secret the owner registered, `sandbox.join_registry`) and `connect`, in another process
+of the same host and user, redeems it: where the sandbox is and how it is mounted come from the
+owner's registry, never from the descriptor, so a forged or altered descriptor joins nothing. A handle from `connect` is borrowed: its
 `close` releases what this process holds (its own commands and terminals) and leaves the
 sandbox running; only the handle from `create` (the owner's) ends it. Unlike Gym's docker and
 apptainer providers, where either handle stops the container, a borrower cannot end the
@@ -19,6 +20,7 @@ import asyncio
 import base64
 import contextlib
 import logging
+import os
 import posixpath
 import shlex
 from collections.abc import Mapping
@@ -34,14 +36,15 @@ from nemo_gym.sandbox.providers.base import (
     SandboxSpec,
     SandboxStatus,
 )
+from nemo_gym.sandbox.providers.local.provider import SANDBOX_RUNTIME_RETURN_CODE
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from nemo_gym_prorl.integrations.gym.sandbox_provider.pty import BubblewrapPtySession
 from nemo_gym_prorl.integrations.gym.sandbox_provider.spec_map import BubblewrapProviderConfig, project_spec
 from nemo_gym_prorl.sandbox import SandboxError
+from nemo_gym_prorl.sandbox.join_registry import JoinGrant
 from nemo_gym_prorl.sandbox.persistent import (
     JoinedBubblewrapSandbox,
-    JoinTicket,
     NamespaceBubblewrapSandbox,
     PersistentBubblewrapSandbox,
     SandboxGoneError,
@@ -49,12 +52,6 @@ from nemo_gym_prorl.sandbox.persistent import (
 from nemo_gym_prorl.sandbox.workspace_fs import read_no_follow, write_no_follow
 
 logger = logging.getLogger(__name__)
-
-# Gym's sentinel for "the sandbox runtime failed, not the command" (see its local provider).
-SANDBOX_RUNTIME_RETURN_CODE = 125
-# Users a command may ask for: every process runs as uid 0 of the sandbox's own user namespace,
-# without capabilities (bubblewrap drops them). No other uid is mapped there.
-_ROOT_USERS = (None, 0, "0", "root")
 
 
 @dataclass
@@ -73,31 +70,35 @@ class _Box:
 
 class BubblewrapDescriptor(BaseModel):
     """What `serialize_handle` gives and `connect` takes (JSON). `workdir` and `ports` are the
-    keys Gym's `AsyncSandbox.serialize` reads and adds."""
+    keys Gym's `AsyncSandbox.serialize` reads and adds; `grant` is the owner's capability."""
 
     model_config = ConfigDict(extra="allow")
 
     provider: str
     sandbox_id: str
     workdir: str
-    ticket: JoinTicket
+    grant: JoinGrant
 
 
 def describe_sandbox(sandbox: NamespaceBubblewrapSandbox, workdir: str | None = None) -> dict[str, Any]:
     """The connect descriptor of a live persistent sandbox, whoever opened it (this provider, or
     a resources server lending its session's sandbox)."""
-    ticket = sandbox.join_ticket()
+    grant = sandbox.join_grant()
     return BubblewrapDescriptor(
-        provider=BubblewrapProvider.name, sandbox_id=f"bwrap-{ticket.sandbox_id}",
-        workdir=workdir or ticket.workspace_mount, ticket=ticket,
+        provider=BubblewrapProvider.name, sandbox_id=f"bwrap-{grant.sandbox_id}",
+        workdir=workdir or sandbox.spec.workspace_mount, grant=grant,
     ).model_dump(mode="json")  # fmt: skip
 
 
-def check_user(user: str | int | None) -> None:
-    if user not in _ROOT_USERS:
+def check_user(user: str | int | None, sandbox: NamespaceBubblewrapSandbox) -> None:
+    """A sandbox has one user, unprivileged and without capabilities (the sandboxes' identity
+    under a root service, else the service's own user); a command may name it, or no one."""
+    uid = sandbox.identity.uid if sandbox.identity is not None else os.getuid()
+    names = {str(uid), sandbox.identity.name if sandbox.identity is not None else ""}
+    if user is not None and str(user) not in names - {""}:
         raise ValueError(
-            f"user={user!r}: a bubblewrap sandbox runs every process as root of its own user "
-            "namespace (uid 0, no capabilities); no other user exists there. Use user=None or 'root'"
+            f"user={user!r}: a bubblewrap sandbox runs every process as its one unprivileged user "
+            f"(uid {uid}), without capabilities; root and other users do not exist there. Use user=None"
         )
 
 
@@ -192,13 +193,13 @@ class BubblewrapProvider:
         except ValidationError as exc:
             raise SandboxCreateError(
                 "bubblewrap connect needs the full descriptor from serialize_handle "
-                f"(provider, sandbox_id, workdir, ticket), not a bare sandbox id: {exc}"
+                f"(provider, sandbox_id, workdir, grant), not a bare sandbox id: {exc}"
             ) from exc
         if described.provider != self.name:
             raise SandboxCreateError(f"not a bubblewrap sandbox descriptor (provider={described.provider!r})")
         try:
             sandbox = await asyncio.to_thread(
-                JoinedBubblewrapSandbox, described.ticket, root_dir=self.config.root_dir
+                JoinedBubblewrapSandbox, described.grant, root_dir=self.config.root_dir
             )
         except SandboxError as exc:
             raise SandboxCreateError(
@@ -230,8 +231,8 @@ class BubblewrapProvider:
         timeout_s: int | float | None = None,
         user: str | int | None = None,
     ) -> SandboxExecResult:
-        check_user(user)
         box = self._open_box(handle)
+        check_user(user, box.sandbox)
         timeout = float(timeout_s if timeout_s is not None else self.config.default_timeout_s)
         result = await box.sandbox.exec(
             [self.config.shell, "-c", command],
@@ -250,8 +251,8 @@ class BubblewrapProvider:
         return SandboxExecResult(stdout=result.stdout, stderr=result.stderr, return_code=result.exit_code)
 
     async def create_pty(self, handle: SandboxHandle, spec: SandboxPtySpec) -> BubblewrapPtySession:
-        check_user(spec.user)
         box = self._open_box(handle)
+        check_user(spec.user, box.sandbox)
         argv = [self.config.shell] if spec.command is None else [self.config.shell, "-c", spec.command]
         env = {"TERM": "xterm-256color", **(spec.env or {})} if spec.pty else dict(spec.env or {})
         session = BubblewrapPtySession(box.sandbox, argv, cwd=spec.cwd or box.workdir, env=env,
