@@ -38,6 +38,7 @@ async def serving(
     log_level: str = "warning",
     handle_signals: bool = True,
     graceful_s: float = GRACEFUL_S,
+    uds: str | None = None,
 ) -> AsyncIterator[Served]:
     """`handle_signals=False` for a server inside a larger program (`prorl train`): uvicorn then
     leaves SIGINT and SIGTERM to that program, which stops its work and this server with it.
@@ -45,7 +46,9 @@ async def serving(
 
     On the way out, requests still being answered get `graceful_s` to finish, then are
     cancelled: a request waiting for rollouts (a stream of results, a wait) would otherwise hold
-    the shutdown until every queued rollout had run, since the pipeline stops after the server."""
+    the shutdown until every queued rollout had run, since the pipeline stops after the server.
+
+    `uds`: serve on that Unix socket instead of `host:port` (the URL is then `unix:<path>`)."""
     import uvicorn
 
     class EmbeddedServer(uvicorn.Server):
@@ -62,6 +65,7 @@ async def serving(
             lifespan="on",
             access_log=log_level in ("debug", "trace"),
             timeout_graceful_shutdown=graceful_s,
+            uds=uds,
         )
     )
     task = asyncio.create_task(server.serve())
@@ -71,9 +75,13 @@ async def serving(
     if not server.started:
         await task  # raises the reason it did not start, if it has one
         raise RuntimeError(f"the HTTP server did not start on {host}:{port}")
-    bound_host, bound_port = server.servers[0].sockets[0].getsockname()[:2]
+    if uds is not None:
+        url = f"unix:{uds}"
+    else:
+        bound_host, bound_port = server.servers[0].sockets[0].getsockname()[:2]
+        url = f"http://{bound_host}:{bound_port}"
     try:
-        yield Served(url=f"http://{bound_host}:{bound_port}", server=server, task=task)
+        yield Served(url=url, server=server, task=task)
     finally:
         server.should_exit = True
         await task

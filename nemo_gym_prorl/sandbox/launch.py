@@ -154,10 +154,12 @@ def bwrap_launch(
     env: Mapping[str, str],
     cwd: str,
     identity: HostIdentity | None,
+    seccomp_allows: frozenset[str] = frozenset(),
 ) -> Launch:
     """bubblewrap running `argv` with `options` (namespaces, `--die-with-parent`, ...), the
-    filesystem `fs_args`, exactly `env` and `cwd`, under the filter, as `identity` (None: as
-    this unprivileged process's user)."""
+    filesystem `fs_args`, exactly `env` and `cwd`, under the filter (but `seccomp_allows`, for
+    a process that filters its children itself), as `identity` (None: as this unprivileged
+    process's user)."""
     hidden = [*options, *capability_options(identity), "--clearenv"]
     for key, value in env.items():
         hidden += ["--setenv", key, value]
@@ -167,7 +169,7 @@ def bwrap_launch(
             raise ValueError(f"a bubblewrap argument holds a NUL byte: {arg!r}")
     args_fd = _memory_file("prorl-bwrap-args", b"".join(arg.encode() + b"\0" for arg in hidden))
     try:
-        seccomp_fd = filter_fd()
+        seccomp_fd = filter_fd(seccomp_allows)
     except BaseException:
         os.close(args_fd)
         raise

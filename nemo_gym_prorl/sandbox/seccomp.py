@@ -195,10 +195,18 @@ def _add(sfilter: pyseccomp.SyscallFilter, action: int, syscall: str | int, *arg
         pass
 
 
-def build_filter() -> pyseccomp.SyscallFilter:
-    """The filter as libseccomp holds it (allow by default, deny `DENIED`)."""
+# What a harness's fork server may still do, that the children it forks may not: each child
+# gives itself a user and mount namespace of its own (a private home, siblings' hidden), then
+# loads the whole filter itself (`load_filter`) before any harness code runs.
+FORK_SERVER_ALLOWS = frozenset({"unshare", "mount"})
+
+
+def build_filter(allow: frozenset[str] = frozenset()) -> pyseccomp.SyscallFilter:
+    """The filter as libseccomp holds it (allow by default, deny `DENIED` but `allow`)."""
     sfilter = pyseccomp.SyscallFilter(pyseccomp.ALLOW)
     for rule in DENIED:
+        if rule.syscall in allow:
+            continue
         if rule.syscall == "clone":
             # Deny clone when any namespace flag is set: one rule per flag (libseccomp compares
             # one masked value per argument and rule).
@@ -227,19 +235,24 @@ def build_filter() -> pyseccomp.SyscallFilter:
 
 
 @functools.cache
-def compiled_filter() -> bytes:
+def compiled_filter(allow: frozenset[str] = frozenset()) -> bytes:
     """The BPF program bubblewrap loads (`--seccomp FD`), built once per process."""
     fd = os.memfd_create("prorl-seccomp-build", os.MFD_CLOEXEC)
     with os.fdopen(fd, "w+b") as buffer:
-        build_filter().export_bpf(buffer)
+        build_filter(allow).export_bpf(buffer)
         buffer.seek(0)
         return buffer.read()
 
 
-def filter_fd() -> int:
+def load_filter() -> None:
+    """Put this process (and all it starts) under the whole filter, from the inside."""
+    build_filter().load()
+
+
+def filter_fd(allow: frozenset[str] = frozenset()) -> int:
     """A fresh file descriptor holding the program at offset 0, for one bubblewrap to read and
     close (each reader needs its own offset). The caller closes its copy once the child runs."""
-    program = compiled_filter()
+    program = compiled_filter(allow)
     fd = os.memfd_create("prorl-seccomp", os.MFD_CLOEXEC)
     os.write(fd, program)
     os.lseek(fd, 0, os.SEEK_SET)

@@ -19,6 +19,7 @@ import sys
 from typing import Any
 
 from nemo_gym_prorl.agent.harness.base import Harness, HarnessRun, HarnessTask, RemoteCommands
+from nemo_gym_prorl.agent.harness.door_relay import SOCKET_VARIABLE, route_request
 
 
 def _resolve(name: str) -> Any:
@@ -44,7 +45,11 @@ def _die_with_parent() -> None:
 
 
 def run_request(harness: Harness, request: dict[str, Any]) -> HarnessRun:
-    """One rollout: the harness against its door and its commands' route."""
+    """One rollout: the harness against its door and its commands' route (confined, through the
+    relay to the door's socket: the only way out of its network namespace)."""
+    socket_path = os.environ.get(SOCKET_VARIABLE)
+    if socket_path:
+        route_request(request, socket_path)
     commands = RemoteCommands(**request["commands"])
     try:
         return harness.run(HarnessTask(commands=commands, **request["task"]))

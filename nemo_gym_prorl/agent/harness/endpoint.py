@@ -16,7 +16,9 @@ runs the harness's commands: `POST <commands_url>` (`/rollouts/<key>/commands`, 
 404 and 401) with `{command, cwd, timeout_s}` answers the sandbox's `ExecResult`
 (`{stdout, stderr, exit_code, timed_out, ...}`), recorded as a `ToolStep`; once the rollout's
 time is up it is a 403. The server runs in the event loop that owns the backend pool; harnesses
-run in processes of their own (or threads) and reach it over loopback HTTP.
+run in processes of their own (or threads) and reach it over loopback HTTP, or, confined in a
+network namespace of their own, over its Unix socket (`socket_path`), the one thing of the host's
+network a confined harness is given (`door_relay`).
 """
 
 from __future__ import annotations
@@ -25,9 +27,11 @@ import asyncio
 import contextlib
 import json
 import secrets
+import tempfile
 from collections.abc import AsyncIterator, Iterator
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -102,7 +106,16 @@ class RecordingEndpoint:
         self.doors: dict[str, Door] = {}
         self._stack: AsyncExitStack | None = None
         self._served: Served | None = None
+        self._socket_dir: tempfile.TemporaryDirectory[str] | None = None
         self.app = self._build_app()
+
+    @property
+    def socket_path(self) -> Path:
+        """The same doors on a Unix socket (in a directory of the service's alone; a confined
+        harness gets the socket itself bound into its sandbox)."""
+        if self._socket_dir is None:
+            raise RuntimeError("the recording endpoint is not started")
+        return Path(self._socket_dir.name) / "door.sock"
 
     @property
     def url(self) -> str:
@@ -113,9 +126,17 @@ class RecordingEndpoint:
     async def start(self) -> RecordingEndpoint:
         if self._served is None:
             stack = AsyncExitStack()
+            self._socket_dir = tempfile.TemporaryDirectory(prefix="prorl-door-", ignore_cleanup_errors=True)
+            stack.callback(self._socket_dir.cleanup)
             self._served = await stack.enter_async_context(
                 serving(self.app, host=self.host, port=self.port, handle_signals=False)
             )
+            await stack.enter_async_context(
+                serving(self.app, host=self.host, port=0, handle_signals=False, uds=str(self.socket_path))
+            )
+            # Any local user may connect: the socket is reachable only where it is bound (its
+            # directory is 0700), and each door still wants its rollout's token.
+            self.socket_path.chmod(0o666)
             self._stack = stack
         return self
 
@@ -126,6 +147,7 @@ class RecordingEndpoint:
         if self._stack is not None:
             stack, self._stack, self._served = self._stack, None, None
             await stack.aclose()
+            self._socket_dir = None
 
     async def __aenter__(self) -> RecordingEndpoint:
         return await self.start()

@@ -25,6 +25,7 @@ import asyncio
 import contextlib
 import json
 import os
+import secrets
 import shutil
 import signal
 import tempfile
@@ -35,9 +36,15 @@ from typing import Any
 from pydantic import ValidationError
 
 from nemo_gym_prorl.agent.harness.base import Harness, HarnessRun
-from nemo_gym_prorl.agent.harness.process import STDERR_TAIL, HarnessProcessError, harness_plan, harness_spec
+from nemo_gym_prorl.agent.harness.process import (
+    STDERR_TAIL,
+    ZYGOTE,
+    HarnessProcessError,
+    harness_plan,
+    harness_spec,
+)
+from nemo_gym_prorl.sandbox.identity import sandbox_identity
 
-ZYGOTE = "nemo_gym_prorl.agent.harness.zygote"
 READY_TIMEOUT_S = 300.0  # the harness's imports, on a loaded machine
 
 
@@ -98,9 +105,11 @@ class ForkedRun:
 class ForkServer:
     """A harness's warm process (see the module's docstring)."""
 
-    def __init__(self, harness: Harness, *, confine: bool) -> None:
+    def __init__(self, harness: Harness, *, confine: bool, door_socket: Path | None = None) -> None:
         self.harness = harness
         self.confine = confine
+        self.door_socket = door_socket
+        self.identity = sandbox_identity() if confine else None
         self.home = Path()
         self.pid: int | None = None
         self._work: tempfile.TemporaryDirectory[str] | None = None
@@ -113,20 +122,24 @@ class ForkServer:
 
     async def start(self) -> ForkServer:
         self._work = tempfile.TemporaryDirectory(prefix="prorl-harness-", ignore_cleanup_errors=True)
-        argv, env, self.home = harness_plan(
-            self.harness, Path(self._work.name), confine=self.confine, module=ZYGOTE
-        )
+        plan = harness_plan(
+            self.harness, Path(self._work.name), confine=self.confine, door_socket=self.door_socket,
+            module=ZYGOTE,
+        )  # fmt: skip
+        self.home = plan.home
         self._stderr = tempfile.TemporaryFile(dir=self._work.name)  # noqa: SIM115 (closed in aclose)
-        self._proc = await asyncio.create_subprocess_exec(
-            *argv,
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=self._stderr,
-            cwd=self.home,
-            env=env,
-            start_new_session=True,
-            limit=1 << 20,
-        )
+        with plan.launch:
+            self._proc = await asyncio.create_subprocess_exec(
+                *plan.launch.argv,
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=self._stderr,
+                cwd=self.home,
+                env=plan.env,
+                start_new_session=True,
+                limit=1 << 20,
+                pass_fds=plan.launch.fds,
+            )
         self.pid = self._proc.pid
         await self.send({"harness": harness_spec(self.harness)})
         assert self._proc.stdout is not None
@@ -166,7 +179,9 @@ class ForkServer:
     async def process(self, request: dict[str, Any]) -> AsyncIterator[ForkedRun]:
         """A forked child running `request` for the block; killed, and its home removed, after."""
         self._count += 1
-        rollout = f"r{self._count}"
+        # Unguessable: a sibling that learnt the homes' directory still could not name this one
+        # (and, confined, each child sees its own home alone).
+        rollout = f"r{self._count}-{secrets.token_hex(16)}"
         ended: asyncio.Future[int] = asyncio.get_running_loop().create_future()
         self._ended[rollout] = ended
         run = ForkedRun(self, rollout, ended)
@@ -177,6 +192,10 @@ class ForkServer:
             fd = os.open(run.work / "request.json", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             with os.fdopen(fd, "w") as handle:
                 json.dump(request, handle)
+                if self.identity is not None:  # a root service: the child is the sandboxes' user
+                    os.fchown(handle.fileno(), self.identity.uid, self.identity.gid)
+            if self.identity is not None:
+                self.identity.chown(run.work)
             await self.send({"run": rollout})
             yield run
         finally:

@@ -20,9 +20,12 @@ Confinement, where bubblewrap works (`bubblewrap_works`), is the sandboxes' kind
 holding read-only the system directories (host secrets hidden as in sandboxes), the interpreter
 and its venv, this package, and the files the harness names (`harness.files`); the private home
 read-write; a fresh /tmp, /dev and /proc (its own PID namespace: no other process is visible),
-no capabilities, and the process dies with the service. The service's home, PRORL_HOME (the SWE cache and its
-gold patches), the sandboxes and every other rollout are not there. It keeps the host's network:
-its door is on loopback. Without bubblewrap it runs unconfined with the same environment: it
+never root (the sandboxes' user under a root service), no capability, the syscall filter, and
+the process dies with the service (`sandbox.launch`, as every sandbox starts). The service's
+home, PRORL_HOME (the SWE cache and its gold patches), the sandboxes and every other rollout are
+not there. Its network namespace has loopback alone: the recording endpoint's Unix socket is
+bound in (`door_relay`), so it reaches its door and nothing else of the host (not the model
+server, not the service). Without bubblewrap it runs unconfined with the same environment: it
 holds no token but its own, but it can read whatever the service's user can.
 """
 
@@ -39,6 +42,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -46,18 +50,24 @@ from pydantic import BaseModel, ValidationError
 
 import nemo_gym_prorl
 from nemo_gym_prorl.agent.harness.base import Harness, HarnessRun
-from nemo_gym_prorl.sandbox.base import default_sandbox_root, project_runtime_binds
-from nemo_gym_prorl.sandbox.bubblewrap import (
-    SECRET_DIRS,
-    SECRET_FILES,
-    SYSTEM_DIRS,
-    THIRD_PARTY_GLOBS,
+from nemo_gym_prorl.agent.harness.door_relay import SOCKET_INSIDE, SOCKET_VARIABLE
+from nemo_gym_prorl.sandbox.base import LAUNCH_ENV, default_sandbox_root, project_runtime_binds
+from nemo_gym_prorl.sandbox.bubblewrap import SECRET_DIRS, SECRET_FILES, SYSTEM_DIRS, THIRD_PARTY_GLOBS
+from nemo_gym_prorl.sandbox.identity import SandboxIdentityError, sandbox_identity
+from nemo_gym_prorl.sandbox.launch import (
+    Launch,
+    bwrap_launch,
     find_bwrap,
+    namespace_options,
+    with_parent_dirs,
 )
 from nemo_gym_prorl.sandbox.runtime import prorl_home
+from nemo_gym_prorl.sandbox.seccomp import FORK_SERVER_ALLOWS
 
 PACKAGE_DIR = Path(nemo_gym_prorl.__file__).resolve().parent
 CHILD = "nemo_gym_prorl.agent.harness.child"  # the harness's process runs this module
+CONFINED_VARIABLE = "PRORL_HARNESS_CONFINED"  # tells a fork server its children confine themselves
+ZYGOTE = "nemo_gym_prorl.agent.harness.zygote"  # a harness's fork server runs this one
 STDERR_TAIL = 4000  # characters of a failed process's standard error kept in the error
 
 
@@ -80,13 +90,22 @@ def bubblewrap_works() -> bool:
     bwrap = find_bwrap()
     if bwrap is None:
         return False
-    probe = [bwrap, "--unshare-all", "--share-net", "--die-with-parent", "--cap-drop", "ALL"]
-    probe += ["--ro-bind", "/", "/"]
-    probe += ["--proc", "/proc", "--dev", "/dev", "true"]
     try:
-        return subprocess.run(probe, capture_output=True, timeout=30).returncode == 0
-    except (OSError, subprocess.TimeoutExpired):
+        identity = sandbox_identity()
+    except SandboxIdentityError:
         return False
+    options = [*namespace_options(identity, network=False), "--die-with-parent"]
+    fs_args = ["--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev"]
+    with bwrap_launch(
+        bwrap, ["true"], options=options, fs_args=fs_args, env={}, cwd="/", identity=identity
+    ) as probe:
+        try:
+            done = subprocess.run(
+                probe.argv, capture_output=True, timeout=30, pass_fds=probe.fds, env=LAUNCH_ENV
+            )
+        except (OSError, subprocess.TimeoutExpired):
+            return False
+    return done.returncode == 0
 
 
 # -- the harness, by name ------------------------------------------------------------------------
@@ -143,14 +162,9 @@ def _environment(harness: Harness, home: Path, roots: list[Path]) -> dict[str, s
     return env
 
 
-def _bubblewrap(home: Path, env: dict[str, str], readable: list[Path]) -> list[str]:
-    """bubblewrap's arguments around the harness's command (see the module's docstring)."""
-    bwrap = find_bwrap()
-    assert bwrap is not None
-    args = [bwrap, "--unshare-all", "--share-net", "--die-with-parent", "--cap-drop", "ALL", "--clearenv"]
-    for key, value in env.items():
-        args += ["--setenv", key, value]
-    args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+def _filesystem(home: Path, readable: list[Path], door_socket: Path) -> list[str]:
+    """bubblewrap's filesystem around the harness's command (see the module's docstring)."""
+    args = ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
     for name in SYSTEM_DIRS:
         host = Path("/") / name
         if host.is_symlink():  # merged-/usr layouts: /bin -> usr/bin
@@ -170,14 +184,24 @@ def _bubblewrap(home: Path, env: dict[str, str], readable: list[Path]) -> list[s
     binds += [(str(path), str(path)) for path in readable]
     for source, target in binds:
         args += ["--ro-bind", source, target]
-    args += ["--bind", str(home), str(home)]
+    args += ["--bind", str(home), str(home), "--bind", str(door_socket), SOCKET_INSIDE]
     # What must stay unseen even where a bound directory holds it.
     shown = [Path(target) for _, target in binds]
     for secret in (prorl_home(), Path.home(), default_sandbox_root()):
         secret = secret.resolve()
         if secret.is_dir() and any(secret != s and secret.is_relative_to(s) for s in shown):
             args += ["--tmpfs", str(secret)]
-    return [*args, "--chdir", str(home), "--"]
+    return with_parent_dirs(args)
+
+
+@dataclass
+class HarnessPlan:
+    """How to start a harness's process: its command (with the descriptors it inherits), the
+    environment it starts with, and its private home."""
+
+    launch: Launch
+    env: dict[str, str]
+    home: Path
 
 
 class HarnessProcess:
@@ -233,40 +257,58 @@ class HarnessProcess:
 
 
 def harness_plan(
-    harness: Harness, work: Path, *, confine: bool, module: str = CHILD
-) -> tuple[list[str], dict[str, str], Path]:
+    harness: Harness, work: Path, *, confine: bool, door_socket: Path | None = None, module: str = CHILD
+) -> HarnessPlan:
     """The command (`python -m <module>`), its environment and the private home of a harness's
-    process in `work`."""
+    process in `work`. Confined, it runs as the sandboxes' user, in a network namespace of its
+    own whose only way out is the endpoint's `door_socket`, under the syscall filter
+    (`forking`: the fork server's, which its children complete themselves)."""
     roots = _import_roots(harness)
     home = work.resolve() / "home"
     (home / "tmp").mkdir(parents=True)
     env = _environment(harness, home, roots)
     argv = [sys.executable, "-m", module]
     if not confine:
-        return argv, env, home
+        return HarnessPlan(Launch(argv), env, home)
+    if door_socket is None:
+        raise HarnessProcessError("a confined harness process needs the endpoint's door socket")
+    identity = sandbox_identity()
+    if identity is not None:  # a root service: the home is the sandboxes' user's
+        for path in (home, home / "tmp"):
+            identity.chown(path)
     readable = [PACKAGE_DIR, *roots, *(Path(f).resolve() for f in getattr(harness, "files", ()))]
-    # bubblewrap gets a PATH of its own; the harness's environment is set inside.
-    return [*_bubblewrap(home, env, readable), *argv], {"PATH": env["PATH"]}, home
+    bwrap = find_bwrap()
+    assert bwrap is not None
+    options = [*namespace_options(identity, network=False), "--die-with-parent"]
+    env[SOCKET_VARIABLE] = SOCKET_INSIDE
+    env[CONFINED_VARIABLE] = "1"
+    launch = bwrap_launch(
+        bwrap, argv, options=options, fs_args=_filesystem(home, readable, door_socket), env=env,
+        cwd=str(home), identity=identity,
+        seccomp_allows=FORK_SERVER_ALLOWS if module == ZYGOTE else frozenset(),
+    )  # fmt: skip
+    return HarnessPlan(launch, dict(LAUNCH_ENV), home)
 
 
 @contextlib.asynccontextmanager
 async def harness_process(
-    harness: Harness, request: dict[str, Any], *, confine: bool
+    harness: Harness, request: dict[str, Any], *, confine: bool, door_socket: Path | None = None
 ) -> AsyncIterator[HarnessProcess]:
     """The harness's process, running for the block (`request`: its `task` and `commands`);
     killed with its group, and reaped, when the block ends."""
     payload = json.dumps({"harness": harness_spec(harness), **request}).encode()
     with tempfile.TemporaryDirectory(prefix="prorl-harness-", ignore_cleanup_errors=True) as work:
-        argv, env, home = harness_plan(harness, Path(work), confine=confine)
-        with tempfile.TemporaryFile(dir=work) as stderr:
+        plan = harness_plan(harness, Path(work), confine=confine, door_socket=door_socket)
+        with tempfile.TemporaryFile(dir=work) as stderr, plan.launch:
             proc = await asyncio.create_subprocess_exec(
-                *argv,
+                *plan.launch.argv,
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=stderr,
-                cwd=home,
-                env=env,
+                cwd=plan.home,
+                env=plan.env,
                 start_new_session=True,  # its own process group: the unit killed
+                pass_fds=plan.launch.fds,
             )
             process = HarnessProcess(proc, stderr, payload)
             try:

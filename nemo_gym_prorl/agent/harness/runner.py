@@ -32,9 +32,11 @@ from nemo_gym_prorl.agent.harness.base import CommandExecutor, Harness, HarnessR
 from nemo_gym_prorl.agent.harness.endpoint import RecordingEndpoint
 from nemo_gym_prorl.agent.harness.forkserver import ForkServer
 from nemo_gym_prorl.agent.harness.process import bubblewrap_works, default_max_processes, harness_process
-from nemo_gym_prorl.agent.harness.trajectory import agent_trajectory
+from nemo_gym_prorl.agent.harness.trajectory import agent_trajectory, scored_call_id
 from nemo_gym_prorl.agent.loop import AgentLimits, AgentTrajectory
 from nemo_gym_prorl.agent.prompts import PromptError, row_messages
+from nemo_gym_prorl.integrations.gym.capture_store import CaptureStore
+from nemo_gym_prorl.integrations.gym.harness_capture import HarnessCapture
 from nemo_gym_prorl.llm.access import LLMAccess
 from nemo_gym_prorl.llm.recording import RecordingSession
 from nemo_gym_prorl.pipeline.handler import RolloutFailure
@@ -61,7 +63,11 @@ class HarnessRunner:
     `max_processes`: harness processes at once (default: `default_max_processes()`).
     `confine`: run them in bubblewrap (None: where it works; the service logs it where not).
     `warm`: fork each rollout's process from the harness's warm fork server (`forkserver`),
-    which made the harness's imports once, rather than start a new interpreter per rollout."""
+    which made the harness's imports once, rather than start a new interpreter per rollout.
+
+    Every call a rollout's harness makes is written, as it is answered, as a NeMo Gym token-capture
+    record to `capture` (the process's one store), and the rollout's sample is what Gym's builder
+    delivers from those records (`integrations.gym.harness_capture`)."""
 
     def __init__(
         self,
@@ -72,8 +78,10 @@ class HarnessRunner:
         confine: bool | None = None,
         kill_grace_s: float = 5.0,
         warm: bool = True,
+        capture: CaptureStore | None = None,
     ) -> None:
         self.harness = harness
+        self.capture = capture or CaptureStore()
         self.command_timeout_s = command_timeout_s
         self.max_processes = max_processes or default_max_processes()
         self.confine = confine
@@ -102,10 +110,12 @@ class HarnessRunner:
 
     async def server(self) -> ForkServer | None:
         """The harness's warm fork server, started by the first rollout (None: not `warm`)."""
-        await self.endpoint()  # which decides whether harness processes are confined
+        endpoint = await self.endpoint()  # which decides whether harness processes are confined
         async with self._starting:
             if self.warm and self._server is None:
-                self._server = await ForkServer(self.harness, confine=bool(self.confine)).start()
+                self._server = await ForkServer(
+                    self.harness, confine=bool(self.confine), door_socket=endpoint.socket_path
+                ).start()
         return self._server
 
     async def aclose(self) -> None:
@@ -126,11 +136,13 @@ class HarnessRunner:
         assert self._slots is not None
         async with self._slots:
             started = time.monotonic()
+            capture = HarnessCapture(self.capture, trajectory_id=job.id, model=model)
             session = RecordingSession(
                 llm,
                 sampling=llm.sampling_for(job.sampling_params),
                 trajectory_id=job.id,
                 max_calls=limits.max_turns,
+                on_turn=capture.write,
             )
             commands = SandboxCommands(
                 executor, timeout_s=self.command_timeout_s, turn=lambda: max(session.calls - 1, 0)
@@ -156,7 +168,12 @@ class HarnessRunner:
                         launched = (
                             server.process(request)
                             if server is not None
-                            else harness_process(self.harness, request, confine=bool(self.confine))
+                            else harness_process(
+                                self.harness,
+                                request,
+                                confine=bool(self.confine),
+                                door_socket=endpoint.socket_path,
+                            )
                         )
                         async with launched as process:
                             self.processes[job.id] = process.pid
@@ -176,6 +193,7 @@ class HarnessRunner:
                     async with door.lock:  # a call it left unanswered has been answered
                         pass
             except BaseException as exc:
+                capture.discard()  # this attempt's records: a requeued rollout writes its own
                 commands.close()
                 await commands.drain(cancel=isinstance(exc, asyncio.CancelledError))
                 raise
@@ -187,6 +205,15 @@ class HarnessRunner:
             )
         if not run.messages:  # a harness that keeps no chat messages of its own
             run = run.model_copy(update={"messages": session.conversation})
+        seconds = time.monotonic() - started
+        record = session.record()
+        delivery = await capture.deliver(scored_call_id(run, record))
         return agent_trajectory(
-            run, session.record(), commands, limits, seconds=time.monotonic() - started, timed_out=timed_out
+            run,
+            record,
+            commands,
+            limits,
+            seconds=seconds,
+            timed_out=timed_out,
+            delivery=delivery,
         )

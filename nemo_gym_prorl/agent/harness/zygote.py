@@ -18,7 +18,11 @@ a request: no rollout's token is in the memory every later child is forked from.
 Isolation between rollouts: each child is its own process group (the unit killed) with its own
 home, and neither it nor the server may be read by another process of the user (not dumpable:
 no /proc/<pid>/mem, environ or ptrace), so a child holds its own rollout's door token and
-cannot read a sibling's or the server's. End of input (the service closed it, or died) kills
+cannot read a sibling's or the server's. Confined (the server runs in bubblewrap, under the
+syscall filter but for `unshare` and `mount`), a child first gives itself a user and mount
+namespace of its own in which the homes' directory is an empty tmpfs holding its own home alone
+(`_private_home`: siblings' homes, requests and answers are not there), then drops every
+capability and loads the whole filter before the harness runs. End of input (the service closed it, or died) kills
 every child and ends the server.
 """
 
@@ -35,19 +39,72 @@ from pathlib import Path
 from typing import Any
 
 from nemo_gym_prorl.agent.harness.child import build_harness, run_request
+from nemo_gym_prorl.agent.harness.process import CONFINED_VARIABLE
 
 PR_SET_PDEATHSIG = 1
 PR_SET_DUMPABLE = 4
+PR_CAPBSET_DROP = 24
+PR_SET_NO_NEW_PRIVS = 38
+MS_NOSUID, MS_NODEV, MS_BIND, MS_REC, MS_PRIVATE = 0x2, 0x4, 0x1000, 0x4000, 1 << 18
 
 
 def _prctl(option: int, value: int) -> None:
     with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None, use_errno=True).prctl(option, value)
+        ctypes.CDLL(None, use_errno=True).prctl(option, value, 0, 0, 0)
 
 
 def _say(message: dict[str, Any]) -> None:
     sys.stdout.write(json.dumps(message) + "\n")
     sys.stdout.flush()
+
+
+def _c(text: str | None) -> bytes | None:
+    return None if text is None else text.encode()
+
+
+def _mount(source: str | None, target: str, fstype: str | None, flags: int, data: str | None) -> None:
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.mount(_c(source), _c(target), _c(fstype), ctypes.c_ulong(flags), _c(data)) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"mount {target}: {os.strerror(err)}")
+
+
+def _drop_capabilities() -> None:
+    """Every capability set empty (a new user namespace grants them all in it)."""
+    header = (ctypes.c_uint32 * 2)(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this process
+    data = (ctypes.c_uint32 * 6)()  # effective, permitted, inheritable: two words each, all zero
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.capset(header, data) != 0:
+        raise OSError(ctypes.get_errno(), "capset")
+    for cap in range(64):  # the bounding set: nothing regained through exec
+        libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0)
+
+
+def _private_home(homes: Path, own: Path) -> None:
+    """See only `own` of the homes' directory: a user and mount namespace of this child's, the
+    directory covered by an empty tmpfs, `own` bound back; then no capability and the whole
+    syscall filter (the server's lacks what this needed)."""
+    uid, gid = os.getuid(), os.getgid()
+    # Its own id maps are written through /proc/self, which a process that is not dumpable
+    # cannot write: dumpable for these few calls (no secret is held yet), not after.
+    _prctl(PR_SET_DUMPABLE, 1)
+    os.unshare(os.CLONE_NEWUSER | os.CLONE_NEWNS)
+    Path("/proc/self/setgroups").write_text("deny")
+    Path("/proc/self/uid_map").write_text(f"{uid} {uid} 1")
+    Path("/proc/self/gid_map").write_text(f"{gid} {gid} 1")
+    _mount(None, "/", None, MS_REC | MS_PRIVATE, None)
+    # Held before the tmpfs hides it, in this namespace (a mount of another cannot be bound).
+    keep = os.open(own, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    _mount("tmpfs", str(homes), "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755")
+    own.mkdir()
+    _mount(f"/proc/self/fd/{keep}", str(own), None, MS_BIND | MS_REC, None)
+    os.close(keep)
+    _drop_capabilities()
+    _prctl(PR_SET_NO_NEW_PRIVS, 1)
+    _prctl(PR_SET_DUMPABLE, 0)  # the namespace switch reset it
+    from nemo_gym_prorl.sandbox.seccomp import load_filter
+
+    load_filter()
 
 
 def _child(harness: Any, rollout: str, home: Path) -> None:
@@ -59,15 +116,17 @@ def _child(harness: Any, rollout: str, home: Path) -> None:
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         _prctl(PR_SET_DUMPABLE, 0)
         work = home / rollout
+        with open(work / "stderr", "wb", buffering=0) as log:
+            os.dup2(log.fileno(), 1)
+            os.dup2(log.fileno(), 2)
+        os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
+        if os.environ.get(CONFINED_VARIABLE):
+            _private_home(home, work)
         request = json.loads((work / "request.json").read_text())
         (work / "request.json").unlink()
         (work / "tmp").mkdir()
         os.environ.update(HOME=str(work), TMPDIR=str(work / "tmp"))
         os.chdir(work)
-        with open(work / "stderr", "wb", buffering=0) as log:
-            os.dup2(log.fileno(), 1)
-            os.dup2(log.fileno(), 2)
-        os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
         run = run_request(harness, request)
         (work / "run.json").write_text(run.model_dump_json())
         status = 0

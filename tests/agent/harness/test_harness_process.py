@@ -125,7 +125,9 @@ async def test_the_harness_process_holds_no_token_and_nothing_of_the_services_en
 
     env = report(agent)["env"]
     assert "PRORL_API_TOKEN" not in env and "PRORL_SERVICE_ONLY" not in env
-    assert set(env) <= {"PATH", "HOME", "TMPDIR", "LANG", "PWD", "PYTHONPATH", "PYTHONSAFEPATH"}, env
+    allowed = {"PATH", "HOME", "TMPDIR", "LANG", "PWD", "PYTHONPATH", "PYTHONSAFEPATH"}
+    allowed |= {"PRORL_DOOR_SOCKET", "PRORL_HARNESS_CONFINED"}  # where its door is, inside; a flag
+    assert set(env) <= allowed, env
     assert env["HOME"] != str(Path.home()) and Path(env["HOME"]).name == "home"
     # No token in its environment, nor in any environment or command line of its process tree:
     # its own arrived on its standard input.
