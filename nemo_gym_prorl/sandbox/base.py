@@ -159,9 +159,7 @@ class Sandbox(ABC):
                 self.hand_over(self.workspace)
             self.python_setup = python_setup(spec)
             _reap_orphans_once()
-            self._cgroup = PidsCgroup.create(
-                f"{os.getpid()}-{self.backend}-{self.id}", spec.limits.max_processes
-            )
+            self._cgroup = PidsCgroup.create(f"{os.getpid()}-{self.backend}-{self.id}", spec.limits)
             if not process_limit_binds(spec.limits, self._cgroup, self.identity):
                 raise SandboxError(
                     "refusing to start a sandbox without a process limit: running as root, where "

@@ -28,7 +28,7 @@ PythonRuntime = Literal["sandbox", "project", "none"]
 
 
 class SandboxLimits(BaseModel):
-    """Resource limits applied to every process started inside a sandbox.
+    """Resource limits on every process started inside a sandbox, and on all of them together.
 
     `None` switches a limit off. Defaults are generous enough for test suites and IPython
     kernels, tight enough that a runaway policy cannot take the host down.
@@ -48,6 +48,19 @@ class SandboxLimits(BaseModel):
     )
     max_file_mb: int | None = Field(
         1024, gt=0, description="Largest file a process may write (RLIMIT_FSIZE)."
+    )
+    sandbox_memory_mb: int | None = Field(
+        None,
+        gt=0,
+        description="Memory of the whole sandbox, all its processes together, swap included (memory "
+        "cgroup): past it the kernel kills a process of the sandbox. Enforced where a memory cgroup is "
+        "writable (cgroup v1 memory hierarchy or a delegated v2 subtree); elsewhere logged and not enforced.",
+    )
+    cpus: float | None = Field(
+        None,
+        ge=0.01,
+        description="CPU time of the whole sandbox, in CPUs (cpu cgroup quota: 1.5 = one and a half "
+        "cores' time each period). Enforced where a cpu cgroup is writable; elsewhere logged and not enforced.",
     )
     accept_no_process_limit: bool = Field(
         False,

@@ -10,6 +10,7 @@ no network and no host files; what it cannot honour is refused, saying why; term
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import socket
 from collections.abc import AsyncIterator
@@ -21,6 +22,8 @@ from nemo_gym.sandbox.providers.base import SandboxCreateError, SandboxPtySpec, 
 from nemo_gym.sandbox.providers.registry import create_provider, get_provider_class
 
 from nemo_gym_prorl.integrations.gym.sandbox_provider import BubblewrapProvider
+from nemo_gym_prorl.sandbox import limits
+from nemo_gym_prorl.sandbox.limits import writable_controllers
 
 pytestmark = pytest.mark.bwrap
 
@@ -185,13 +188,51 @@ def test_network_and_strict_resources_are_provider_options() -> None:
         BubblewrapProvider(images={"python:3.12-slim": "relative/dir"})
 
 
-async def test_cpu_is_refused_when_asked_to_be_strict(tmp_path: Path) -> None:
+@pytest.fixture
+def no_writable_cgroups(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A machine where no cgroup controller can be written (an unprivileged user on a cluster)."""
+    monkeypatch.setattr(limits, "_controller_parent", lambda controller: None)
+
+
+@pytest.mark.usefixtures("no_writable_cgroups")
+async def test_what_this_machine_cannot_enforce_is_reported_with_the_reason(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    provider = BubblewrapProvider(root_dir=str(tmp_path), limits={"accept_no_process_limit": True})
+    with caplog.at_level(logging.WARNING):
+        handle = await provider.create(SandboxSpec(resources={"memory_mib": 512, "cpu": 1, "disk_gib": 2}))
+    try:
+        memory, cpu, disk = handle.raw.unenforced
+        assert memory.startswith("memory_mib=512: no writable memory cgroup") and "RLIMIT_AS" in memory
+        assert cpu.startswith("cpu=1: no writable cpu cgroup")
+        assert disk.startswith("disk_gib=2: bubblewrap has no disk quota")
+        for entry in handle.raw.unenforced:  # the log says which and why, too
+            assert f"resources.{entry}" in caplog.text
+        limits_used = handle.raw.sandbox.spec.limits
+        assert (limits_used.sandbox_memory_mb, limits_used.cpus) == (None, None)
+        # What still applies: each process's address space and file size.
+        result = await provider.exec(handle, "ulimit -v; ulimit -f")
+        assert result.stdout.split() == [str(512 * 1024), str(2 << 20)]  # KiB, as bash counts both
+    finally:
+        await provider.aclose()
+
+
+@pytest.mark.usefixtures("no_writable_cgroups")
+async def test_unenforced_requests_are_refused_when_asked_to_be_strict(tmp_path: Path) -> None:
     strict = BubblewrapProvider(unenforced_resources="refuse", root_dir=str(tmp_path))
-    with pytest.raises(SandboxCreateError, match="cannot cap CPU"):
+    with pytest.raises(SandboxCreateError, match=r"resources\.cpu=2: no writable cpu cgroup.*refuse"):
         await strict.create(SandboxSpec(resources={"cpu": 2}))
+    with pytest.raises(SandboxCreateError, match=r"resources\.memory_mib=64: no writable memory cgroup"):
+        await strict.create(SandboxSpec(resources={"memory_mib": 64}))
 
 
-async def test_an_image_name_maps_to_the_host_system_and_memory_to_a_limit(tmp_path: Path) -> None:
+async def test_a_disk_request_is_never_reported_as_enforced(tmp_path: Path) -> None:
+    strict = BubblewrapProvider(unenforced_resources="refuse", root_dir=str(tmp_path))
+    with pytest.raises(SandboxCreateError, match="no disk quota"):
+        await strict.create(SandboxSpec(resources={"disk_gib": 1}))
+
+
+async def test_an_image_name_maps_to_the_host_system_and_resources_to_limits(tmp_path: Path) -> None:
     mapped = BubblewrapProvider(images={"python:3.12-slim": "host"}, root_dir=str(tmp_path))
     handle = await mapped.create(
         SandboxSpec(image="python:3.12-slim", resources={"memory_mib": 512, "cpu": 1})
@@ -199,9 +240,39 @@ async def test_an_image_name_maps_to_the_host_system_and_memory_to_a_limit(tmp_p
     try:
         result = await mapped.exec(handle, "ulimit -v; python3 -c 'print(1)'")
         assert result.stdout.split() == [str(512 * 1024), "1"]
-        assert handle.raw.unenforced == ["cpu"]
+        controllers = writable_controllers()
+        limits_used = handle.raw.sandbox.spec.limits
+        assert limits_used.sandbox_memory_mb == (512 if "memory" in controllers else None)
+        assert limits_used.cpus == (1 if "cpu" in controllers else None)
+        reported = [entry.split("=", 1)[0] for entry in handle.raw.unenforced]
+        assert reported == [
+            name for name, c in (("memory_mib", "memory"), ("cpu", "cpu")) if c not in controllers
+        ]
     finally:
         await mapped.aclose()
+
+
+@pytest.mark.skipif("memory" not in writable_controllers(), reason="no writable memory cgroup here")
+async def test_memory_mib_bounds_the_sandbox_as_a_whole(tmp_path: Path) -> None:
+    provider = BubblewrapProvider(root_dir=str(tmp_path))
+    handle = await provider.create(SandboxSpec(resources={"memory_mib": 300}))
+    # The first holds its 200 MiB until the second has taken its own: load cannot stagger them apart.
+    holder = (
+        'python3 -c \'import os, time; b = bytearray(200 << 20); open("ready", "w").close()\n'
+        'while not os.path.exists("taken"): time.sleep(0.05)\' & first=$!; '
+        "while [ ! -e ready ] && kill -0 $first 2>/dev/null; do sleep 0.05; done; "
+    )
+    taker = "python3 -c 'b = bytearray(200 << 20)'"
+    try:
+        alone = await provider.exec(handle, taker)
+        assert alone.return_code == 0, alone.stderr  # 200 MiB is under the limit for one process
+        # Two at once, 400 MiB together: the kernel kills one of them.
+        both = await provider.exec(
+            handle, f"{holder}{taker}; second=$?; touch taken; wait $first; echo $? $second"
+        )
+        assert "137" in both.stdout.split(), both
+    finally:
+        await provider.aclose()
 
 
 async def test_ttl_closes_the_sandbox(tmp_path: Path) -> None:

@@ -17,6 +17,7 @@ from nemo_gym.sandbox.providers.base import SandboxSpec as GymSandboxSpec
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from nemo_gym_prorl.sandbox.bubblewrap import SYSTEM_DIRS
+from nemo_gym_prorl.sandbox.limits import writable_controllers
 from nemo_gym_prorl.sandbox.persistent import PERSISTENT_BACKEND
 from nemo_gym_prorl.sandbox.spec import PythonRuntime, SandboxLimits, SandboxSpec
 
@@ -54,8 +55,9 @@ class BubblewrapProviderConfig(BaseModel):
     max_output_bytes: int = Field(1 << 20, gt=0, description="Per stream and exec; the middle is dropped.")
     unenforced_resources: Literal["warn", "refuse"] = Field(
         "warn",
-        description="What a `cpu` request does (bubblewrap cannot cap CPU): 'warn' logs it and runs "
-        "uncapped, as Gym's local and apptainer providers do; 'refuse' fails create.",
+        description="What a `resources` request this machine cannot enforce does (`disk_gib` always; "
+        "`memory_mib` and `cpu` without a writable memory or cpu cgroup): 'warn' logs it, records it "
+        "on the handle and runs without, as Gym's local and apptainer providers do; 'refuse' fails create.",
     )
     limits: SandboxLimits = Field(default_factory=SandboxLimits)
     root_dir: Path | None = Field(None, description="Where sandbox directories go (default: temp dir).")
@@ -112,21 +114,41 @@ def resolve_workdir(workdir: str | None) -> str:
 def resource_limits(
     resources: SandboxResources, config: BubblewrapProviderConfig
 ) -> tuple[SandboxLimits, list[str]]:
-    """The provider's limits with the spec's requests applied, and the requests left unenforced."""
+    """The provider's limits with the spec's requests applied, and the requests left unenforced,
+    each as `field=value: why`. Memory and CPU bound the whole sandbox through its cgroups where this
+    machine lets us write them; what cannot be bound is reported, never silently approximated."""
     if resources.gpu or resources.gpu_type:
         raise SandboxCreateError("bubblewrap sandboxes have no GPU access: resources.gpu is refused")
+    controllers = writable_controllers()
     update: dict[str, Any] = {}
-    if resources.memory_mib is not None:
-        update["memory_mb"] = resources.memory_mib  # RLIMIT_AS, per process
-    if resources.disk_gib is not None:
-        update["max_file_mb"] = resources.disk_gib * 1024  # RLIMIT_FSIZE: the largest file
     unenforced: list[str] = []
+    if resources.memory_mib is not None:
+        update["memory_mb"] = resources.memory_mib  # RLIMIT_AS too: no one process reserves more
+        if "memory" in controllers:
+            update["sandbox_memory_mb"] = resources.memory_mib
+        else:
+            unenforced.append(
+                f"memory_mib={resources.memory_mib}: no writable memory cgroup on this machine, so only "
+                "each process's address space is capped (RLIMIT_AS), not the sandbox's total"
+            )
     if resources.cpu is not None:
-        message = f"resources.cpu={resources.cpu:g}: bubblewrap cannot cap CPU"
+        if "cpu" in controllers:
+            update["cpus"] = resources.cpu
+        else:
+            unenforced.append(
+                f"cpu={resources.cpu:g}: no writable cpu cgroup on this machine, so CPU is uncapped"
+            )
+    if resources.disk_gib is not None:
+        update["max_file_mb"] = resources.disk_gib * 1024  # a guard: the largest file (RLIMIT_FSIZE)
+        unenforced.append(
+            f"disk_gib={resources.disk_gib}: bubblewrap has no disk quota; only each file is capped at "
+            f"{resources.disk_gib} GiB (RLIMIT_FSIZE), not the sandbox's total"
+        )
+    if unenforced:
+        summary = "; ".join(f"resources.{entry}" for entry in unenforced)
         if config.unenforced_resources == "refuse":
-            raise SandboxCreateError(message + " (provider option unenforced_resources=refuse)")
-        logger.warning("%s; the sandbox runs uncapped", message)
-        unenforced.append("cpu")
+            raise SandboxCreateError(f"{summary} (provider option unenforced_resources=refuse)")
+        logger.warning("not enforced for this sandbox: %s", summary)
     return config.limits.model_copy(update=update), unenforced
 
 
