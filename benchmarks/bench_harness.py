@@ -77,7 +77,7 @@ from nemo_gym_prorl.assets import resources_server_dir
 from nemo_gym_prorl.datasets.rows import read_jsonl
 from nemo_gym_prorl.llm import LLMBackendPool, PoolConfig, VLLMCompletionsDialect
 from nemo_gym_prorl.llm.access import LLMAccess
-from nemo_gym_prorl.llm.embedded import EmbeddedLayout
+from nemo_gym_prorl.llm.embedded import EmbeddedLayout, bearer, write_key_file
 from nemo_gym_prorl.llm.policy import reload_weights
 from nemo_gym_prorl.llm.pool import normalize_base_url
 from nemo_gym_prorl.llm.recording import RecordingSession
@@ -88,7 +88,7 @@ from nemo_gym_prorl.training.config import TrainConfig, load_train_config
 from nemo_gym_prorl.training.heldout import SeedSplit
 from nemo_gym_prorl.training.loop import read_policy_settings, run_grpo
 from nemo_gym_prorl.training.report import TrainReport
-from nemo_gym_prorl.training.session import start_backend, start_service
+from nemo_gym_prorl.training.session import RunBackend, start_backend, start_service
 from nemo_gym_prorl.training.trainer_jobs import grpo_job
 
 SIMULATED: list[str] = []  # real model, real sandboxes, the real harness, the real trainer
@@ -227,13 +227,15 @@ def job(row: dict[str, Any], index: int, task: str) -> Job:
 
 class Arms:
     """Both arms over one handler: its harness runner's fork server and recording endpoint, its
-    sandboxes; `base_url` is vLLM's `/v1` (the direct arm's)."""
+    sandboxes; `base_url` is vLLM's `/v1` and `api_key` its key (the direct arm's: the one
+    harness that is handed the model server itself, which is what that arm measures)."""
 
-    def __init__(self, handler: AgentRolloutHandler, base_url: str, model: str) -> None:
+    def __init__(self, handler: AgentRolloutHandler, base_url: str, api_key: str | None, model: str) -> None:
         assert handler.harness is not None
         self.handler = handler
         self.runner: HarnessRunner = handler.harness
         self.base_url = base_url
+        self.api_key = api_key
         self.model = model
 
     async def endpoint(self, j: Job, state: Any) -> Outcome:
@@ -261,7 +263,7 @@ class Arms:
                     "task": {
                         "prompt": task_statement(j.instance),
                         "base_url": self.base_url,
-                        "api_key": "none",
+                        "api_key": self.api_key or "none",
                         "model": self.model,
                         "max_calls": limits.max_turns,
                         "extra": {"model_kwargs": GREEDY},
@@ -375,17 +377,17 @@ def plan(policy: Path | None, rollouts: int) -> tuple[str, dict[str, Any], list[
 
 
 async def throughput(
-    backend_url: str, *, policy: Path | None, repetitions: int, rollouts: int, reload_timeout_s: float
+    backend: RunBackend, *, policy: Path | None, repetitions: int, rollouts: int, reload_timeout_s: float
 ) -> dict[str, Any]:
-    root = normalize_base_url(backend_url)
+    root = normalize_base_url(backend.url)
     domain, harness, rows = plan(policy, rollouts)
-    async with httpx.AsyncClient(trust_env=False) as client:
+    async with httpx.AsyncClient(trust_env=False, headers=bearer(backend.api_key)) as client:
         if policy is not None:  # served in place of the base model (the service restores it later)
             say(f"loading the policy {policy}")
-            error = await reload_weights(client, root, str(policy), reload_timeout_s)
+            error = await reload_weights(client, root, str(policy), reload_timeout_s, api_key=backend.api_key)
             if error is not None:
                 raise RuntimeError(f"cannot load the policy {policy}: {error}")
-        async with LLMBackendPool(PoolConfig(backends=[root])) as pool:
+        async with LLMBackendPool(PoolConfig(backends=[root], api_key=backend.api_key)) as pool:
             llm = LLMAccess(pool=pool, dialect=VLLMCompletionsDialect(), model=None)
             model = await llm.model_name()
             handler = domain_handler(
@@ -394,7 +396,7 @@ async def throughput(
                 agent={"max_turns": MAX_CALLS, "max_time_s": 600},
                 harness=harness,
             )
-            arms = Arms(handler, root + "/v1", model)
+            arms = Arms(handler, root + "/v1", backend.api_key, model)
             assert handler.harness is not None
             concurrency = min(CONCURRENCY, handler.harness.max_processes)
             runs = {"direct": arms.direct, "endpoint": arms.endpoint}
@@ -480,10 +482,10 @@ async def benchmark(
     config = load_train_config("default", TRAIN_OVERRIDES)
     layout = EmbeddedLayout.default()
     async with AsyncExitStack() as stack:
-        backend_url = await start_backend(config, stack, layout, say)
+        backend = await start_backend(config, stack, layout, say)
         result: dict[str, Any] = {
             "throughput": await throughput(
-                backend_url,
+                backend,
                 policy=policy,
                 repetitions=repetitions,
                 rollouts=rollouts,
@@ -491,9 +493,12 @@ async def benchmark(
             )
         }
         if grpo:
-            on_it = config.model_copy(
-                update={"backend": config.backend.model_copy(update={"url": backend_url})}
-            )
+            # The run reads the kept server's key from a file of this user's, as from `prorl model serve`.
+            key_file = work / "backend.key"
+            if backend.api_key is not None:
+                write_key_file(key_file, backend.api_key)
+            kept = {"url": backend.url, "api_key_file": key_file if backend.api_key is not None else None}
+            on_it = config.model_copy(update={"backend": config.backend.model_copy(update=kept)})
             result["grpo"] = await grpo_step(work, on_it, layout)
     return result
 

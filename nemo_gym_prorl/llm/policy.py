@@ -560,9 +560,17 @@ async def restore_launch_weights(
 
     Refused (PolicyError) when the backend serves another model or cannot take published
     policies (no runtime LoRA routes, no in-place weight reload)."""
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else None
     try:
-        models = await client.get(address + "/v1/models", timeout=30.0)
-        routes = await client.get(address + "/openapi.json", timeout=30.0)
+        models = await client.get(address + "/v1/models", headers=headers, timeout=30.0)
+        routes = await client.get(address + "/openapi.json", headers=headers, timeout=30.0)
+        if models.status_code == 401:
+            given = (
+                "refuses the key given"
+                if api_key
+                else "answers only requests with its key, and none was given"
+            )
+            raise PolicyError(f"backend {address} {given}")
         models.raise_for_status()
         routes.raise_for_status()
         entries = [m for m in models.json()["data"] if isinstance(m.get("id"), str)]

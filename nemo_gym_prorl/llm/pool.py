@@ -24,6 +24,7 @@ import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Self
 
 import httpx
@@ -78,6 +79,20 @@ class PoolConfig(BaseModel):
     )
     health_timeout_s: float = Field(2.0, gt=0)
     api_key: str | None = Field(None, description="sent as a Bearer token when set")
+    api_key_file: Path | None = Field(
+        None,
+        description="a file holding the key instead (as `prorl model serve` writes it): read when the "
+        "pool is made, so the key is in no configuration, command line or environment",
+    )
+
+    def resolved_api_key(self) -> str | None:
+        """`api_key`, else the contents of `api_key_file`, else None."""
+        if self.api_key is not None or self.api_key_file is None:
+            return self.api_key
+        try:
+            return self.api_key_file.read_text().strip() or None
+        except OSError as exc:
+            raise ValueError(f"cannot read llm.api_key_file: {exc.strerror}") from None
 
 
 @dataclass
@@ -164,14 +179,21 @@ class LLMBackendPool:
             limits=httpx.Limits(max_connections=None, max_keepalive_connections=256),
         )
         self.balancer = Balancer(self.config.balancer, probe=self.probe)
+        self._api_key = self.config.resolved_api_key()
         # The policy versions the backends serve; the probe admits none without the current one.
-        self.policy = PolicyVersions(self.balancer, self._client, api_key=self.config.api_key)
+        self.policy = PolicyVersions(self.balancer, self._client, api_key=self._api_key)
         self._started = False
 
     @property
     def client(self) -> httpx.AsyncClient:
-        """The pool's HTTP client, for one-off requests to a known backend (e.g. /v1/models)."""
+        """The pool's HTTP client, for one-off requests to a known backend (e.g. /v1/models,
+        with `auth_headers`)."""
         return self._client
+
+    @property
+    def auth_headers(self) -> dict[str, str]:
+        """What a request to a backend carries: its key, when the backends have one."""
+        return {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
 
     # --- lifecycle ----------------------------------------------------------------------------
 
@@ -382,8 +404,7 @@ class LLMBackendPool:
         return value, reply
 
     async def _post_once(self, address: str, path: str, body: dict[str, Any], timeout_s: float | None) -> Any:
-        headers = {"Authorization": f"Bearer {self.config.api_key}"} if self.config.api_key else None
-        kwargs: dict[str, Any] = {"json": body, "headers": headers}
+        kwargs: dict[str, Any] = {"json": body, "headers": self.auth_headers}
         if timeout_s is not None:
             kwargs["timeout"] = httpx.Timeout(timeout_s, connect=self.config.connect_timeout_s)
         try:

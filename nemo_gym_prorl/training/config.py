@@ -70,6 +70,10 @@ class BackendSettings(BaseModel):
         "a server `prorl model serve --train-config <this config>` started, kept across runs; the run "
         "first makes it serve the base model again",
     )
+    api_key_file: Path | None = Field(
+        None,
+        description="with `url`: the file holding its key (`prorl model serve` writes it and says where)",
+    )
 
 
 class DemonstrationSettings(BaseModel):

@@ -293,7 +293,9 @@ def demonstration_config(config: TrainConfig, service: TrainingService) -> Demon
     """Demonstrations of the run's split, on the backend its rollouts use, with its prompts."""
     return DemonstrationConfig(
         split=config.demonstration_tasks,
-        llm=LLMConfig(backends=[service.backend_url], tool_prompt=config.tool_prompt),
+        llm=LLMConfig(
+            backends=[service.backend_url], api_key=service.backend_api_key, tool_prompt=config.tool_prompt
+        ),
         concurrency=config.demonstrations.concurrency,
         harness=config.harness,
     )

@@ -34,12 +34,21 @@ from nemo_gym_prorl.serving import serving
 from nemo_gym_prorl.training.config import TrainConfig
 
 
+@dataclass(frozen=True)
+class RunBackend:
+    """The run's model server: its OpenAI base URL and the key every request to it carries."""
+
+    url: str
+    api_key: str | None
+
+
 @dataclass
 class TrainingService:
     url: str
     token: str
     backend_url: str
     client: AsyncRolloutClient
+    backend_api_key: str | None = None  # held in memory only: never in a config, file or environment
 
 
 def backend_spec(
@@ -59,13 +68,24 @@ def backend_spec(
     )
 
 
+def _configured_key(config: TrainConfig) -> str | None:
+    path = config.backend.api_key_file
+    if path is None:
+        return None
+    try:
+        return path.read_text().strip() or None
+    except OSError as exc:
+        raise ServerStartError(f"cannot read backend.api_key_file: {exc.strerror}") from None
+
+
 async def start_backend(
     config: TrainConfig, stack: AsyncExitStack, layout: EmbeddedLayout, say: Callable[[str], None]
-) -> str:
-    """The backend's OpenAI base URL: the configured one, serving the base model again, or a
-    server started for this run (stopped with the stack)."""
+) -> RunBackend:
+    """The backend: the configured one (with the key in `backend.api_key_file`), serving the base
+    model again, or a server started for this run (stopped with the stack) and its new key."""
     if config.backend.url is not None:
         address = normalize_base_url(config.backend.url)
+        api_key = _configured_key(config)
         say(f"using the running backend {address}: restoring its base weights")
         async with httpx.AsyncClient() as client:
             try:
@@ -75,19 +95,21 @@ async def start_backend(
                     served_name=MODEL_NAME,
                     weights_path=str(layout.model_dir),
                     timeout_s=config.backend.ready_timeout_s,
+                    api_key=api_key,
                 )
             except PolicyError as exc:
                 raise ServerStartError(
-                    f"{exc} (start it with `prorl model serve --train-config <this run's config>`)"
+                    f"{exc} (start it with `prorl model serve --train-config <this run's config>`, "
+                    "and give its key file as backend.api_key_file)"
                 ) from None
-        return address + "/v1"
+        return RunBackend(address + "/v1", api_key)
     backend = config.backend
     say(f"starting vLLM-CPU ({backend.dtype}, LoRA rank <= {backend.lora.max_lora_rank})")
     server = VLLMServer(backend_spec(config, layout), ready_timeout_s=backend.ready_timeout_s)
     stack.callback(server.stop)
     await asyncio.to_thread(server.__enter__)
     say(f"backend {server.base_url} (log {server.log_path})")
-    return server.base_url
+    return RunBackend(server.base_url, server.api_key)
 
 
 async def start_service(
@@ -99,16 +121,18 @@ async def start_service(
 ) -> TrainingService:
     layout = layout or EmbeddedLayout.default()
     token = secrets.token_hex(16)
-    backend_url = await start_backend(config, stack, layout, say)
+    backend = await start_backend(config, stack, layout, say)
     serve_config = load_config(
         [
             *config.service_overrides,
-            f"llm.backends=[{backend_url}]",
+            f"llm.backends=[{backend.url}]",
             f"llm.tool_prompt={config.tool_prompt}",
             f"+pipeline.staleness.max_staleness={config.max_staleness}",
             f"auth.token={token}",
         ]
     )
+    # Set on the built configuration, not as an override: the key is in no text a run records.
+    serve_config.llm.api_key = backend.api_key
     rollout_stack = stack_from_config(serve_config)
     stack.push_async_callback(rollout_stack.close)
     await rollout_stack.start()
@@ -118,4 +142,6 @@ async def start_service(
     client = AsyncRolloutClient(served.url, token=token, timeout=120)
     stack.push_async_callback(client.aclose)
     say(f"service at {served.url}")
-    return TrainingService(url=served.url, token=token, backend_url=backend_url, client=client)
+    return TrainingService(
+        url=served.url, token=token, backend_url=backend.url, client=client, backend_api_key=backend.api_key
+    )

@@ -39,7 +39,7 @@ def job_for(row: dict, job_id: str) -> Job:
 async def test_a_rollout_yields_token_exact_turns_a_reward_and_releases_its_sandbox(
     real_vllm: VLLMServer, tmp_path: Path
 ) -> None:
-    async with LLMBackendPool(PoolConfig(backends=[real_vllm.base_url])) as pool:
+    async with LLMBackendPool(PoolConfig(backends=[real_vllm.base_url], api_key=real_vllm.api_key)) as pool:
         llm = LLMAccess(pool=pool, dialect=VLLMCompletionsDialect(), model=real_vllm.spec.served_model_name)
         handler = domain_rollout_handler(
             CommandOutputTask(),
@@ -74,7 +74,7 @@ async def test_a_rollout_yields_token_exact_turns_a_reward_and_releases_its_sand
 async def test_two_samples_of_a_task_share_their_first_prompt_tokens(
     real_vllm: VLLMServer, tmp_path: Path
 ) -> None:
-    async with LLMBackendPool(PoolConfig(backends=[real_vllm.base_url])) as pool:
+    async with LLMBackendPool(PoolConfig(backends=[real_vllm.base_url], api_key=real_vllm.api_key)) as pool:
         llm = LLMAccess(
             pool=pool,
             dialect=VLLMCompletionsDialect(),

@@ -38,7 +38,7 @@ class NoTools:
 
 async def run(server: VLLMServer, max_tokens: int, user: str | None = None) -> Any:
     prompt = PROMPT if user is None else [PROMPT[0], ChatMessage(role="user", content=user)]
-    async with LLMBackendPool(PoolConfig(backends=[server.base_url])) as pool:
+    async with LLMBackendPool(PoolConfig(backends=[server.base_url], api_key=server.api_key)) as pool:
         session = TokenSession(
             pool,
             VLLMCompletionsDialect(),

@@ -102,7 +102,9 @@ def test_idle_share_is_the_time_no_request_was_in_flight(bench) -> None:
 async def test_real_benchmark_measures_service_cost_pipeline_and_balancer(bench, real_vllm) -> None:
     real = bench("bench_real")
     config = real.Config(jobs=2, concurrency=2, max_tokens=8, multi_turns=2, servers=1)
-    r = await real.measure(config, [real_vllm.root_url], real_vllm.spec.served_model_name, lambda _: None)
+    r = await real.measure(
+        config, [real_vllm.root_url], real_vllm.spec.served_model_name, lambda _: None, real_vllm.api_key
+    )
     assert r["simulated"] == []
     for key in ("single_turn_cold", "single_turn_warm", "multi_turn_cold", "multi_turn_warm"):
         service, direct = r[key]["service"], r[key]["direct"]

@@ -34,7 +34,7 @@ from nemo_gym_prorl.assets import project_root
 from nemo_gym_prorl.integrations.gym.contract import check_group, group_by_task
 from nemo_gym_prorl.integrations.gym.launcher import StackState, down, free_port, load_state
 from nemo_gym_prorl.integrations.gym.processes import alive
-from nemo_gym_prorl.llm.embedded import VLLMServer
+from nemo_gym_prorl.llm.embedded import VLLMServer, write_key_file
 
 pytestmark = [pytest.mark.vllm, pytest.mark.bwrap, pytest.mark.slow, pytest.mark.timeout(900)]
 
@@ -57,7 +57,11 @@ def stack(real_vllm: VLLMServer, tmp_path_factory: pytest.TempPathFactory) -> It
     by `prorl gym down`, which must leave none of its processes."""
     out = tmp_path_factory.mktemp("collect") / "out"
     head_port = free_port()
-    env = {**os.environ, "MODEL_URL": real_vllm.base_url, "HEAD_PORT": str(head_port), "MAX_TURNS": "2",
+    assert real_vllm.api_key is not None
+    key_file = out.parent / "model.key"
+    write_key_file(key_file, real_vllm.api_key)
+    env = {**os.environ, "MODEL_URL": real_vllm.base_url, "MODEL_NAME": real_vllm.spec.served_model_name,
+           "MODEL_API_KEY_FILE": str(key_file), "HEAD_PORT": str(head_port), "MAX_TURNS": "2",
            "MAX_TOKENS": "24", "ROWS": "2", "REPEATS": "2", "KEEP_UP": "1"}  # fmt: skip
     try:
         run = subprocess.run(

@@ -18,7 +18,7 @@ import httpx
 import pytest
 
 from nemo_gym_prorl.integrations.gym.launcher import free_port
-from nemo_gym_prorl.llm.embedded import VLLMServer
+from nemo_gym_prorl.llm.embedded import VLLMServer, write_key_file
 
 pytestmark = [pytest.mark.vllm, pytest.mark.bwrap, pytest.mark.slow, pytest.mark.timeout(900)]
 
@@ -31,8 +31,12 @@ def service(real_vllm: VLLMServer, tmp_path: Path) -> Iterator[str]:
     """`prorl serve` in its own process, stopped (and checked stopped) after the test."""
     port = free_port()
     log = (tmp_path / "serve.log").open("w")
+    assert real_vllm.api_key is not None
+    key_file = tmp_path / "model.key"  # the service alone reads the model server's key
+    write_key_file(key_file, real_vllm.api_key)
     proc = subprocess.Popen(
         [str(Path(sys.executable).parent / "prorl"), "serve", f"server.port={port}", f"+sandbox.root_dir={tmp_path}",
+         f"llm.api_key_file={key_file}",
          "tasks.math.options.agent.max_turns=2", "pipeline.init_workers=2", "pipeline.run_workers=2",
          "pipeline.eval_workers=2"],
         stdout=log, stderr=subprocess.STDOUT, cwd=tmp_path, start_new_session=True,

@@ -28,7 +28,7 @@ import psutil
 import pytest
 
 from nemo_gym_prorl.integrations.gym.launcher import free_port
-from nemo_gym_prorl.llm.embedded import VLLMServer
+from nemo_gym_prorl.llm.embedded import VLLMServer, write_key_file
 from ray_local import START_NICE
 
 pytestmark = [
@@ -255,6 +255,9 @@ def test_the_slurm_recipe_serves_rollouts_on_a_one_node_slurm_and_leaves_nothing
     root = slurm.root
     llm = real_vllm.base_url.removeprefix("http://").removesuffix("/v1")
     rollouts = root / "rollouts.txt"
+    assert real_vllm.api_key is not None
+    key_file = root / "model.key"  # `prorl serve` on the head reads the model server's key from it
+    write_key_file(key_file, real_vllm.api_key)
     command = (
         f"{sys.executable} {REPO}/examples/prorl_process_client.py --url $PRORL_URL --llm {llm} "
         f"--samples {SAMPLES} --max-tokens 24 > {rollouts}"
@@ -274,7 +277,7 @@ def test_the_slurm_recipe_serves_rollouts_on_a_one_node_slurm_and_leaves_nothing
         "LOG_DIR": str(root / "logs"),
         # The job's Ray keeps its files (and its cluster-address file) to itself.
         "RAY_TMPDIR": str(root / "raytmp"),
-        "EXTRA_OVERRIDES": f"+sandbox.root_dir={root} tasks.math.options.agent.max_turns=2",
+        "EXTRA_OVERRIDES": f"+sandbox.root_dir={root} tasks.math.options.agent.max_turns=2 llm.api_key_file={key_file}",
         "COMMAND": command,
     }
     env.pop("RAY_ADDRESS", None)

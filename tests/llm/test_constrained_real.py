@@ -41,7 +41,7 @@ async def test_the_tiny_model_calls_tools_then_answers_in_the_domain_format(real
     assert pattern is not None
     constraint = TrajectoryConstraint(tools=specs, answer_pattern=pattern)
     sampling = SamplingParams(temperature=1.0, top_p=1.0, max_tokens=64, seed=7)
-    async with LLMBackendPool(PoolConfig(backends=[real_vllm.base_url])) as pool:
+    async with LLMBackendPool(PoolConfig(backends=[real_vllm.base_url], api_key=real_vllm.api_key)) as pool:
         session = TokenSession(
             pool,
             VLLMCompletionsDialect(constrained=POLICY),

@@ -44,7 +44,12 @@ FOLLOW_UPS: list[list[dict[str, Any]]] = [
 
 
 def detokenize(server: VLLMServer, model: str, ids: list[int]) -> str:
-    response = httpx.post(server.root_url + "/detokenize", json={"model": model, "tokens": ids}, timeout=30)
+    response = httpx.post(
+        server.root_url + "/detokenize",
+        json={"model": model, "tokens": ids},
+        headers=server.auth_headers,
+        timeout=30,
+    )
     response.raise_for_status()
     return response.json()["prompt"]
 
@@ -62,7 +67,7 @@ def served_name(server: VLLMServer) -> str:
 
 
 async def run_conversation(server: VLLMServer, dialect: Any, turns: int = 6) -> list[TurnRecord]:
-    async with LLMBackendPool(PoolConfig(backends=[server.base_url])) as pool:
+    async with LLMBackendPool(PoolConfig(backends=[server.base_url], api_key=server.api_key)) as pool:
         session = TokenSession(pool, dialect, model=served_name(server), sampling=GREEDY)
         await session.generate([SYSTEM, USER])
         for messages in FOLLOW_UPS[: turns - 1]:
@@ -93,6 +98,7 @@ def tokenize_text(server: VLLMServer, model: str, text: str) -> list[int]:
     response = httpx.post(
         server.root_url + "/tokenize",
         json={"model": model, "prompt": text, "add_special_tokens": False},
+        headers=server.auth_headers,
         timeout=30,
     )
     response.raise_for_status()
@@ -128,7 +134,7 @@ async def test_both_dialects_agree_where_they_overlap(real_vllm: VLLMServer) -> 
 
 
 async def test_a_prompt_longer_than_the_context_ends_with_length(real_vllm: VLLMServer) -> None:
-    async with LLMBackendPool(PoolConfig(backends=[real_vllm.base_url])) as pool:
+    async with LLMBackendPool(PoolConfig(backends=[real_vllm.base_url], api_key=real_vllm.api_key)) as pool:
         session = TokenSession(pool, VLLMCompletionsDialect(), model=served_name(real_vllm), sampling=GREEDY)
         await session.generate([USER])
         turn = await session.generate([tool("word " * 3000)])

@@ -40,6 +40,7 @@ async def live(real_vllm: VLLMServer, tmp_path: Path) -> AsyncIterator[tuple[str
             "pipeline.eval_workers=4",
         ]
     )
+    config.llm.api_key = real_vllm.api_key  # the service alone holds the model server's key
     stack = stack_from_config(config)
     await stack.start()
     port = free_port()

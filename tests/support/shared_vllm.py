@@ -11,7 +11,7 @@ the workers) owns the server:
   when some collected test uses `real_vllm`;
 - the controller, once a worker reports its collection, starts the server if it is wanted (the
   server's supervisor watches the controller, so it dies with it) and writes `server.json`
-  (port, supervisor pid, log);
+  (port, supervisor pid, log, the server's key; the directory is the controller's own, mode 0700);
 - a worker's `real_vllm` waits for `server.json` and for the server to answer, then hands the
   tests a `VLLMServer` bound to that port;
 - the controller stops the server when the session ends.
@@ -61,8 +61,14 @@ class SharedVLLMController:
         self.server = VLLMServer(embedded_spec(layout), ready_timeout_s=READY_TIMEOUT_S)
         self.server.start()
         assert self.server.proc is not None
-        info = {"port": self.server.port, "pid": self.server.proc.pid, "log": str(self.server.log_path)}
+        info = {
+            "port": self.server.port,
+            "pid": self.server.proc.pid,
+            "log": str(self.server.log_path),
+            "api_key": self.server.api_key,
+        }
         staged = self.directory / "server.json.tmp"
+        staged.touch(mode=0o600)
         staged.write_text(json.dumps(info))
         staged.rename(self.directory / "server.json")  # a worker never reads half a file
 
@@ -104,7 +110,7 @@ def attach(directory: Path, layout: EmbeddedLayout) -> VLLMServer:
         time.sleep(0.5)
     info = json.loads(info_path.read_text())
     server = VLLMServer(embedded_spec(layout), ready_timeout_s=READY_TIMEOUT_S)
-    server.port, server.log_path = info["port"], Path(info["log"])
+    server.port, server.log_path, server.api_key = info["port"], Path(info["log"]), info["api_key"]
     with httpx.Client(timeout=2.0) as client:
         while True:
             if not _alive(info["pid"]):

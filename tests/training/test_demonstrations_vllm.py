@@ -70,12 +70,14 @@ def generations(completion_ids: list[int], env_mask: list[int]) -> list[list[int
 
 
 async def test_two_demonstrations_match_what_the_service_records_for_them(real_vllm: VLLMServer) -> None:
-    config = DemonstrationConfig(llm=LLMConfig(backends=[real_vllm.base_url]), concurrency=1)
+    config = DemonstrationConfig(
+        llm=LLMConfig(backends=[real_vllm.base_url], api_key=real_vllm.api_key), concurrency=1
+    )
     demos, summary = await collect_demonstrations(2, config)
     assert summary.kept == 2
     rows = SeedSplit().train_rows(2)
 
-    async with LLMBackendPool(PoolConfig(backends=[real_vllm.base_url])) as pool:
+    async with LLMBackendPool(PoolConfig(backends=[real_vllm.base_url], api_key=real_vllm.api_key)) as pool:
         for demo, row in zip(demos, rows, strict=True):
             given = generations(demo.completion_ids, demo.env_mask)
             session = TokenSession(pool, GivenGenerations(given), model=demo.model)
@@ -120,7 +122,9 @@ async def test_two_demonstrations_match_what_the_service_records_for_them(real_v
 async def test_given_rows_are_demonstrated_by_task_id_and_a_held_out_row_is_refused(
     real_vllm: VLLMServer,
 ) -> None:
-    config = DemonstrationConfig(llm=LLMConfig(backends=[real_vllm.base_url]), concurrency=2)
+    config = DemonstrationConfig(
+        llm=LLMConfig(backends=[real_vllm.base_url], api_key=real_vllm.api_key), concurrency=2
+    )
     split = SeedSplit()
     rows = split.train_rows(3, start=5)
     guides, dropped = await demonstrate_rows(rows, config)

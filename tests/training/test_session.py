@@ -7,22 +7,38 @@ take the run's policies, and is refused before anything starts, saying how to st
 from __future__ import annotations
 
 from contextlib import AsyncExitStack
+from pathlib import Path
 
 import pytest
 
 from nemo_gym_prorl.cli import main
-from nemo_gym_prorl.llm.embedded import EmbeddedLayout, ServerStartError, VLLMServer
+from nemo_gym_prorl.llm.embedded import EmbeddedLayout, ServerStartError, VLLMServer, write_key_file
 from nemo_gym_prorl.training.config import load_train_config
 from nemo_gym_prorl.training.session import backend_spec, start_backend
 
 
 @pytest.mark.vllm
 async def test_a_running_backend_without_runtime_lora_is_refused_saying_how_to_start_one(
-    real_vllm: VLLMServer,
+    real_vllm: VLLMServer, tmp_path: Path
 ) -> None:
-    config = load_train_config("smoke", [f"backend.url={real_vllm.base_url}"])
+    assert real_vllm.api_key is not None
+    key_file = tmp_path / "model.key"
+    write_key_file(key_file, real_vllm.api_key)
+    config = load_train_config(
+        "smoke", [f"backend.url={real_vllm.base_url}", f"backend.api_key_file={key_file}"]
+    )
     async with AsyncExitStack() as stack:
         with pytest.raises(ServerStartError, match=r"runtime LoRA.*prorl model serve --train-config"):
+            await start_backend(config, stack, EmbeddedLayout.default(), say=lambda _: None)
+
+
+@pytest.mark.vllm
+async def test_a_running_backend_is_refused_without_its_key_saying_so(real_vllm: VLLMServer) -> None:
+    config = load_train_config("smoke", [f"backend.url={real_vllm.base_url}"])
+    async with AsyncExitStack() as stack:
+        with pytest.raises(
+            ServerStartError, match=r"answers only requests with its key.*backend.api_key_file"
+        ):
             await start_backend(config, stack, EmbeddedLayout.default(), say=lambda _: None)
 
 

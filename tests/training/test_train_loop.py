@@ -12,8 +12,9 @@ steps with TRL in the model venv. It checks the machinery, not learning:
 
 The backend is the one a user keeps across runs: `prorl model serve --train-config smoke`,
 started as a shell background job (which inherits SIGINT ignored) and given to the run as
-`backend.url`. A run makes such a backend serve the base model again before it starts, and an
-interrupt stops the whole server and leaves none of its sockets in the temp dir.
+`backend.url` and `backend.api_key_file` (it answers nothing but /health without its key). A run
+makes such a backend serve the base model again before it starts, and an interrupt stops the
+whole server and leaves none of its sockets, nor its key file, behind.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import json
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -43,7 +45,7 @@ from nemo_gym_prorl.llm.embedded.server import free_port
 from nemo_gym_prorl.training.config import load_train_config
 from nemo_gym_prorl.training.loop import run_training
 from nemo_gym_prorl.training.report import TrainReport
-from nemo_gym_prorl.training.session import start_backend
+from nemo_gym_prorl.training.session import RunBackend, start_backend
 from nemo_gym_prorl.training.trainer_process import trainer_env
 
 pytestmark = [pytest.mark.slow, pytest.mark.vllm, pytest.mark.bwrap, pytest.mark.timeout(1800)]
@@ -88,7 +90,12 @@ class Backend:
     cli: subprocess.Popen[str]
     url: str
     temp_dir: Path
+    key_file: Path  # where the server wrote its key, as the run is given it
+    key: str
     base_logprobs: list[float]  # a fixed greedy completion's, before any run
+
+    def overrides(self) -> list[str]:
+        return [f"backend.url={self.url}", f"backend.api_key_file={self.key_file}"]
 
 
 PROBE = {
@@ -100,8 +107,9 @@ PROBE = {
 }
 
 
-def probe_logprobs(url: str) -> list[float]:
-    choice = httpx.post(f"{url}/completions", json=PROBE, timeout=60).json()["choices"][0]
+def probe_logprobs(url: str, key: str) -> list[float]:
+    headers = {"Authorization": f"Bearer {key}"}
+    choice = httpx.post(f"{url}/completions", json=PROBE, headers=headers, timeout=60).json()["choices"][0]
     return choice["logprobs"]["token_logprobs"]
 
 
@@ -118,6 +126,7 @@ def backend(layout: EmbeddedLayout) -> Iterator[Backend]:
     """`prorl model serve --train-config smoke &`, in a temp dir of its own (short enough for
     socket paths, which pytest's tmp_path is not)."""
     temp_dir = Path(tempfile.mkdtemp(prefix="prorl-t-", dir="/tmp"))
+    key_file = temp_dir / "model.key"
     port = free_port()
     cli = subprocess.Popen(
         [
@@ -130,6 +139,8 @@ def backend(layout: EmbeddedLayout) -> Iterator[Backend]:
             "smoke",
             "--port",
             str(port),
+            "--key-file",
+            str(key_file),
         ],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -145,7 +156,8 @@ def backend(layout: EmbeddedLayout) -> Iterator[Backend]:
         else:
             pytest.fail(f"the server never became ready (exit {cli.wait()})")
         url = f"http://127.0.0.1:{port}/v1"
-        yield Backend(cli, url, temp_dir, probe_logprobs(url))
+        key = key_file.read_text().strip()
+        yield Backend(cli, url, temp_dir, key_file, key, probe_logprobs(url, key))
     finally:
         if cli.poll() is None:
             cli.kill()
@@ -159,7 +171,7 @@ def run(
 ) -> tuple[TrainReport, Path]:
     run_dir = tmp_path_factory.mktemp("train_smoke")
     before = {p.pid for p in psutil.Process().children(recursive=True)}
-    config = load_train_config("smoke", [f"backend.url={backend.url}"])
+    config = load_train_config("smoke", backend.overrides())
     report = asyncio.run(run_training(config, say=lambda _: None, run_dir=run_dir))
     left = [p for p in psutil.Process().children(recursive=True) if p.pid not in before and p.is_running()]
     assert not left, f"left running: {[(p.pid, p.name()) for p in left]}"
@@ -256,16 +268,27 @@ def test_the_rollouts_log_probs_come_from_the_adapter(
 def test_a_run_makes_a_backend_that_served_an_earlier_run_serve_the_base_model_again(
     layout: EmbeddedLayout, backend: Backend, run: tuple[TrainReport, Path]
 ) -> None:
-    trained = probe_logprobs(backend.url)  # the run's last policy, v3, is still served
+    trained = probe_logprobs(backend.url, backend.key)  # the run's last policy, v3, is still served
     assert max(abs(a - b) for a, b in zip(trained, backend.base_logprobs, strict=True)) > 1e-3
 
-    async def next_run_start() -> str:
+    async def next_run_start() -> RunBackend:
         async with AsyncExitStack() as stack:
-            config = load_train_config("smoke", [f"backend.url={backend.url}"])
+            config = load_train_config("smoke", backend.overrides())
             return await start_backend(config, stack, layout, say=lambda _: None)
 
-    assert asyncio.run(next_run_start()) == backend.url
-    assert probe_logprobs(backend.url) == pytest.approx(backend.base_logprobs, abs=1e-4)
+    assert asyncio.run(next_run_start()) == RunBackend(backend.url, backend.key)
+    assert probe_logprobs(backend.url, backend.key) == pytest.approx(backend.base_logprobs, abs=1e-4)
+
+
+def test_the_kept_server_answers_its_key_holder_alone(backend: Backend) -> None:
+    assert stat.S_IMODE(backend.key_file.stat().st_mode) == 0o600
+    for path, body in (
+        ("/completions", PROBE),
+        ("/load_lora_adapter", {"lora_name": "x", "lora_path": "/x"}),
+    ):
+        assert httpx.post(backend.url + path, json=body, timeout=30).status_code == 401, path
+    root = backend.url.removesuffix("/v1")
+    assert httpx.post(root + "/collective_rpc", json={"method": "x"}, timeout=30).status_code == 401
 
 
 def test_an_interrupt_stops_the_whole_server_and_leaves_no_socket(backend: Backend, run: Any) -> None:
@@ -281,3 +304,4 @@ def test_an_interrupt_stops_the_whole_server_and_leaves_no_socket(backend: Backe
         time.sleep(0.2)
     assert survivors == []
     assert sockets_under(backend.temp_dir) == [] and not list(backend.temp_dir.glob("prorl-vllm-*"))
+    assert not backend.key_file.exists(), "the key file goes with the server"

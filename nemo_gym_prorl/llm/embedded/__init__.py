@@ -10,10 +10,14 @@ from nemo_gym_prorl.llm.embedded.server import (
     ServerSpec,
     ServerStartError,
     VLLMServer,
+    bearer,
     embedded_spec,
     installed_vllm_spec,
+    keyed_launch,
+    new_api_key,
     private_rpc_dir,
     serve_embedded,
+    write_key_file,
 )
 from nemo_gym_prorl.llm.embedded.setup import SetupError, find_python311, setup
 
@@ -26,11 +30,15 @@ __all__ = [
     "ServerStartError",
     "SetupError",
     "VLLMServer",
+    "bearer",
     "embedded_spec",
     "find_python311",
     "installed_vllm_spec",
+    "keyed_launch",
+    "new_api_key",
     "private_rpc_dir",
     "prorl_home",
     "serve_embedded",
     "setup",
+    "write_key_file",
 ]

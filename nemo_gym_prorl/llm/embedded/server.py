@@ -6,6 +6,13 @@
 The server runs under `supervise.py` in its own session/process group, so stopping it (and
 the engine/worker processes vLLM forks) is one signal to one group, and it dies with us if
 this process dies. Only that group is ever signalled: nothing is killed by name.
+
+Each start makes a new key (`VLLMServer.api_key`), and every route but `/health` refuses a request
+without it (`vllm_plugins/prorl_key_guard.py`: vLLM's own `--api-key` leaves its development and
+SageMaker routes open). The key reaches vLLM in its environment, never on its command line (which
+any local user can read), and clients get it from the same object that gives them the URL. A
+harness or sandbox on the same loopback gets neither, so it reaches the model only through the
+service's recording endpoint.
 """
 
 from __future__ import annotations
@@ -13,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import os
+import secrets
 import shutil
 import signal
 import socket
@@ -94,9 +102,43 @@ class LoraServing(BaseModel):
 
 
 # In-place weight reload (`/collective_rpc` -> `reload_weights`, `/reset_prefix_cache`): vLLM
-# 0.32 serves these routes only in its development mode. They are as reachable as the rest of
-# the server (loopback by default, and no sandbox has a network).
+# 0.32 serves these routes only in its development mode, which also opens /sleep, /wake_up,
+# /server_info and RL routes. The server's key guards every one of them (`keyed_launch`).
 WEIGHT_RELOAD_ENV = {"VLLM_SERVER_DEV_MODE": "1"}
+
+# The middleware that makes every route but /health ask for the key; vLLM imports it by name from
+# this folder, put first on its PYTHONPATH.
+KEY_GUARD_DIR = Path(__file__).with_name("vllm_plugins")
+KEY_GUARD = "prorl_key_guard.RequireKey"
+KEY_ENV = "VLLM_API_KEY"
+
+
+def new_api_key() -> str:
+    """A key for one server start."""
+    return secrets.token_urlsafe(32)
+
+
+def keyed_launch(cmd: list[str], env: dict[str, str], api_key: str) -> tuple[list[str], dict[str, str]]:
+    """`cmd` and `env` of a vLLM OpenAI server, made to refuse every request without `api_key`
+    but `GET /health`. The key goes in the environment: a command line is readable by every
+    local user (`ps`), a process's environment only by its own user."""
+    path = os.pathsep.join(p for p in (str(KEY_GUARD_DIR), env.get("PYTHONPATH", "")) if p)
+    return [*cmd, "--middleware", KEY_GUARD], {**env, KEY_ENV: api_key, "PYTHONPATH": path}
+
+
+def write_key_file(path: Path, api_key: str) -> None:
+    """`api_key` in `path`, readable by this user alone from its first byte (a file made
+    world-readable and then narrowed would leave a window)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.unlink(missing_ok=True)  # a file left by an earlier server: created anew with our mode
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(api_key + "\n")
+
+
+def bearer(api_key: str | None) -> dict[str, str]:
+    """The headers that present `api_key` (none without one)."""
+    return {"Authorization": f"Bearer {api_key}"} if api_key else {}
 
 
 class ServerSpec(BaseModel):
@@ -199,18 +241,29 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 
 class VLLMServer:
-    """One vLLM server process tree. `with VLLMServer(spec) as server: server.base_url`."""
+    """One vLLM server process tree. `with VLLMServer(spec) as server:` its clients take
+    `server.base_url` and `server.api_key` (made at each start; every route but /health asks
+    for it)."""
 
     def __init__(
-        self, spec: ServerSpec, *, ready_timeout_s: float = 600.0, stop_grace_s: float = 20.0
+        self,
+        spec: ServerSpec,
+        *,
+        ready_timeout_s: float = 600.0,
+        stop_grace_s: float = 20.0,
+        api_key: str | None = None,
     ) -> None:
+        """`api_key`: the key to serve with, for an owner that starts several servers behind one
+        pool (which sends one key); None: a new one at each start."""
         self.spec = spec
+        self._given_key = api_key
         self.ready_timeout_s = ready_timeout_s
         self.stop_grace_s = stop_grace_s
         self.port = spec.port or 0
         self.proc: subprocess.Popen[bytes] | None = None
         self.log_path = Path("/dev/null")  # set by start(), once the port is known
         self.rpc_dir: Path | None = None  # this server's own ZMQ socket folder, while it runs
+        self.api_key: str | None = None  # set by start(): what every client must present
 
     @property
     def base_url(self) -> str:
@@ -221,6 +274,11 @@ class VLLMServer:
     def root_url(self) -> str:
         return f"http://{self.spec.host}:{self.port}"
 
+    @property
+    def auth_headers(self) -> dict[str, str]:
+        """What a request to this server must carry."""
+        return bearer(self.api_key)
+
     def start(self) -> None:
         if self.proc is not None:
             return
@@ -229,15 +287,13 @@ class VLLMServer:
         log_dir.mkdir(parents=True, exist_ok=True)
         self.log_path = log_dir / f"vllm-{self.port}.log"
         supervisor = Path(__file__).with_name("supervise.py")
-        cmd = [
-            sys.executable,
-            str(supervisor),
-            str(os.getpid()),
-            str(self.stop_grace_s),
-            "--",
-            *self.spec.command(self.port),
-        ]
-        env = {**os.environ, **self.spec.env}
+        self.api_key = self._given_key or new_api_key()
+        # This process's own environment does not get the key: what it starts later (a harness, a
+        # sandbox) must not inherit it.
+        server_cmd, env = keyed_launch(
+            self.spec.command(self.port), {**os.environ, **self.spec.env}, self.api_key
+        )
+        cmd = [sys.executable, str(supervisor), str(os.getpid()), str(self.stop_grace_s), "--", *server_cmd]
         self.rpc_dir = private_rpc_dir(env)
         with open(self.log_path, "wb") as log:
             # start_new_session: the supervisor leads a new process group, which the terminal's
@@ -274,7 +330,7 @@ class VLLMServer:
         with contextlib.suppress(httpx.HTTPError):
             return (
                 client.get(self.root_url + "/health").status_code == 200
-                and client.get(self.root_url + "/v1/models").status_code == 200
+                and client.get(self.root_url + "/v1/models", headers=self.auth_headers).status_code == 200
             )
         return False
 

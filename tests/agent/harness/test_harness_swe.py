@@ -92,7 +92,7 @@ async def test_mini_swe_agent_with_the_real_model_records_every_call_token_exact
 
     monkeypatch.setattr(runner_module, "agent_trajectory", keep)
     _, row = await toolz_instance()
-    async with LLMBackendPool(PoolConfig(backends=[real_vllm.base_url])) as pool:
+    async with LLMBackendPool(PoolConfig(backends=[real_vllm.base_url], api_key=real_vllm.api_key)) as pool:
         llm = LLMAccess(pool=pool, dialect=VLLMCompletionsDialect(), model=real_vllm.spec.served_model_name)
         handler = mini_swe_agent_handler(llm, max_turns=3)
         job = harness_job(row, "swe-harness-real", task="swe").model_copy(

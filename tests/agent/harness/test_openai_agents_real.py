@@ -42,7 +42,7 @@ FIRST_CALL_IS_A_TOOL_CALL = ConstrainedToolCalls(
 
 def detokenize(server: VLLMServer, ids: list[int]) -> str:
     body = {"model": server.spec.served_model_name, "tokens": ids}
-    response = httpx.post(f"{server.root_url}/detokenize", json=body, timeout=30)
+    response = httpx.post(f"{server.root_url}/detokenize", json=body, headers=server.auth_headers, timeout=30)
     response.raise_for_status()
     return str(response.json()["prompt"])
 
@@ -50,7 +50,7 @@ def detokenize(server: VLLMServer, ids: list[int]) -> str:
 async def test_the_agents_sdk_on_the_real_model_calls_its_bash_tool_and_gets_the_result_back(
     real_vllm: VLLMServer,
 ) -> None:
-    async with LLMBackendPool(PoolConfig(backends=[real_vllm.base_url])) as pool:
+    async with LLMBackendPool(PoolConfig(backends=[real_vllm.base_url], api_key=real_vllm.api_key)) as pool:
         llm = LLMAccess(
             pool=pool,
             dialect=VLLMCompletionsDialect(constrained=FIRST_CALL_IS_A_TOOL_CALL),
