@@ -61,6 +61,8 @@ from nemo_gym_prorl.integrations.gym.episodes import (
     EpisodeRunRequest,
 )
 from nemo_gym_prorl.integrations.gym.flat_rows import FlatFailure, FlatResult, FlatRow
+from nemo_gym_prorl.server_paths import redact_server_paths
+from nemo_gym_prorl.service.errors import RedactErrorBodies
 
 
 class ProRLTaskInput(BaseModel):
@@ -155,6 +157,17 @@ class ProRLPipelineEnvironmentServer(BaseEnvironmentServer[ProRLEpisodeRequest, 
         app.post("/run", response_model_exclude_unset=True)(self.run_any)
         app.post("/aggregate_metrics")(self.aggregate_metrics)
         return app
+
+    def setup_exception_middleware(self, app: FastAPI) -> None:
+        super().setup_exception_middleware(app)
+        # Outside Gym's own, which answers an unhandled exception with its repr, paths and all.
+        app.add_middleware(RedactErrorBodies)
+
+    def failure_response(self, request: ProRLEpisodeRequest, failure: EpisodeFailure) -> ProRLEpisodeResponse:
+        """Every failure this server answers passes here (refused, timed out, the agent's, an
+        unhandled error's text): it says what failed, never where the server keeps its files."""
+        reason = redact_server_paths(failure.failure_reason)
+        return super().failure_response(request, failure.model_copy(update={"failure_reason": reason}))
 
     async def aggregate_metrics(self, body: AggregateMetricsRequest) -> AggregateMetrics:
         """The agent aggregates its own rollouts (each carries its resources server's verify fields)."""

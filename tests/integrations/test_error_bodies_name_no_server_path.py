@@ -106,6 +106,29 @@ async def test_the_environment_servers_run_refuses_it_naming_no_server_path(
     assert gym.dialect.calls == 0 and not domains.sandboxes_made()
 
 
+async def test_an_episode_failure_that_quotes_a_server_path_is_answered_without_it(
+    gym: EnvironmentStack, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    instances = prorl_home() / "swe" / "instances.jsonl"
+
+    async def lost(*_: object, **__: object) -> None:
+        raise FileNotFoundError(2, "No such file or directory", str(instances))
+
+    monkeypatch.setattr(gym.agent.runtime, "run_episode", lost)
+    episode = {
+        "episode_id": {"rollout_id": "0-0", "attempt": 0},
+        "task": {
+            "task_id": {"taskset": "prorl", "task_id": "0"},
+            "task_input": row("prorl_math", expected_answer="4"),
+        },
+    }
+    reply = await gym.http.post("/run", json=episode)
+    assert reply.status_code == 200, reply.text
+    reason = reply.json()["failure"]["failure_reason"]
+    assert "FileNotFoundError" in reason and "$PRORL_HOME/swe/instances.jsonl" in reason, reason
+    assert_names_no_server_path(reply.text)
+
+
 async def test_the_swe_resources_server_refuses_it_naming_no_server_path(domains: DomainServers) -> None:
     swe = domains.http["prorl_swe"]
     for path in ("/check_instance", "/seed_session"):
