@@ -37,7 +37,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -50,6 +50,11 @@ from nemo_gym_prorl.llm.toolcalls import tool_call_to_openai
 from nemo_gym_prorl.llm.toolprompt import system_with_tools
 
 ChatFinishReason = Literal["stop", "length", "tool_calls"]
+
+# Told of every answered call before the harness gets the reply: the segment it joined, its
+# position there and its turn (a token capture writes its record here, so the record exists
+# before the harness can send the next call).
+TurnObserver = Callable[[int, int, TurnRecord], Awaitable[None]]
 
 
 class RecordingRefusal(ValueError):
@@ -226,11 +231,13 @@ class RecordingSession:
         sampling: SamplingParams,
         trajectory_id: str | None = None,
         max_calls: int | None = None,
+        on_turn: TurnObserver | None = None,
     ) -> None:
         self.llm = llm
         self.sampling = sampling
         self.trajectory_id = trajectory_id or uuid.uuid4().hex
         self.max_calls = max_calls
+        self.on_turn = on_turn
         self._segments: list[_Segment] = []
         self._calls: list[CallRecord] = []
         self._closed = False
@@ -262,6 +269,8 @@ class RecordingSession:
         turn = await segment.session.generate(
             [wire_message(m) for m in request.messages[-new:]], rendered_ids=rendered
         )
+        if self.on_turn is not None:
+            await self.on_turn(segment.index, segment.calls, turn)
         reply = self._reply(turn, bool(request.tools))
         finish = reply_finish(turn)
         segment.conversation = [*conversation, comparable(reply)]

@@ -3,7 +3,8 @@
 
 """The body `/run` answers for a finished rollout: a harness rollout that is one token sequence is
 a trainable result; one its harness split into several is masked, saying why, with every segment
-still carried beside it."""
+still carried beside it; where Gym's builder built the rollout's token capture, its verdict is the
+result's."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from nemo_gym_prorl.integrations.gym.response import output_items
 from nemo_gym_prorl.integrations.gym.result import SPLIT_SEQUENCE, run_result
 from nemo_gym_prorl.llm.records import TurnRecord
 from nemo_gym_prorl.pipeline.job import JobResult, JobState, Trajectory
+from nemo_gym_prorl.rollouts.delivery import TokenDelivery
 
 
 def turn(i: int, prompt: list[int], ids: list[int]) -> TurnRecord:
@@ -23,8 +25,9 @@ def turn(i: int, prompt: list[int], ids: list[int]) -> TurnRecord:
     )  # fmt: skip
 
 
-def finished(segments: list[list[TurnRecord]]) -> JobResult:
-    """A scored harness rollout whose response is its last segment, as the harness delivers it."""
+def finished(segments: list[list[TurnRecord]], capture: dict[str, Any] | None = None) -> JobResult:
+    """A scored harness rollout whose response is its last segment, as the harness delivers it;
+    `capture`: Gym's build of its token-capture records."""
     last = segments[-1]
     trajectory = Trajectory(
         messages=[{"role": "assistant", "content": "hi"}],
@@ -37,6 +40,7 @@ def finished(segments: list[list[TurnRecord]]) -> JobResult:
             "name": "mini_swe_agent",
             "segments": len(segments),
             "token_segments": [[t.model_dump(mode="json") for t in s] for s in segments],
+            **({"capture": capture} if capture is not None else {}),
         },
     )
     return JobResult(
@@ -62,3 +66,15 @@ def test_a_harness_rollout_split_into_segments_is_masked_with_its_reason_and_kee
         len(body["prorl"]["harness"]["token_segments"]) == 2
     )  # nothing dropped: a consumer that can, trains each
     assert body["reward"] == 1.0  # the reward is reported as scored; the mask says not to train on it
+
+
+def test_where_gym_built_the_rollout_its_verdict_is_the_run_results() -> None:
+    # Gym delivered the root call (the harness kept none of its replies): trainable.
+    segments = [[turn(0, [1, 2], [3])], [turn(1, [1, 9], [5])]]
+    delivered = TokenDelivery(rollout_id="r", terminal_call_id="j1-s0-t0", delivered_calls=["j1-s0-t0"])
+    body = run_result(ROW, finished(segments, delivered.model_dump(mode="json")))
+    assert body["mask_sample"] is False and "failure_kind" not in body
+    # Gym masked it (the scored reply's chain starts at an unresolved call): masked, Gym's reason.
+    broken = TokenDelivery(rollout_id="r", terminal_call_id="j1-s1-t0", mask_reason="the harness broke it")
+    body = run_result(ROW, finished(segments, broken.model_dump(mode="json")))
+    assert body["mask_sample"] is True and body["failure_reason"] == "the harness broke it"

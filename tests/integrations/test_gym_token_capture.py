@@ -2,10 +2,11 @@
 # SPDX-License-Identifier: Apache-2.0
 
 """A harness rollout's recorded calls, written as NeMo Gym 0.7 token-capture records and read
-back through Gym's own consumer and builder: Gym's file store passes Gym's conformance suite as the
-project's sink, a one-segment rollout comes back as exactly the sample the project's trainer
-builds, a rollout whose history broke is never joined across the break, and malformed records are
-refused before anything is written."""
+back through Gym's own consumer and builder: Gym's file store and the project's own sink both pass
+Gym's conformance suite, a one-segment rollout comes back as exactly the sample the project's
+trainer builds, a rollout whose history broke is never joined across the break, and malformed
+records are refused before anything is written. On the harness path each call is a record before
+the harness has its reply, and Gym's build of those records is what the trainer gets."""
 
 from __future__ import annotations
 
@@ -23,6 +24,8 @@ from nemo_gym.token_id_capture import (
 from nemo_gym.token_id_capture.conformance import run_conformance
 from support.fake_llm import HARNESS_SYSTEM, HARNESS_TASK, FakeLLM
 
+from nemo_gym_prorl.integrations.gym.capture_store import CaptureBackend, CaptureFull, CaptureStore
+from nemo_gym_prorl.integrations.gym.harness_capture import BROKEN_CHAIN, INCOMPLETE, HarnessCapture
 from nemo_gym_prorl.integrations.gym.token_capture import (
     SEGMENT_BREAK_REASON,
     HarnessRecordError,
@@ -128,10 +131,10 @@ def harness_record(*segments: list[TurnRecord]) -> HarnessRecord:
     )
 
 
-# --- Gym's store is the project's sink, and it conforms -----------------------------------------
+# --- Gym's store conforms (a finished record can go to it: `write_harness_record`) -------------
 
 
-async def test_gyms_file_store_as_the_projects_sink_passes_gyms_conformance_suite(tmp_path: Path) -> None:
+async def test_gyms_file_store_passes_gyms_conformance_suite(tmp_path: Path) -> None:
     passed = await run_conformance(
         lambda: TokenCaptureStore(tmp_path),
         lambda: TokenCaptureStore(tmp_path),
@@ -337,3 +340,142 @@ async def test_a_failed_write_marks_the_rollout_incomplete_and_gym_masks_it(tmp_
     gym = await read_rollout("r", tmp_path)
     assert gym.mask_sample is True and gym.result["metrics"]["capture_incomplete"] is True
     assert (tmp_path / "r.tokens.incomplete").read_text() == f"{call_id(record, 0, 1)}\n"
+
+
+# --- the harness path: written as it runs, through the project's own sink, built by Gym --------
+
+
+def project_store(max_bytes: int = 1 << 24) -> CaptureStore:
+    return CaptureStore(CaptureBackend(max_bytes=max_bytes))
+
+
+async def test_the_projects_own_sink_passes_gyms_conformance_suite() -> None:
+    backend = CaptureBackend()  # fresh clients over one shared backend, as Gym's suite asks
+    passed = await run_conformance(lambda: CaptureStore(backend), lambda: CaptureStore(backend))
+    assert passed == [
+        "put_then_freeze_visibility",
+        "idempotent_reput",
+        "conflicting_reput",
+        "mark_incomplete_durability",
+        "freeze_idempotency",
+        "post_freeze_write_safety",
+        "conditional_retirement",
+    ]
+
+
+def capturing(recording: Callable[[], RecordingSession], capture: HarnessCapture) -> RecordingSession:
+    session = recording()
+    session.trajectory_id = capture.trajectory_id
+    session.on_turn = capture.write
+    return session
+
+
+async def test_each_call_is_a_gym_record_before_the_harness_gets_its_reply(
+    recording: Callable[[], RecordingSession],
+) -> None:
+    store = project_store()
+    capture = HarnessCapture(store, trajectory_id="task-7", model=MODEL)
+    session = capturing(recording, capture)
+    history = [SYSTEM, TASK]
+    for count in (1, 2, 3):
+        reply = await call(session, history)
+        # The record is in the sink when the reply reaches the harness.
+        assert len(store.backend.rollouts[capture.rollout_id].entries) == count
+        history = [*history, reply, {"role": "user", "content": f"output {count}"}]
+    record = session.record()
+    frozen = await store.freeze(capture.rollout_id)
+    # Exactly the entries the finished record makes, lineage and delta prompts included.
+    expected = token_entries(record, rollout_id=capture.rollout_id, model=MODEL, delta_prompts=True)
+    assert [e.model_dump() for e in frozen.entries] == [e.model_dump() for e in expected]
+
+
+async def test_gym_delivers_the_scored_chain_as_the_trainers_sample_and_the_records_are_retired(
+    recording: Callable[[], RecordingSession], tmp_path: Path
+) -> None:
+    store = project_store()
+    capture = HarnessCapture(store, trajectory_id="task-7", model=MODEL)
+    session = capturing(recording, capture)
+    reply = await call(session, [SYSTEM, TASK])
+    await call(session, [SYSTEM, TASK, reply, {"role": "user", "content": "a.py"}])
+    record = session.record()
+    delivery = await capture.deliver(call_id(record, 0, 1))
+
+    assert delivery.mask_reason is None and delivery.undelivered == {}
+    assert delivery.delivered_calls == [call_id(record, 0, 0), call_id(record, 0, 1)]
+    assert delivery.fields is not None
+    expected = trainer_fields(record.turns)
+    assert (
+        delivery.fields.prompt_ids,
+        delivery.fields.completion_ids,
+        delivery.fields.logprobs,
+        delivery.fields.env_mask,
+    ) == expected
+    assert delivery.delivered_tokens == delivery.generated_tokens == sum(expected[3])
+    assert store.bytes == 0 and capture.rollout_id not in store.backend.rollouts  # forgotten once built
+
+    # The records the delivery carries are Gym's: its own file store and consumer rebuild the sample.
+    gym_store = TokenCaptureStore(tmp_path)
+    for entry in delivery.entries:
+        gym_store.append(TokenEntry.model_validate(entry))
+    gym = await read_rollout(delivery.rollout_id, tmp_path, terminal_call_id=delivery.terminal_call_id)
+    assert gym.mask_sample is False and response_fields(gym.result["rebuilt_response"]) == expected
+
+
+async def test_a_history_broken_before_the_scored_reply_masks_the_rollout_with_gyms_reason(
+    recording: Callable[[], RecordingSession],
+) -> None:
+    capture = HarnessCapture(project_store(), trajectory_id="task-8", model=MODEL)
+    session = capturing(recording, capture)
+    await call(session, [SYSTEM, TASK])
+    summary = {"role": "user", "content": "Summary so far: nothing works."}
+    reply = await call(session, [SYSTEM, summary])
+    await call(session, [SYSTEM, summary, reply, {"role": "user", "content": "next"}])
+    record = session.record()
+    delivery = await capture.deliver(call_id(record, 1, 1))
+
+    assert delivery.chains == [[call_id(record, 0, 0)], [call_id(record, 1, 0), call_id(record, 1, 1)]]
+    assert delivery.mask_reason is not None and delivery.mask_reason.startswith(BROKEN_CHAIN)
+    assert "2 token sequences" in delivery.mask_reason
+    assert delivery.fields is None and delivery.delivered_tokens == 0
+    assert delivery.undelivered == {BROKEN_CHAIN: delivery.generated_tokens}
+
+
+class FailingStore(CaptureStore):
+    """The project's sink with a transport that loses the second write."""
+
+    puts = 0
+
+    async def put(self, entry: TokenEntry) -> None:
+        self.puts += 1
+        if self.puts == 2:
+            raise OSError("transport down")
+        await super().put(entry)
+
+
+async def test_a_lost_record_never_fails_the_harness_call_and_gym_masks_the_rollout(
+    recording: Callable[[], RecordingSession],
+) -> None:
+    capture = HarnessCapture(FailingStore(), trajectory_id="task-9", model=MODEL)
+    session = capturing(recording, capture)
+    history = [SYSTEM, TASK]
+    for output in ("a.py", "b.py"):
+        reply = await call(session, history)  # the second call's record is lost; its reply is not
+        history = [*history, reply, {"role": "user", "content": output}]
+    record = session.record()
+    delivery = await capture.deliver(call_id(record, 0, 1))
+    assert delivery.mask_reason is not None and delivery.mask_reason.startswith(INCOMPLETE)
+    assert delivery.undelivered == {INCOMPLETE: delivery.generated_tokens}
+
+
+async def test_the_sink_is_bounded_in_bytes_and_a_write_past_the_bound_masks_its_rollout(
+    recording: Callable[[], RecordingSession],
+) -> None:
+    store = project_store(max_bytes=200)  # less than one call's record
+    capture = HarnessCapture(store, trajectory_id="task-10", model=MODEL)
+    session = capturing(recording, capture)
+    await call(session, [SYSTEM, TASK])
+    assert store.bytes == 0
+    delivery = await capture.deliver(call_id(session.record(), 0, 0))
+    assert delivery.mask_reason is not None and delivery.mask_reason.startswith(INCOMPLETE)
+    with pytest.raises(CaptureFull, match="bound of 200"):
+        await store.put(token_entries(session.record(), rollout_id="r", model=MODEL)[0])

@@ -11,6 +11,7 @@ from typing import Any, NamedTuple
 from nemo_gym_prorl.integrations.nemo_rl.result import ensure_trainable
 from nemo_gym_prorl.pipeline import JobResult
 from nemo_gym_prorl.pipeline.job import Trajectory
+from nemo_gym_prorl.rollouts.delivery import harness_delivery
 
 
 def sampling_from_row(row: Mapping[str, Any]) -> dict[str, Any]:
@@ -95,7 +96,11 @@ def split_harness_reason(trajectory: Trajectory) -> str | None:
     """Why a harness rollout cannot be one `/run` result: NeMo RL trains one contiguous token
     sequence per result, and a harness that rewrote its history made several. The result is
     masked rather than trained on one segment with the reward of all (every segment is in
-    `prorl.harness.token_segments`; `prorl train`'s TRL path trains each as a sample)."""
+    `prorl.harness.token_segments`). Where the rollout's Gym token capture was built, Gym's
+    builder decided (`rollouts.delivery`): the same verdict the project's TRL trainer follows."""
+    delivery = harness_delivery(trajectory.harness)
+    if delivery is not None:
+        return delivery.mask_reason
     segments = (trajectory.harness or {}).get("token_segments") or []
     if len(segments) <= 1:
         return None

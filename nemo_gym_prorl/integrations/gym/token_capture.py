@@ -31,6 +31,9 @@ A record the project itself would not train on as one sequence per segment (no t
 count that is not the id count, a segment whose turn does not extend the previous one) is refused
 before anything is written. A sink write that fails marks the rollout incomplete, so Gym's
 consumer masks it, and the error propagates.
+
+The harness path writes the same entries as the calls are answered (`harness_capture`), through
+the project's sink (`capture_store`); `write_harness_record` writes a finished record to any sink.
 """
 
 from __future__ import annotations
@@ -55,6 +58,7 @@ from nemo_gym.token_id_capture import (
 from nemo_gym.token_id_capture.builder import BuildOutput
 
 from nemo_gym_prorl.llm.recording import HarnessRecord
+from nemo_gym_prorl.llm.records import TurnRecord
 
 # (prompt_ids, completion_ids, logprobs, env_mask): the shape the project's trainer builds
 # (`rollouts/results.py::concatenate`), so the two can be compared directly.
@@ -70,7 +74,11 @@ class HarnessRecordError(ValueError):
 
 def call_id(record: HarnessRecord, segment: int, position: int) -> str:
     """The Gym `model_call_id` of a segment's turn at `position` (unique within the rollout)."""
-    return f"{record.trajectory_id}-s{segment}-t{position}"
+    return turn_call_id(record.trajectory_id, segment, position)
+
+
+def turn_call_id(trajectory_id: str, segment: int, position: int) -> str:
+    return f"{trajectory_id}-s{segment}-t{position}"
 
 
 def token_entries(
@@ -93,53 +101,76 @@ def token_entries(
         history: list[int] = []
         for position, turn in enumerate(segment.tokens.turns):
             where = f"segment {segment.index}, turn {position}"
-            prompt = list(turn.prompt_token_ids)
-            generation = list(turn.generation_token_ids)
-            log_probs = list(turn.generation_log_probs)
-            if len(generation) != len(log_probs):
+            if len(turn.generation_token_ids) != len(turn.generation_log_probs):
                 raise HarnessRecordError(
-                    f"{where}: {len(generation)} generated ids but {len(log_probs)} log-probs"
+                    f"{where}: {len(turn.generation_token_ids)} generated ids but "
+                    f"{len(turn.generation_log_probs)} log-probs"
                 )
-            if parent is not None and prompt[: len(history)] != history:
+            if parent is not None and turn.prompt_token_ids[: len(history)] != history:
                 raise HarnessRecordError(
-                    f"{where}: its prompt ({len(prompt)} ids) does not extend the previous turn's "
-                    f"prompt and generation ({len(history)} ids), yet the record merged it"
+                    f"{where}: its prompt ({len(turn.prompt_token_ids)} ids) does not extend the previous "
+                    f"turn's prompt and generation ({len(history)} ids), yet the record merged it"
                 )
-            if parent is not None:
-                status, reason = ParentResolutionStatus.RESOLVED, ""
-            elif not entries:
-                status, reason = ParentResolutionStatus.ROOT, ""
-            else:
-                status, reason = ParentResolutionStatus.UNRESOLVED, SEGMENT_BREAK_REASON
-            parent_id = parent.model_call_id if parent is not None else None
-            delta = delta_prompts and parent is not None
-            entry = TokenEntry(
+            entry = turn_entry(
+                turn,
                 rollout_id=rollout_id,
                 model_call_id=call_id(record, segment.index, position),
                 model=model,
-                prompt_token_ids=prompt[len(history) :] if delta else prompt,
-                generation_token_ids=generation,
-                generation_log_probs=log_probs,
-                output_items=[
-                    {
-                        "type": "message",
-                        "role": "assistant",
-                        "content": [{"type": "output_text", "text": turn.text}],
-                    }
-                ],
-                token_item_index=0,
-                created_at=float(len(entries)),
-                parent_call_id=parent_id,
-                parent_resolution=status,
-                parent_resolution_reason=reason,
-                prompt_is_delta=delta,
-                policy_version=turn.policy_version,
+                parent=parent,
+                history=history,
+                order=len(entries),
+                delta_prompt=delta_prompts,
             )
-            history = [*prompt, *generation]
-            stamp_lineage(entry, parent_id, parent_resolution=status, cumulative=list(history))
+            history = [*turn.prompt_token_ids, *turn.generation_token_ids]
             entries.append(entry)
             parent = entry
     return entries
+
+
+def turn_entry(
+    turn: TurnRecord,
+    *,
+    rollout_id: str,
+    model_call_id: str,
+    model: str,
+    parent: TokenEntry | None,
+    history: list[int],
+    order: int,
+    delta_prompt: bool = False,
+) -> TokenEntry:
+    """One recorded turn as a Gym `TokenEntry` with its lineage: `RESOLVED` to `parent` (the
+    segment's previous turn, whose prompt and generation are `history`), else `ROOT` for the
+    rollout's first call (`order` 0) and `UNRESOLVED` for a later segment's first."""
+    prompt = list(turn.prompt_token_ids)
+    generation = list(turn.generation_token_ids)
+    if parent is not None:
+        status, reason = ParentResolutionStatus.RESOLVED, ""
+    elif order == 0:
+        status, reason = ParentResolutionStatus.ROOT, ""
+    else:
+        status, reason = ParentResolutionStatus.UNRESOLVED, SEGMENT_BREAK_REASON
+    parent_id = parent.model_call_id if parent is not None else None
+    delta = delta_prompt and parent is not None
+    entry = TokenEntry(
+        rollout_id=rollout_id,
+        model_call_id=model_call_id,
+        model=model,
+        prompt_token_ids=prompt[len(history) :] if delta else prompt,
+        generation_token_ids=generation,
+        generation_log_probs=list(turn.generation_log_probs),
+        output_items=[
+            {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": turn.text}]}
+        ],
+        token_item_index=0,
+        created_at=float(order),
+        parent_call_id=parent_id,
+        parent_resolution=status,
+        parent_resolution_reason=reason,
+        prompt_is_delta=delta,
+        policy_version=turn.policy_version,
+    )
+    stamp_lineage(entry, parent_id, parent_resolution=status, cumulative=[*prompt, *generation])
+    return entry
 
 
 async def write_harness_record(

@@ -17,13 +17,17 @@ sampled under constrained decoding, or its token history is not exact) becomes a
 placeholder with `env_mask` 0 and no reward, so its group keeps `num_generations` members while
 it adds nothing to the loss or the baseline.
 
-A harness rollout may hold several token sequences (segments: a harness that dropped a reply or
-rewrote its history started a new one). With one slot per rollout its sample is the sequence
-that ends it (the messages' token fields). With `slots` above one (`rollout_samples`) each
-segment is a sample of its own with the rollout's reward, the slots it leaves empty are
-placeholders, and a rollout with more segments than slots is masked with that reason: nothing
-the policy generated is trained on partially without saying so. TRL's groups then hold
-`slots` samples per rollout, and a rollout's segments each count in its group's baseline.
+A harness rollout's calls were written as NeMo Gym token-capture records as it ran, and Gym's
+consumer and builder built them when it ended (`rollouts.delivery`). With one slot per rollout
+its sample is the chain Gym delivered (root to the reply the scorer saw, in Gym's own
+projection); where Gym masked the rollout (the harness broke the token chain before the scored
+reply: a dropped reply, a rewritten or summarised history; or a record was lost) it is a
+placeholder with Gym's reason, as NeMo RL's `/run` masks it: no fragment is trained with the whole
+rollout's reward. With `slots` above one (`rollout_samples`) each chain (segment) is a sample of
+its own with the rollout's reward, the slots it leaves empty are placeholders, and a rollout with
+more segments than slots is masked with that reason. TRL's groups then hold `slots` samples per
+rollout, and a rollout's segments each count in its group's baseline (unlike NeMo RL's, whose
+baseline counts each rollout once).
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from nemo_gym_prorl.rollouts.delivery import TokenDelivery, harness_delivery
 from nemo_gym_prorl.rollouts.results import (
     ModelTurn,
     NotTokenExactError,
@@ -45,6 +50,8 @@ from nemo_gym_prorl.rollouts.results import (
 # TRL's required keys, then ours: every other key reaches the reward functions as a keyword.
 TRL_KEYS = ("prompt_ids", "completion_ids", "logprobs", "env_mask")
 EXTRA_KEYS = ("reward", "reward_components", "stop_reason", "mask_sample", "mask_reason", "rollout_id")
+# The mask reason of a slot a rollout leaves empty (not a rollout that was masked).
+EMPTY_SLOT = "an empty slot"
 
 
 class TrlSample(BaseModel):
@@ -87,7 +94,11 @@ def to_sample(
     reason = mask_reason(result)
     if reason is None:
         assert result.trajectory is not None  # mask_reason checked it
-        sample = _sample(result, model_turns(result.trajectory))
+        delivery = harness_delivery(result.trajectory.harness)
+        if delivery is not None:
+            sample = _delivered(result, delivery)
+        else:
+            sample = _sample(result, model_turns(result.trajectory))
         if isinstance(sample, TrlSample):
             return sample
         reason = sample
@@ -134,10 +145,25 @@ def rollout_samples(
     return [
         *samples,
         *(
-            placeholder(result, "an empty slot", placeholder_prompt_ids, placeholder_token_id)
+            placeholder(result, EMPTY_SLOT, placeholder_prompt_ids, placeholder_token_id)
             for _ in range(slots - len(samples))
         ),
     ]
+
+
+def _delivered(result: ServiceResult, delivery: TokenDelivery) -> TrlSample | str:
+    """The sample of the chain Gym's builder delivered, or Gym's reason for masking the rollout."""
+    if delivery.mask_reason is not None:
+        return delivery.mask_reason
+    if delivery.fields is None:
+        return "Gym's builder delivered no chain"
+    return TrlSample(
+        **delivery.fields.model_dump(),
+        reward=result.reward,
+        reward_components=result.reward_components,
+        stop_reason=result.trajectory.stop_reason if result.trajectory else None,
+        rollout_id=result.id,
+    )
 
 
 def _sample(result: ServiceResult, turns: Sequence[ModelTurn]) -> TrlSample | str:

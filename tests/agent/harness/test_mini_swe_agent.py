@@ -17,7 +17,9 @@ from nemo_gym_prorl.agent.harness import make_harness
 from nemo_gym_prorl.agent.harness.base import SandboxExecutor
 from nemo_gym_prorl.agent.harness.mini_swe_agent import MiniSweAgent, MiniSweAgentOptions
 from nemo_gym_prorl.agent.loop import AgentLimits
+from nemo_gym_prorl.integrations.gym.harness_capture import BROKEN_CHAIN
 from nemo_gym_prorl.pipeline.job import Job
+from nemo_gym_prorl.rollouts.delivery import OFF_CHAIN, TokenDelivery
 from nemo_gym_prorl.sandbox import SandboxSpec
 from nemo_gym_prorl.sandbox.factory import open_sandbox
 from nemo_gym_prorl.training.heldout import SeedSplit
@@ -80,7 +82,9 @@ async def test_mini_swe_agent_runs_its_own_loop_with_commands_in_the_sandbox(
     # Two calls, one token sequence: the second prompt extends the first call's exact ids.
     first, second = agent.tokens.turns
     assert second.prompt_token_ids[: len(first.full_token_ids)] == first.full_token_ids
-    assert agent.harness == {
+    harness = dict(agent.harness or {})
+    capture = TokenDelivery.model_validate(harness.pop("capture"))
+    assert harness == {
         "name": "mini_swe_agent",
         "exit_status": "Submitted",
         "calls": 2,
@@ -89,11 +93,19 @@ async def test_mini_swe_agent_runs_its_own_loop_with_commands_in_the_sandbox(
         "delivered_share": 1.0,
         "delivered_segment": 0,
         "token_segments": [[t.model_dump(include=TOKEN_FIELDS) for t in agent.tokens.turns]],
+        "undelivered": {},
     }
     assert agent.reply_positions == [2, 4]  # system, task, reply, observation, reply
+    # Written as Gym token-capture records as the harness ran, and delivered by Gym's builder:
+    # one chain, root to the scored reply, exactly the sequence the messages carry.
+    assert capture.mask_reason is None
+    assert capture.chains == [capture.delivered_calls] == [["harness-1-s0-t0", "harness-1-s0-t1"]]
+    assert [e["parent_resolution"] for e in capture.entries] == ["root", "resolved"]
+    assert capture.fields is not None
+    assert capture.fields.prompt_ids + capture.fields.completion_ids == second.full_token_ids
 
 
-async def test_a_reply_the_harness_drops_ends_a_segment_and_the_last_one_is_delivered(
+async def test_a_reply_the_harness_drops_breaks_the_token_chain_and_the_rollout_is_masked_saying_why(
     scripted_llm: ScriptedLLM,
 ) -> None:
     # mini-swe-agent answers a reply without exactly one bash block with a format error and
@@ -112,10 +124,16 @@ async def test_a_reply_the_harness_drops_ends_a_segment_and_the_last_one_is_deli
     assert dropped["generation_token_ids"] and len(dropped["generation_log_probs"]) == len(
         dropped["generation_token_ids"]
     )
-    assert 0 < harness["delivered_share"] < 1
-    # The delivered sequence is the final history's: its one reply sits after the format error.
+    # The scored sequence is the final history's: its one reply sits after the format error.
     assert [m["role"] for m in agent.messages] == ["system", "user", "user", "assistant"]
     assert agent.reply_positions == [3] and len(agent.tokens.turns) == 1
+    # That reply's call did not extend the first: Gym's builder will not give it the whole
+    # rollout's reward, and neither does a trainer. Every generated token is accounted for.
+    capture = TokenDelivery.model_validate(harness["capture"])
+    assert capture.terminal_call_id == "harness-1-s1-t0"
+    assert capture.mask_reason is not None and capture.mask_reason.startswith(BROKEN_CHAIN)
+    assert capture.fields is None and harness["delivered_share"] == 0.0
+    assert harness["undelivered"] == {BROKEN_CHAIN: agent.generated_tokens}
 
 
 async def test_the_rollouts_call_budget_ends_the_harness(scripted_llm: ScriptedLLM) -> None:
@@ -155,7 +173,12 @@ async def test_a_policy_that_never_writes_the_format_still_gets_its_first_reply_
     assert agent.messages[-1]["content"] == "I am not sure."
     assert agent.reply_positions == [2] and len(agent.tokens.turns) == 1
     assert len(harness["token_segments"]) == harness["segments"]  # every segment, complete, for slots
+    # Gym's builder delivers that root call alone; the later calls, each the same failure from a
+    # history the harness rewrote, are left out and counted, not masked.
+    capture = TokenDelivery.model_validate(harness["capture"])
+    assert capture.mask_reason is None and capture.delivered_calls == ["harness-1-s0-t0"]
     assert 0 < harness["delivered_share"] < 1
+    assert harness["undelivered"] == {OFF_CHAIN: agent.generated_tokens - capture.delivered_tokens}
 
 
 @pytest.mark.parametrize(
