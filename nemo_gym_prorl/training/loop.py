@@ -242,6 +242,11 @@ async def run_training(config: TrainConfig, *, say: Say = _print, run_dir: Path 
                 )
             report.grpo["weights_path"] = str(grpo_weights)
             await evaluation("grpo")
+        else:
+            say(
+                f"GRPO published no policy ({len(report.skipped_steps)} of {len(report.grpo_steps)} steps had "
+                "no group to teach): the SFT policy stays the run's last, and GRPO is not evaluated"
+            )
 
     report.finish(clock.seconds, time.monotonic() - started)
     return report

@@ -60,6 +60,8 @@ def sft_step_line(step: Mapping[str, Any]) -> str:
 def grpo_step_line(step: Mapping[str, Any], steps: int) -> str:
     if step.get("simulated"):
         train = f"SIMULATED train {step['train_s']:.0f}s"
+    elif step.get("skipped"):
+        train = f"{step['skipped']}: nothing trained ({step['train_s']:.0f}s), no version published"
     else:
         m = step["mismatch"]
         train = (
@@ -74,17 +76,23 @@ def grpo_step_line(step: Mapping[str, Any], steps: int) -> str:
         f"{step['tool_calls']:.2f} tool calls, {step['turns']:.2f} turns per rollout, "
         f"staleness {step['staleness']} ({step.get('staleness_at_update')} at the update), "
         f"versions {step['policy_versions']}, {step['masked']} masked"
-        f"{_harness(step.get('merged_share'), step.get('delivered_share'))}; "
+        f"{_harness(step.get('merged_share'), step.get('delivered_share'), step.get('undelivered_shares'))}; "
         f"rollouts {step['rollout_s']:.0f}s at {step['rollout_tokens_per_s']:.0f} tok/s; {train}"
     )
 
 
-def _harness(merged: float | None, delivered: float | None) -> str:
+def _harness(
+    merged: float | None, delivered: float | None, undelivered: Mapping[str, float] | None = None
+) -> str:
     """A harness's token bookkeeping, where there is a harness: how many of its calls extended
-    the previous one's token sequence, and how much of what it generated reached the trainer."""
+    the previous one's token sequence, how much of what it generated reached the trainer, and why
+    the rest did not."""
+    rest = "".join(f", {share:.2f} {why}" for why, share in (undelivered or {}).items())
     parts = [
         f"merged share {merged:.2f}" if merged is not None else "",
-        f"delivered share {delivered:.2f}" if delivered is not None else "",
+        f"delivered share {delivered:.2f}{f' (not delivered{rest})' if rest else ''}"
+        if delivered is not None
+        else "",
     ]
     return "".join(f", {p}" for p in parts if p)
 

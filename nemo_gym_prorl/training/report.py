@@ -217,6 +217,11 @@ class TrainReport(BaseModel):
         return checks
 
     @property
+    def skipped_steps(self) -> list[int]:
+        """The GRPO steps with no group that could teach: trained nothing, published no version."""
+        return [int(s["step"]) for s in self.grpo_steps if s.get("skipped")]
+
+    @property
     def measure_seconds(self) -> float:
         return sum(v for k, v in self.seconds.items() if k.startswith("measure_"))
 
@@ -244,6 +249,11 @@ class TrainReport(BaseModel):
             metric, _, rest = key.partition(":")
             if rest == "rl_over_sft:rl_families":
                 parts.append(f"RL ({metric}) {gain.text(signed=True)}")
+        if self.skipped_steps:
+            parts.append(
+                f"{len(self.skipped_steps)} of {len(self.grpo_steps)} GRPO steps had no group to teach "
+                f"(steps {self.skipped_steps}: trainer skipped, no version published)"
+            )
         measured = (
             f" ({self.measure_seconds / 60:.1f} of them greedy and pass@k)" if self.measure_seconds else ""
         )

@@ -16,6 +16,7 @@ from support.scripted_rollout_service import model_turn
 from nemo_gym_prorl.rollouts.stats import RolloutStats
 from nemo_gym_prorl.training.config import TrainConfig
 from nemo_gym_prorl.training.evaluation import PolicyEvaluation, paired_gain
+from nemo_gym_prorl.training.progress import grpo_step_line
 from nemo_gym_prorl.training.report import TrainReport, smallest_flagged_drop, write_results
 
 
@@ -230,3 +231,37 @@ def test_the_results_file_carries_commit_machine_every_family_and_the_credited_g
         "set": "tuning", "tuning_seeds": [1_000_000, 1_000_032], "test_seeds": [2_000_000, 2_000_032]
     }  # fmt: skip
     assert png.stat().st_size > 10_000
+
+
+def test_a_step_with_no_group_to_teach_is_counted_and_its_line_says_nothing_was_trained() -> None:
+    r = report(sft_rl=4, grpo_rl=16)
+    skipped = {
+        **{k: v for k, v in step(3, 1e-5).items() if k != "mismatch"},
+        "skipped": "no group can teach: 0 of 6 groups have rewards that differ",
+        "informative_groups": 0, "teaching_groups": 0, "groups": 6, "staleness_at_update": 0, "masked": 0,
+        "rollout_s": 30.0, "rollout_tokens_per_s": 12.0, "train_s": 0.4, "turns": 2.0,
+    }  # fmt: skip
+    r.grpo_steps = [step(1, 1e-5), step(2, 1e-5), skipped]
+    r.finish({"grpo": 1.0}, 40 * 60)
+    assert r.skipped_steps == [3]
+    assert "1 of 3 GRPO steps had no group to teach (steps [3]: trainer skipped, no version published)" in (
+        r.summary()
+    )
+    assert r.checks["mismatch_at_most_1e-3_every_step"]  # a step that trained nothing measured nothing
+    line = grpo_step_line(skipped, 3)
+    assert line.startswith("GRPO step 3/3: reward 0.500, 0/6 informative groups")
+    assert line.endswith(
+        "no group can teach: 0 of 6 groups have rewards that differ: nothing trained (0s), no version published"
+    )
+
+
+def test_a_step_line_says_how_much_of_a_harnesss_tokens_was_delivered_and_why_the_rest_was_not() -> None:
+    fields = {
+        "step": 1, "reward": 0.5, "informative_groups": 1, "groups": 2, "tool_calls": 1.0, "turns": 2.0,
+        "staleness": 0, "staleness_at_update": 1, "policy_versions": [1], "masked": 0, "merged_share": 0.9,
+        "delivered_share": 0.82, "undelivered_shares": {"the harness broke the token chain": 0.18},
+        "rollout_s": 30.0, "rollout_tokens_per_s": 12.0, "skipped": "no group can teach", "train_s": 0.4,
+    }  # fmt: skip
+    assert "delivered share 0.82 (not delivered, 0.18 the harness broke the token chain)" in grpo_step_line(
+        fields, 1
+    )

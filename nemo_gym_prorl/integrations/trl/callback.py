@@ -90,7 +90,9 @@ class PublishPolicyCallback(TrainerCallback):
 
     Give `publish` (any callable taking the directory and the version) or `client` (the default
     HTTP publisher on that service). `form="weights"` needs `model_dir`, the model the adapter
-    trains over.
+    trains over. `skip`: asked at each step's end; True when the step updated nothing (`no_teach`),
+    which then saves and publishes nothing: its version is never served (versions stay the
+    trainer's step plus the offset, so a later step's is still higher than every earlier one's).
     """
 
     def __init__(
@@ -103,6 +105,7 @@ class PublishPolicyCallback(TrainerCallback):
         version_offset: int = 0,
         form: PublishForm = "adapter",
         model_dir: str | os.PathLike[str] | None = None,
+        skip: Callable[[], bool] | None = None,
     ) -> None:
         if every_steps < 1:
             raise ValueError(f"every_steps must be >= 1, got {every_steps}")
@@ -118,12 +121,16 @@ class PublishPolicyCallback(TrainerCallback):
         self.version_offset = version_offset
         self.form = form
         self.model_dir = Path(model_dir) if model_dir is not None else None
+        self.skip = skip
         self.published: list[PublishedPolicy] = []
         self.last_seconds = 0.0
 
     def on_step_end(self, args: Any, state: Any, control: Any, model: Any = None, **kwargs: Any) -> None:
         # Called once per optimizer step (after gradient accumulation), after the update.
+        self.last_seconds = 0.0
         if state.global_step % self.every_steps or not state.is_world_process_zero:
+            return
+        if self.skip is not None and self.skip():
             return
         if model is None:
             raise PublishError("the trainer passed no model to the callback; nothing to publish")

@@ -13,7 +13,9 @@ rollout fewer and gets the demonstration as its last member (off-policy guidance
 groups; `ServiceRollout`). Every step prints a `step`
 event once the trainer has logged it: the step's loss, the rollouts' reward, informative groups,
 tool use, staleness, policy versions and why any was masked (`RolloutStats`), the
-trainer-vs-rollout log-prob mismatch (`MeasuredGRPOTrainer`), and where the time went. The
+trainer-vs-rollout log-prob mismatch (`MeasuredGRPOTrainer`), and where the time went. A step
+none of whose groups can teach (every trained sample of each group scored the same) trains and
+publishes nothing and its event says `skipped`, why (`no_teach`). The
 trainer computes its log-probs at the temperature the rollouts were sampled at (the job's
 `sampling_params`, which `GrpoJob` holds to what the trainer can compute). With
 `simulated_step_s` the optimizer step is replaced by a sleep (a GPU step's stand-in, for the
@@ -27,10 +29,12 @@ import time
 from typing import Any
 
 from nemo_gym_prorl.integrations.trl.client import ServiceClient
-from nemo_gym_prorl.integrations.trl.fields import guide_sample
+from nemo_gym_prorl.integrations.trl.fields import EMPTY_SLOT, TrlSample, guide_sample
 from nemo_gym_prorl.integrations.trl.jobs import GrpoJob, emit, load_job, use_cpu
 from nemo_gym_prorl.integrations.trl.no_vllm import hide_vllm
 from nemo_gym_prorl.integrations.trl.rollout import ServiceRollout, prompt_column, split_groups
+from nemo_gym_prorl.rollouts.delivery import OFF_CHAIN, harness_delivery
+from nemo_gym_prorl.rollouts.results import ServiceResult, scored_reward
 from nemo_gym_prorl.rollouts.stats import RolloutStats
 
 
@@ -47,12 +51,34 @@ def step_prompts(job: GrpoJob, prompts: list[str]) -> list[str]:
     return [prompts[i % len(prompts)] for i in range(needed)]
 
 
-def delivered_share(stats: RolloutStats, rollout: ServiceRollout) -> float | None:
+def token_delivery(stats: RolloutStats, rollout: ServiceRollout) -> tuple[float | None, dict[str, float]]:
     """Of the tokens the policy generated in the step's scored rollouts, the share that reached
-    the trainer in a sample (a segment no slot held, or a rollout masked for having more
-    segments than slots, is not delivered)."""
-    delivered = sum(s.model_tokens for s in rollout.last_samples if not s.mask_sample and s.origin is None)
-    return round(delivered / stats.generated_tokens, 4) if stats.generated_tokens else None
+    the trainer in a sample, and the rest by why not: a rollout masked whole (its sample's mask
+    reason, e.g. a harness that broke the token chain), or tokens of a delivered rollout that no
+    sample holds (replies off Gym's delivered chain). The shares add up to 1."""
+    if not stats.generated_tokens:
+        return None, {}
+    samples: dict[str, list[TrlSample]] = {}
+    for sample in rollout.last_samples:
+        if sample.origin is None:
+            samples.setdefault(sample.rollout_id, []).append(sample)
+    delivered = 0
+    undelivered: dict[str, int] = {}
+    for result in (ServiceResult.model_validate(r) for r in rollout.last_results):
+        if scored_reward(result) is None or result.trajectory is None:
+            continue  # not scored: not in the step's generated tokens either
+        mine = samples.get(result.id, [])
+        got = sum(s.model_tokens for s in mine if not s.mask_sample)
+        delivered += got
+        rest = result.trajectory.generated_tokens - got
+        if rest > 0:
+            masks = [s.mask_reason for s in mine if s.mask_sample and s.mask_reason not in (None, EMPTY_SLOT)]
+            delivery = harness_delivery(result.trajectory.harness)
+            why = (masks[0] if masks and not got else None) or (OFF_CHAIN if delivery else "in no sample")
+            key = str(why).split(":")[0]
+            undelivered[key] = undelivered.get(key, 0) + rest
+    total = stats.generated_tokens
+    return round(delivered / total, 4), {k: round(v / total, 4) for k, v in sorted(undelivered.items())}
 
 
 def staleness_at_update(stats: RolloutStats, updated_version: int) -> int | None:
@@ -63,11 +89,13 @@ def staleness_at_update(stats: RolloutStats, updated_version: int) -> int | None
 
 
 def rollout_fields(stats: RolloutStats, rollout: ServiceRollout, updated_version: int) -> dict[str, Any]:
+    delivered, undelivered = token_delivery(stats, rollout)
     return {
         "rollouts": stats.rollouts,
         "masked": stats.masked,
         "reward": stats.mean_reward,
         "informative_groups": stats.informative_groups,
+        "teaching_groups": rollout.last_teaching_groups,
         "groups": stats.groups,
         "tool_calls": stats.tool_calls_per_rollout,
         "turns": stats.turns_per_rollout,
@@ -80,7 +108,8 @@ def rollout_fields(stats: RolloutStats, rollout: ServiceRollout, updated_version
         "stop_reasons": stats.stop_reasons,
         "mask_reasons": stats.mask_reasons,
         "merged_share": stats.merged_share,
-        "delivered_share": delivered_share(stats, rollout),
+        "delivered_share": delivered,
+        "undelivered_shares": undelivered,
         "guided_groups": rollout.last_guided,
         "rollout_s": round(rollout.last_seconds, 2),
         "rollout_tokens_per_s": round(stats.generated_tokens / max(rollout.last_seconds, 1e-9), 1),
@@ -166,6 +195,7 @@ def service_rollout(job: GrpoJob, prompts: list[str], client: ServiceClient) -> 
         guides={str(row["task_id"]): guide_sample(row) for row in read_rows(job.guides)}
         if job.guides
         else None,
+        skip_uninformative=True,  # the trainer below trains and publishes nothing for such a step
     )
 
 
@@ -178,7 +208,11 @@ def train(job: GrpoJob, prompts: list[str], rollout: ServiceRollout, client: Ser
 
     from nemo_gym_prorl.integrations.trl.callback import PublishPolicyCallback
     from nemo_gym_prorl.integrations.trl.mismatch import MeasuredGRPOTrainer
+    from nemo_gym_prorl.integrations.trl.no_teach import SkipsStepsThatTeachNothing
     from nemo_gym_prorl.integrations.trl.reward import service_reward
+
+    class Trainer(SkipsStepsThatTeachNothing, MeasuredGRPOTrainer):
+        """Measures each step's log-prob mismatch; a step with nothing to teach trains nothing."""
 
     torch.manual_seed(job.optimizer.seed)
     args = grpo_config(job)
@@ -195,6 +229,7 @@ def train(job: GrpoJob, prompts: list[str], rollout: ServiceRollout, client: Ser
         version_offset=job.version_offset,
         form=job.publish_as,
         model_dir=job.model_dir,
+        skip=lambda: rollout.last_skip is not None,
     )
 
     class StepEvents(TrainerCallback):
@@ -202,9 +237,13 @@ def train(job: GrpoJob, prompts: list[str], rollout: ServiceRollout, client: Ser
 
         The Trainer calls `on_step_end` before it logs the step's loss, so the step's record is
         kept until `on_log` brings the loss; a step that is never logged is still reported (with
-        no loss) when training ends, so no published version goes unannounced."""
+        no loss) when training ends, so no published version goes unannounced. A step with
+        nothing to teach is reported `skipped`, with no version, loss or mismatch: it trained and
+        published nothing."""
 
         pending: dict[str, Any] | None = None
+        skipped: list[int] = []
+        current = job.version_offset  # the policy the next step updates: the last one published
 
         def on_step_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
             self.started = time.monotonic()
@@ -214,35 +253,48 @@ def train(job: GrpoJob, prompts: list[str], rollout: ServiceRollout, client: Ser
             rollout.settle()  # the publisher (the callback before this one) has published this step
             stats = RolloutStats.of(rollout.last_results)
             mismatch = trainer.take_mismatch()
+            step = int(state.global_step)
             if job.samples_path:
-                write_samples(job.samples_path, int(state.global_step), rollout)
+                write_samples(job.samples_path, step, rollout)
             train_s = step_s - rollout.last_seconds - publisher.last_seconds
-            published = publisher.published[-1] if publisher.published else None
             self.flush()
+            timing = {"train_s": round(train_s, 2), "step_s": round(step_s, 2)}
+            if rollout.last_skip is not None:
+                self.skipped = [*self.skipped, step]
+                self.pending = dict(
+                    step=step,
+                    skipped=rollout.last_skip,
+                    **rollout_fields(stats, rollout, self.current),
+                    loss=None,
+                    publish_s=0.0,
+                    **timing,
+                )
+                return
+            published = publisher.published[-1] if publisher.published else None
             self.pending = dict(
-                step=int(state.global_step),
+                step=step,
                 **{
                     "adapter_path": None,
                     **(published.fields() if published else {}),
-                    "version": job.version_offset + int(state.global_step),
+                    "version": job.version_offset + step,
                 },
-                # this step updated the policy the previous one published
-                **rollout_fields(stats, rollout, job.version_offset + int(state.global_step) - 1),
+                **rollout_fields(stats, rollout, self.current),
                 mismatch=mismatch.model_dump(),
                 loss=None,
-                train_s=round(train_s, 2),
                 publish_s=round(publisher.last_seconds, 2),
-                step_s=round(step_s, 2),
                 train_tokens_per_s=round(
                     sum(len(s.prompt_ids) + len(s.completion_ids) for s in rollout.last_samples)
                     / max(train_s, 1e-9),
                     1,
                 ),
+                **timing,
             )
+            self.current = job.version_offset + step
 
         def on_log(self, args: Any, state: Any, control: Any, logs: Any = None, **kwargs: Any) -> None:
             if self.pending and logs and "loss" in logs and self.pending["step"] == int(state.global_step):
-                self.pending["loss"] = float(logs["loss"])
+                if "skipped" not in self.pending:  # a skipped step's logged 0.0 is no loss
+                    self.pending["loss"] = float(logs["loss"])
                 self.flush()
 
         def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
@@ -253,7 +305,8 @@ def train(job: GrpoJob, prompts: list[str], rollout: ServiceRollout, client: Ser
                 emit("step", **self.pending)
                 self.pending = None
 
-    trainer = MeasuredGRPOTrainer(
+    events = StepEvents()
+    trainer = Trainer(
         model=model,
         reward_funcs=[service_reward],
         args=args,
@@ -261,7 +314,7 @@ def train(job: GrpoJob, prompts: list[str], rollout: ServiceRollout, client: Ser
         processing_class=tokenizer,
         peft_config=peft_config,
         rollout_func=rollout,
-        callbacks=[publisher, StepEvents()],
+        callbacks=[publisher, events],
     )
     started = time.monotonic()
     trainer.train()
@@ -269,6 +322,7 @@ def train(job: GrpoJob, prompts: list[str], rollout: ServiceRollout, client: Ser
         "done",
         seconds=round(time.monotonic() - started, 2),
         published=[p.fields() for p in publisher.published],
+        skipped_steps=events.skipped,
         ahead_hits=rollout.ahead_hits,
         ahead_misses=rollout.ahead_misses,
         carried_over=rollout.carried_over,

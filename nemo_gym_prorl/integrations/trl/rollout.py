@@ -29,7 +29,14 @@ from pathlib import Path
 from typing import Any
 
 from nemo_gym_prorl.integrations.trl.client import ServiceClient, ServiceError
-from nemo_gym_prorl.integrations.trl.fields import TrlSample, group_samples, placeholder, to_fields
+from nemo_gym_prorl.integrations.trl.fields import (
+    EMPTY_SLOT,
+    TrlSample,
+    group_samples,
+    placeholder,
+    to_fields,
+)
+from nemo_gym_prorl.integrations.trl.no_teach import skip_reason, stand_ins, teaching_groups
 from nemo_gym_prorl.rollouts.results import ServiceResult
 
 
@@ -135,6 +142,10 @@ class ServiceRollout:
     `slots`: samples per rollout (`fields.rollout_samples`): TRL's group of `num_generations`
     samples is `num_generations / slots` rollouts, each a run of `slots` samples (a guide's run
     is the demonstration and placeholders).
+
+    `skip_uninformative`: a training step none of whose groups can teach (`no_teach`) hands TRL
+    one-token stand-ins and sets `last_skip` to why, for a trainer that then trains and publishes
+    nothing (`no_teach.SkipsStepsThatTeachNothing`); the real samples stay in `last_samples`.
     """
 
     def __init__(
@@ -148,6 +159,7 @@ class ServiceRollout:
         ahead: Sequence[Any] | None = None,
         journal: str | Path | None = None,
         guides: Mapping[str, TrlSample] | None = None,
+        skip_uninformative: bool = False,
     ) -> None:
         if slots < 1:
             raise ValueError(f"slots must be at least 1, not {slots}")
@@ -168,7 +180,10 @@ class ServiceRollout:
         self.last_guided = 0
         self._prepared: tuple[list[Any], int, list[str]] | None = None  # (group prompts, size, ids)
         self._unsettled: list[str] = []  # the last results' jobs, until their step is published
+        self.skip_uninformative = skip_uninformative
         self.last_samples: list[TrlSample] = []
+        self.last_teaching_groups: int | None = None  # None: no samples built (`collect` alone)
+        self.last_skip: str | None = None
         self.last_results: list[dict[str, Any]] = []
         self.last_seconds = 0.0
 
@@ -249,7 +264,7 @@ class ServiceRollout:
                 samples += [
                     placeholder(
                         ServiceResult(id=guide.rollout_id, state="done"),
-                        "an empty slot",
+                        EMPTY_SLOT,
                         guide.prompt_ids,
                         eos,
                     )
@@ -257,6 +272,10 @@ class ServiceRollout:
                 ]
                 self.last_guided += 1
         self.last_samples = samples
+        self.last_teaching_groups = teaching_groups(samples, size)
+        self.last_skip = skip_reason(samples, size) if training and self.skip_uninformative else None
+        if self.last_skip is not None:
+            return to_fields(stand_ins(samples, eos if eos is not None else 0))
         return to_fields(samples)
 
     def rollouts_in(self, group: Sequence[Any]) -> int:

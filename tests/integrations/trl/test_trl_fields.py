@@ -220,7 +220,9 @@ def test_a_rollout_with_a_turn_sampled_under_constrained_decoding_is_masked_with
 def test_a_steps_stats_say_how_many_rollouts_were_masked_for_constrained_decoding() -> None:
     stats = RolloutStats.of(constrained_group())
     assert stats.scored == 1 and stats.masked == 2
-    rollout: Any = SimpleNamespace(last_seconds=1.0, last_guided=0, last_samples=[])
+    rollout: Any = SimpleNamespace(
+        last_seconds=1.0, last_guided=0, last_samples=[], last_results=[], last_teaching_groups=0
+    )
     step = rollout_fields(stats, rollout, updated_version=0)
     assert step["masked"] == 2 and step["mask_reasons"] == {"constrained decoding": 2}
 

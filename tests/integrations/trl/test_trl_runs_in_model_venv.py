@@ -16,6 +16,7 @@ SHARED = (
     "nemo_gym_prorl.intervals",
     "nemo_gym_prorl.retry",
     "nemo_gym_prorl.rollouts",
+    "nemo_gym_prorl.rollouts.delivery",
     "nemo_gym_prorl.rollouts.results",
     "nemo_gym_prorl.rollouts.stats",
 )
