@@ -16,7 +16,7 @@ from support import cpu_profile
 from support.shared_vllm import SharedVLLMController, attach, mark_wanted, shared_directory
 
 from nemo_gym_prorl.llm.embedded import EmbeddedLayout, VLLMServer, embedded_spec
-from nemo_gym_prorl.sandbox.runtime import setup_runtime
+from nemo_gym_prorl.sandbox.runtime import RuntimeSetupError, installed_runtime, setup_runtime
 
 _REQUIRED_BINARIES: dict[str, tuple[tuple[str, ...], str]] = {
     "bwrap": (("bwrap",), "bubblewrap is not installed (apt-get install bubblewrap)"),
@@ -81,7 +81,10 @@ def sandbox_runtime() -> None:
     """Sandboxes run the minimal runtime `prorl sandbox setup` builds (`make test` builds it
     first); build it here too so a bare `pytest` works (milliseconds once built)."""
     if shutil.which("bwrap") or shutil.which("apptainer") or shutil.which("singularity"):
-        setup_runtime(say=lambda message: print(f"[sandbox runtime] {message}"))
+        try:
+            installed_runtime()  # built for this lock already: nothing to take a lock for
+        except RuntimeSetupError:
+            setup_runtime(say=lambda message: print(f"[sandbox runtime] {message}"))
 
 
 @pytest.fixture(scope="session")

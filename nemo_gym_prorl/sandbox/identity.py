@@ -52,15 +52,27 @@ class HostIdentity(BaseModel):
     def setpriv(self) -> list[str]:
         """The argv prefix that becomes this identity with no capability and no way back."""
         return [
-            find_setpriv(), f"--reuid={self.uid}", f"--regid={self.gid}", "--clear-groups",
-            "--inh-caps=-all", "--ambient-caps=-all", "--bounding-set=-all", "--no-new-privs", "--",
-        ]  # fmt: skip
+            find_setpriv(),
+            f"--reuid={self.uid}",
+            f"--regid={self.gid}",
+            "--clear-groups",
+            *_NO_CAPABILITY,
+        ]
 
     def chown(self, path: Path) -> None:
         os.chown(path, self.uid, self.gid, follow_symlinks=False)
 
 
 _SYSTEM_BIN = ("/usr/bin", "/bin", "/usr/sbin", "/sbin")
+# Every capability set emptied (the bounding set too: exec then grants none, even to a
+# namespace's root), and no way to regain any.
+_NO_CAPABILITY = ("--inh-caps=-all", "--ambient-caps=-all", "--bounding-set=-all", "--no-new-privs", "--")
+
+
+def drop_capabilities() -> list[str]:
+    """The argv prefix that keeps the user and drops every capability, for good (it needs
+    CAP_SETPCAP to empty the bounding set)."""
+    return [find_setpriv(), *_NO_CAPABILITY]
 
 
 def system_program(name: str) -> str | None:

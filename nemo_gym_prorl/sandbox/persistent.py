@@ -51,6 +51,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from nemo_gym_prorl.sandbox.base import LAUNCH_ENV, SandboxError
 from nemo_gym_prorl.sandbox.bubblewrap import BubblewrapSandbox
+from nemo_gym_prorl.sandbox.identity import drop_capabilities
 from nemo_gym_prorl.sandbox.join_registry import JoinGrant, redeem, register, unregister
 from nemo_gym_prorl.sandbox.launch import Launch, bwrap_launch
 from nemo_gym_prorl.sandbox.limits import PidsCgroup
@@ -200,8 +201,11 @@ class NamespaceBubblewrapSandbox(BubblewrapSandbox):
         inner = ["/bin/sh", "-c", 'exec 3<&- && exec "$@"', "sh", *argv]
         options = ["--pidns", "3", "--die-with-parent"]
         if self.identity is None:
-            # Joining the user namespace grants every capability in it: bwrap drops them all.
-            options += ["--cap-drop", "ALL"]
+            # Joining the init's user namespace makes this process its root (this user on the
+            # host), with every capability in it: bwrap keeps only what empties the bounding
+            # set, and setpriv empties every set before the command, for good.
+            options += ["--cap-drop", "ALL", "--cap-add", "CAP_SETPCAP"]
+            inner = [*drop_capabilities(), *inner]
         launch = bwrap_launch(self._bwrap, inner, options=options, fs_args=self._fs_args, env=env, cwd=cwd,
                               identity=self.identity)  # fmt: skip
         enter = [self._nsenter]
@@ -292,6 +296,15 @@ class PersistentBubblewrapSandbox(NamespaceBubblewrapSandbox):
             time.sleep(_POLL_S)
         raise SandboxError(f"could not join the sandbox's namespaces: {last or self._init_stderr()}")
 
+    def _wait_for_leader_exit(self, deadline: float) -> None:
+        """Until the namespace's pid 1 is gone too (it outlives bwrap's outer process by a
+        moment): a joiner asking right after close must find the sandbox closed."""
+        ticket = self._ticket
+        while ticket is not None and time.monotonic() < deadline:
+            if start_ticks(ticket.leader_pid) != ticket.leader_start_ticks:
+                return
+            time.sleep(_POLL_S)
+
     def _init_stderr(self) -> str:
         if self._init is None or self._init.stderr is None or self._init.poll() is None:
             return ""
@@ -320,6 +333,7 @@ class PersistentBubblewrapSandbox(NamespaceBubblewrapSandbox):
             if self._init is not None:
                 with contextlib.suppress(subprocess.TimeoutExpired, OSError):
                     self._init.wait(5)  # reap it: killed by close, so this is quick
+                self._wait_for_leader_exit(deadline=time.monotonic() + 5)
                 if self._init.stderr is not None:
                     self._init.stderr.close()
                 if self._init.stdin is not None:

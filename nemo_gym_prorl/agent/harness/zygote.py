@@ -70,14 +70,15 @@ def _mount(source: str | None, target: str, fstype: str | None, flags: int, data
 
 
 def _drop_capabilities() -> None:
-    """Every capability set empty (a new user namespace grants them all in it)."""
+    """Every capability set empty (a new user namespace grants them all in it): the bounding
+    set first, which takes CAP_SETPCAP, then the rest."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    for cap in range(64):  # nothing regained through exec
+        libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0)
     header = (ctypes.c_uint32 * 2)(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this process
     data = (ctypes.c_uint32 * 6)()  # effective, permitted, inheritable: two words each, all zero
-    libc = ctypes.CDLL(None, use_errno=True)
     if libc.capset(header, data) != 0:
         raise OSError(ctypes.get_errno(), "capset")
-    for cap in range(64):  # the bounding set: nothing regained through exec
-        libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0)
 
 
 def _private_home(homes: Path, own: Path) -> None:
