@@ -343,3 +343,38 @@ async def test_sys_executable_runs_inside_even_through_a_symlinked_venv(tmp_path
     with open_sandbox(SandboxSpec(root_dir=tmp_path, python_runtime="project")) as sb:
         result = await sb.exec([sys.executable, "-c", "import ipykernel, sys; print(sys.prefix)"])
     assert result.exit_code == 0, result.stderr
+
+
+async def test_a_cancelled_exec_leaves_nothing_running(tmp_path: Path) -> None:
+    async with open_sandbox(SandboxSpec(root_dir=tmp_path)) as sb:
+        task = asyncio.ensure_future(sb.exec("sleep 41 & sleep 42; echo never"))
+        await asyncio.sleep(0.5)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        left = await sb.exec("ps -eo args | grep -c '^sleep 4[12]' || true")
+        assert left.stdout.strip() == "0", "a cancelled command kept running"
+
+
+async def test_closing_a_sandbox_never_stalls_the_event_loop(tmp_path: Path) -> None:
+    """What a close waits on (a terminal's close, the cgroup's removal, the tree) runs in a thread:
+    the loop goes on serving other rollouts meanwhile."""
+    sb = open_sandbox(SandboxSpec(root_dir=tmp_path))
+    sb.spawn_pty(["/bin/sh", "-c", "sleep 100"])  # ptyprocess's close sleeps
+    ticks = 0
+    stop = asyncio.Event()
+
+    async def tick() -> None:
+        nonlocal ticks
+        while not stop.is_set():
+            ticks += 1
+            await asyncio.sleep(0)
+
+    ticker = asyncio.ensure_future(tick())
+    await asyncio.sleep(0)
+    before = ticks
+    await sb.aclose()
+    during = ticks - before
+    stop.set()
+    await ticker
+    assert sb.closed and during > 10, f"the loop ran {during} times while the sandbox closed"

@@ -5,12 +5,16 @@
 model calls go through the recording endpoint, token-exact, and their commands into the
 rollout's sandbox."""
 
+from __future__ import annotations
+
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from nemo_gym_prorl.agent.harness.runner import HarnessRunner
+if TYPE_CHECKING:  # the runner (the service's side) is imported when a runner is made: a
+    # harness's own process imports this package too, and needs none of it (nor NeMo Gym)
+    from nemo_gym_prorl.agent.harness.runner import HarnessRunner
 
 HARNESSES = ("mini_swe_agent", "openai_agents")
 
@@ -33,6 +37,8 @@ def harness_options(options: Mapping[str, Any]) -> BaseModel:
 def make_harness(options: Mapping[str, Any]) -> HarnessRunner:
     """The runner of the harness `options["name"]` names. Each harness package is imported only
     when a config names it."""
+    from nemo_gym_prorl.agent.harness.runner import HarnessRunner
+
     settings = harness_options(options)
     if settings.name == "mini_swe_agent":
         from nemo_gym_prorl.agent.harness.mini_swe_agent import MiniSweAgent

@@ -92,13 +92,16 @@ def describe_sandbox(sandbox: NamespaceBubblewrapSandbox, workdir: str | None = 
 
 def check_user(user: str | int | None, sandbox: NamespaceBubblewrapSandbox) -> None:
     """A sandbox has one user, unprivileged and without capabilities (the sandboxes' identity
-    under a root service, else the service's own user); a command may name it, or no one."""
+    under a root service, else the service's own user). A command may name it, or no one, or
+    `root`/0, which Gym's agents ask for to be sure they may write (`anyswe_agent`,
+    `anyterminal_agent`): it runs as that one user, the most a policy's command is ever given.
+    Any other user is refused."""
     uid = sandbox.identity.uid if sandbox.identity is not None else os.getuid()
-    names = {str(uid), sandbox.identity.name if sandbox.identity is not None else ""}
-    if user is not None and str(user) not in names - {""}:
+    names = {"0", "root", str(uid)} | ({sandbox.identity.name} if sandbox.identity is not None else set())
+    if user is not None and str(user) not in names:
         raise ValueError(
             f"user={user!r}: a bubblewrap sandbox runs every process as its one unprivileged user "
-            f"(uid {uid}), without capabilities; root and other users do not exist there. Use user=None"
+            f"(uid {uid}, no capabilities; `root` names it too); no other user exists there. Use user=None"
         )
 
 
