@@ -15,6 +15,7 @@ import asyncio
 from nemo_gym_prorl.cli.failure import failed
 from nemo_gym_prorl.cli.parsers import add_group_with_setup
 from nemo_gym_prorl.sandbox import SandboxError, SandboxSpec, open_sandbox
+from nemo_gym_prorl.sandbox.identity import SandboxIdentityError, sandbox_identity
 from nemo_gym_prorl.sandbox.runtime import (
     FORBIDDEN_MODULES,
     RuntimeSetupError,
@@ -41,9 +42,12 @@ def add_sandbox_parser(subparsers: argparse._SubParsersAction) -> argparse.Argum
 def cmd_sandbox_setup(args: argparse.Namespace) -> int:
     try:
         runtime = setup_runtime(force=bool(args.force), say=_say)
-    except RuntimeSetupError as exc:
+        identity = sandbox_identity()  # a root service's: made here, at set-up, if missing
+    except (RuntimeSetupError, SandboxIdentityError) as exc:
         return failed("sandbox setup", exc, 1)
     _say(f"runtime: Python {runtime.python_version} at {runtime.host_dir} (inside: {runtime.python})")
+    if identity is not None:
+        _say(f"sandboxes run as {identity.name} (uid {identity.uid}, gid {identity.gid}), never as root")
     return 0
 
 

@@ -47,6 +47,10 @@ THIRD_PARTY_GLOBS = (
 )
 
 
+def _has_setpriv(rootfs: Path) -> bool:
+    return any(os.path.lexists(rootfs / d / "setpriv") for d in ("usr/bin", "bin", "usr/sbin", "sbin"))
+
+
 class BubblewrapSandbox(Sandbox):
     backend = "bubblewrap"
 
@@ -60,6 +64,12 @@ class BubblewrapSandbox(Sandbox):
             raise SandboxError(f"bubblewrap image must be a rootfs directory; {spec.image!r} is not one")
         self._bwrap = bwrap
         super().__init__(spec)
+        if self.identity is not None and spec.image is not None and not _has_setpriv(Path(spec.image)):
+            self.close()
+            raise SandboxError(
+                f"the rootfs {spec.image} has no setpriv (util-linux): a root service starts every "
+                "sandbox's command through it to drop root; add util-linux to the image"
+            )
         # The filesystem part never changes for a sandbox: build it once, not per process.
         self._fs_args = self._filesystem_args()
 

@@ -299,8 +299,9 @@ def test_a_given_workspace_survives_close_a_fresh_one_does_not(tmp_path: Path) -
 
 def test_rootfs_image_binds_its_top_level_entries_not_the_hosts(tmp_path: Path) -> None:
     rootfs = tmp_path / "rootfs"
-    for name in ["usr", "etc", "opt", "proc", "tmp"]:
+    for name in ["usr/bin", "etc", "opt", "proc", "tmp"]:
         (rootfs / name).mkdir(parents=True)
+    (rootfs / "usr" / "bin" / "setpriv").touch()  # what a root service drops root with
     (rootfs / "bin").symlink_to("usr/bin")
     spec = SandboxSpec(root_dir=tmp_path, image=str(rootfs), python_runtime="none")
     with open_sandbox(spec) as sb, sb.command(["true"]) as launch:
@@ -310,6 +311,15 @@ def test_rootfs_image_binds_its_top_level_entries_not_the_hosts(tmp_path: Path) 
     assert "--symlink usr/bin /bin" in joined
     assert f"{rootfs}/proc" not in joined and f"{rootfs}/tmp" not in joined
     assert "/etc/shadow" not in joined, "secrets are masked only on the host root"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a root service's requirement")
+def test_a_root_service_refuses_a_rootfs_without_setpriv(tmp_path: Path) -> None:
+    rootfs = tmp_path / "rootfs"
+    (rootfs / "usr" / "bin").mkdir(parents=True)
+    with pytest.raises(SandboxError, match="has no setpriv"):
+        open_sandbox(SandboxSpec(root_dir=tmp_path, image=str(rootfs), python_runtime="none"))
+    assert [p.name for p in tmp_path.iterdir()] == ["rootfs"], "nothing left behind"
 
 
 def test_an_image_that_is_not_a_directory_is_a_clear_error(tmp_path: Path) -> None:
