@@ -168,3 +168,22 @@ async def test_an_error_answer_built_anywhere_names_no_server_path() -> None:
         answer = await http.get("/")
     assert answer.status_code == 500 and "FileNotFoundError" in answer.text
     assert_names_no_server_path(answer.text, secret)
+
+
+async def test_a_resources_servers_crash_answer_names_no_server_path(
+    domains: DomainServers, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An unhandled exception in a resources server (Gym's own error handling, or none) answers a
+    500 that names no server path."""
+    secret = prorl_home() / "swe" / "instances.jsonl"
+
+    def crash(*args: object, **kwargs: object) -> None:
+        raise FileNotFoundError(2, "No such file", str(secret))
+
+    for name, server in domains.servers.items():
+        monkeypatch.setattr(type(server), "check_row", crash)
+        transport = httpx.ASGITransport(app=server.setup_webserver(), raise_app_exceptions=False)
+        async with httpx.AsyncClient(transport=transport, base_url=f"http://{name}") as http:
+            answer = await http.post("/seed_session", json={})
+        assert answer.status_code == 500, (name, answer.text)
+        assert_names_no_server_path(answer.text, secret)

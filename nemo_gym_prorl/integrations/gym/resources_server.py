@@ -56,6 +56,7 @@ from nemo_gym_prorl.agent.harness.base import SandboxExecutor
 from nemo_gym_prorl.integrations.gym.sandbox_provider import describe_sandbox
 from nemo_gym_prorl.pipeline.handler import INVALID_INSTANCE, InvalidInstanceError
 from nemo_gym_prorl.sandbox import Sandbox, SandboxSpec
+from nemo_gym_prorl.service.errors import RedactErrorBodies
 from nemo_gym_prorl.sandbox.persistent import PERSISTENT_BACKEND, NamespaceBubblewrapSandbox
 from nemo_gym_prorl.tasks.base import EvalOutcome, TaskDomain, final_text_from_response
 from nemo_gym_prorl.tasks.workspace import Workspace, open_workspace
@@ -199,6 +200,7 @@ class ProRLTaskServer(SimpleResourcesServer):
     # -- web app --------------------------------------------------------------------------------
     def setup_webserver(self) -> FastAPI:
         app = super().setup_webserver()
+        app.add_middleware(RedactErrorBodies)  # Gym answers a crash with its repr: paths included
         for tool in self.task_tools:
             app.post(f"/{tool}")(self._tool_route(tool))
         app.post("/exec")(self._exec_route())
