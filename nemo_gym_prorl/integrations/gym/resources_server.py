@@ -56,8 +56,8 @@ from nemo_gym_prorl.agent.harness.base import SandboxExecutor
 from nemo_gym_prorl.integrations.gym.sandbox_provider import describe_sandbox
 from nemo_gym_prorl.pipeline.handler import INVALID_INSTANCE, InvalidInstanceError
 from nemo_gym_prorl.sandbox import Sandbox, SandboxSpec
-from nemo_gym_prorl.service.errors import RedactErrorBodies
 from nemo_gym_prorl.sandbox.persistent import PERSISTENT_BACKEND, NamespaceBubblewrapSandbox
+from nemo_gym_prorl.service.errors import RedactErrorBodies
 from nemo_gym_prorl.tasks.base import EvalOutcome, TaskDomain, final_text_from_response
 from nemo_gym_prorl.tasks.workspace import Workspace, open_workspace
 from nemo_gym_prorl.tools.dispatch import ToolBox, ToolBoxConfig
