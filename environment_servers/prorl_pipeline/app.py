@@ -15,12 +15,19 @@ releases its sandbox itself), and cleanup: the rollout is a registered cleanup, 
 its sandbox and resources session released) when the episode fails, times out or is cancelled
 before the agent answered; after an answer the rollout has ended, and the cleanup does nothing.
 
+`collection_run` names the collection run this server's episodes belong to (Gym 0.7 has no such
+identity: it numbers rollouts afresh in every run). Named, a resumed collection's re-dispatch of
+an episode that settled gets its outcome from the agent's ledger instead of a second rollout,
+and an episode whose collector went away (a killed collection) keeps its rollout running for
+the resume to collect.
+
 A thin face: the logic is `nemo_gym_prorl.integrations.gym` (episodes, flat_rows) and the agent's
 runtime.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import uuid
 from collections.abc import Mapping
@@ -54,6 +61,7 @@ from pydantic import (
 
 from nemo_gym_prorl.integrations.gym.collection_keys import NG_FAILURE_CLASS_KEY
 from nemo_gym_prorl.integrations.gym.episodes import (
+    COLLECTION_RUN_PATTERN,
     EPISODE_CANCEL_PATH,
     EPISODE_PATH,
     EpisodeCancelRequest,
@@ -98,6 +106,18 @@ class ProRLPipelineEnvironmentServerConfig(BaseEnvironmentServerConfig):
         10,
         description="The rollout's wall deadline in the pipeline is the episode deadline less this, so "
         "the pipeline ends a late rollout (agent_timeout, sandbox released) before Gym's deadline does.",
+    )
+    collection_run: str | None = Field(
+        None,
+        pattern=COLLECTION_RUN_PATTERN,
+        max_length=200,
+        description="The collection run this server's episodes belong to, and its resumes "
+        "(`resume_from_cache`). Named, a re-dispatch of an episode that settled in the run gets the "
+        "settled outcome instead of a second rollout, and a rollout whose collector went away keeps "
+        "running for the resume. Unset: attempt 0 of a settled episode runs anew (Gym numbers rollouts "
+        "afresh in every run, so it may be a new collection's), and a collector that goes away cancels "
+        "its rollouts. Give each new collection its own name: under one name, a fresh collection of "
+        "the same rows is answered from the ledger too.",
     )
 
     @model_validator(mode="after")
@@ -234,11 +254,24 @@ class ProRLPipelineEnvironmentServer(BaseEnvironmentServer[ProRLEpisodeRequest, 
         flat = _FLAT_ROW.get()
         row = flat if flat is not None else request.task.task_input.model_dump(mode="json")
         deadline = self.config.default_episode_timeout_seconds - self.config.deadline_margin_seconds
-        run = EpisodeRunRequest(episode_id=episode, row=row, wall_time_s=deadline, materialized=flat is None)
+        named_run = self.config.collection_run
+        run = EpisodeRunRequest(
+            episode_id=episode,
+            row=row,
+            wall_time_s=deadline,
+            materialized=flat is None,
+            collection_run=named_run,
+        )
         settled = False
+        cancelled = False
 
         async def cancel_rollout() -> None:
             if settled:  # the agent answered, so its rollout has ended: nothing to stop
+                return
+            if cancelled and named_run is not None:
+                # The collection was stopped, not the episode: the run's resume collects the
+                # rollout (joined while it runs, its outcome once settled), so it is left to finish
+                # within its own wall deadline.
                 return
             cancel = EpisodeCancelRequest(
                 episode_id=episode, task_digest=run.task_digest, reason="the episode ended without its result"
@@ -255,6 +288,11 @@ class ProRLPipelineEnvironmentServer(BaseEnvironmentServer[ProRLEpisodeRequest, 
                 server_name=agent, url_path=EPISODE_PATH, json=run.model_dump(mode="json")
             )
             status, body = response.status, await get_response_json(response)
+        except asyncio.CancelledError:
+            # Gym cancels an episode whose caller went away (its disconnect middleware), or whose
+            # deadline passed: that one's rollout has met its own wall deadline, a margin earlier.
+            cancelled = True
+            raise
         except (ClientError, OSError) as exc:
             raise HandledEpisodeError(
                 EpisodeFailure(

@@ -5,12 +5,17 @@
 project's one venv. Logic: `nemo_gym_prorl.integrations.gym.launcher`.
 
   prorl gym up [--domain math|stem|code|swe|mixed ...] (--model-url URL | --serve-model)
-               [--head-port 11000] [--state-dir .prorl/gym] [-- extra `gym env start` overrides]
+               [--head-port 11000] [--state-dir .prorl/gym] [--collection-run NAME]
+               [-- extra `gym env start` overrides]
   prorl gym status [--json]
   prorl gym down
 
 Gym's rollout observability is on (`-- ++observability_enabled=false` turns it off). `up` prints the
 `ng_collect_rollouts` line for the running stack (or use `gym eval run --no-serve ...`).
+
+A start that is stopped stops what it started: SIGINT or SIGTERM while `up` waits (or its readiness
+timeout) ends every process it launched and exits 130/143 (1 for the timeout); `down` finds
+whatever a start has recorded, even one killed outright.
 """
 
 from __future__ import annotations
@@ -22,21 +27,36 @@ from pathlib import Path
 
 
 def _up(args: argparse.Namespace) -> int:
-    from nemo_gym_prorl.integrations.gym.launcher import LaunchError, collect_command, up
+    from nemo_gym_prorl.demo.shutdown import Interrupted, StopOnSignals
+    from nemo_gym_prorl.integrations.gym.launcher import (
+        LaunchError,
+        collect_command,
+        collection_run_override,
+        up,
+    )
 
     domains = [d for group in (args.domain or ["mixed"]) for d in group.split(",") if d]
     extra = [a for a in (args.overrides or []) if a != "--"]
+    if args.collection_run is not None:
+        extra.insert(0, collection_run_override(args.collection_run))
+    # SIGTERM's default would end this process on the spot and leave the stack it is starting
+    # running, unrecorded; handled, it unwinds `up`, which stops what it launched (a second signal
+    # only says so: the stop is never cut short).
     try:
-        state = up(
-            domains,
-            state_dir=Path(args.state_dir),
-            model_url=args.model_url,
-            model_name=args.model_name,
-            serve_model=args.serve_model,
-            head_port=args.head_port,
-            extra_overrides=extra,
-            ready_timeout_s=args.ready_timeout,
-        )
+        with StopOnSignals("[gym] {signal}: already stopping what the start launched"):
+            state = up(
+                domains,
+                state_dir=Path(args.state_dir),
+                model_url=args.model_url,
+                model_name=args.model_name,
+                serve_model=args.serve_model,
+                head_port=args.head_port,
+                extra_overrides=extra,
+                ready_timeout_s=args.ready_timeout,
+            )
+    except Interrupted as stop:
+        print(f"[gym] up stopped by {stop.name}", file=sys.stderr)
+        return stop.exit_code
     except LaunchError as exc:
         print(f"[gym] up failed: {exc}", file=sys.stderr)
         return 1
@@ -50,10 +70,11 @@ def _up(args: argparse.Namespace) -> int:
 
 
 def _down(args: argparse.Namespace) -> int:
-    from nemo_gym_prorl.integrations.gym.launcher import down
+    from nemo_gym_prorl.integrations.gym.launcher import down, load_state
 
     down(Path(args.state_dir))
-    return 0
+    # A record left behind names processes the stop could not end.
+    return 1 if load_state(Path(args.state_dir).resolve()) is not None else 0
 
 
 def _status(args: argparse.Namespace) -> int:
@@ -100,11 +121,19 @@ def add_gym_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentP
     p_up.add_argument("--state-dir", default=".prorl/gym", help="pids, logs, venv links, work dir")
     p_up.add_argument("--ready-timeout", type=float, default=600.0)
     p_up.add_argument(
+        "--collection-run",
+        help="name the collection run the stack serves: its resumes (+resume_from_cache=true) get the "
+        "episodes that settled from the agent's ledger instead of running them again (a new collection: "
+        "a new name)",
+    )
+    p_up.add_argument(
         "overrides", nargs=argparse.REMAINDER, help="after `--`: extra `gym env start` overrides"
     )
     p_up.set_defaults(func=_up)
 
-    p_down = sub.add_parser("down", help="stop exactly what `prorl gym up` started")
+    p_down = sub.add_parser(
+        "down", help="stop exactly what `prorl gym up` started (a start cut short or killed included)"
+    )
     p_down.add_argument("--state-dir", default=".prorl/gym")
     p_down.set_defaults(func=_down)
 

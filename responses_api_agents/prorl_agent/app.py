@@ -163,9 +163,14 @@ class ProRLAgent(SimpleResponsesAPIAgent):
 
     async def run_episode(self, body: EpisodeRunRequest) -> EpisodeOutcome:
         """One episode for the environment server (`environment_servers/prorl_pipeline`): Gym's
-        result or a typed failure, one rollout per `rollout_id` whatever the attempt."""
+        result or a typed failure, one rollout per `rollout_id` whatever the attempt (and, in a
+        named collection run, whatever resumes it)."""
         outcome = await self.runtime.run_episode(
-            body.episode_id, body.row, body.wall_time_s, materialized=body.materialized
+            body.episode_id,
+            body.row,
+            body.wall_time_s,
+            materialized=body.materialized,
+            collection_run=body.collection_run,
         )
         if outcome.failure is None:
             return outcome

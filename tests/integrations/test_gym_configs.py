@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from nemo_gym_prorl.assets import project_root
-from nemo_gym_prorl.integrations.gym.launcher import compose, link_venvs, server_dirs
+from nemo_gym_prorl.integrations.gym.launcher import collection_run_override, compose, link_venvs, server_dirs
 
 ENVIRONMENTS = ["prorl_math", "prorl_stem", "prorl_code", "prorl_swe", "prorl_mixed"]
 
@@ -51,6 +51,19 @@ def test_launcher_composition_and_venv_links(tmp_path: Path) -> None:
     assert os.readlink(tmp_path / "responses_api_agents/prorl_agent/.venv") == str(
         (tmp_path / "venv").resolve()
     )
+
+
+def test_gym_up_names_the_collection_run_of_the_environment_server_every_composition_runs() -> None:
+    from omegaconf import OmegaConf
+
+    from environment_servers.prorl_pipeline.app import ProRLPipelineEnvironmentServerConfig
+
+    agent = OmegaConf.load(project_root() / "responses_api_agents/prorl_agent/configs/prorl_agent.yaml")
+    key, _, value = collection_run_override("resumable-1").removeprefix("++").partition("=")
+    OmegaConf.update(agent, key, value)
+    block = OmegaConf.to_container(OmegaConf.select(agent, key.rsplit(".", 1)[0]), resolve=True)
+    settings = ProRLPipelineEnvironmentServerConfig(host="127.0.0.1", port=0, name="env", **block)
+    assert settings.collection_run == "resumable-1"
 
 
 @pytest.mark.parametrize(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import http.server
 import json
+import signal
 import sys
 import threading
 import time
@@ -17,8 +18,16 @@ from pathlib import Path
 
 import pytest
 
-from nemo_gym_prorl.integrations.gym.launcher import LaunchError, _wait_backend_admitted, up
-from nemo_gym_prorl.integrations.gym.processes import alive, record, refresh_descendants, spawn, stop_group
+from nemo_gym_prorl.integrations.gym.launcher import LaunchError, _wait_backend_admitted, down, up
+from nemo_gym_prorl.integrations.gym.processes import (
+    alive,
+    record,
+    refresh_descendants,
+    signals_held,
+    spawn,
+    stop_group,
+)
+from nemo_gym_prorl.integrations.gym.stack_state import StackState, load_state, save_state
 
 
 def test_a_recorded_group_and_its_descendants_are_stopped_and_its_scratch_folder_removed(
@@ -45,6 +54,50 @@ def test_a_recorded_group_and_its_descendants_are_stopped_and_its_scratch_folder
     assert not [d for d in group.descendants if alive(d.pid, d.create_time)]
     assert said and "stopped model" in said[0]
     assert not scratch.exists() and log.exists()
+
+
+def test_a_group_whose_recorded_processes_are_gone_is_never_signalled_though_its_number_is_in_use(
+    tmp_path: Path,
+) -> None:
+    # The recorded group's number now names another live group (here a stand-in's, started in a
+    # session of its own): stopping the record must leave that group alone.
+    log = tmp_path / "logs" / "x.log"
+    gone = spawn(["true"], cwd=tmp_path, env={}, log=log)
+    dead = record("gym", gone, log)
+    gone.wait(timeout=5)
+    other = spawn(["sleep", "60"], cwd=tmp_path, env={}, log=log)
+    stale = dead.model_copy(update={"pgid": other.pid})
+    try:
+        stop_group(stale, echo=lambda _: None, grace_s=1)
+        assert other.poll() is None, "a group the launch no longer owns was signalled"
+    finally:
+        stop_group(record("stand-in", other, log), echo=lambda _: None, grace_s=1)
+        other.wait(timeout=5)
+
+
+def test_a_process_launched_while_signals_are_held_can_still_be_stopped_by_them(tmp_path: Path) -> None:
+    # The launcher holds SIGINT/SIGTERM back between a launch and its record; the child must not
+    # inherit that, or SIGTERM would never reach it.
+    with signals_held():
+        child = spawn(["sleep", "60"], cwd=tmp_path, env={}, log=tmp_path / "sleep.log")
+    child.terminate()
+    assert child.wait(timeout=5) == -signal.SIGTERM
+
+
+def test_down_on_a_start_that_left_nothing_running_says_so_and_forgets_it(tmp_path: Path) -> None:
+    log = tmp_path / "logs" / "x.log"
+    gone = spawn(["true"], cwd=tmp_path, env={}, log=log)
+    group = record("gym", gone, log)
+    gone.wait(timeout=5)
+    state = StackState(
+        started_at=time.time(), workdir=str(tmp_path), head_url="http://127.0.0.1:1", config_paths=[],
+        model_url="http://127.0.0.1:2", model_name="m", groups=[group], ready=False,
+    )  # fmt: skip
+    save_state(tmp_path, state)
+    said: list[str] = []
+    assert down(tmp_path, echo=said.append)
+    assert said == [f"[gym] nothing left running of the stack recorded in {tmp_path / 'state.json'}"]
+    assert load_state(tmp_path) is None
 
 
 def test_serve_model_without_the_embedded_backend_names_the_setup_command(

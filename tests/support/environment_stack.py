@@ -64,13 +64,16 @@ class InProcessClient:
 
 
 class EnvironmentStack:
-    """The environment server (`server`, its app at `http`), the agent it reaches (`agent`)."""
+    """The environment server (`server`, its app at `http`), the agent it reaches (`agent`).
+    `limits`: the environment server's own settings (Gym's limits, `collection_run`)."""
 
     def __init__(
         self,
         dialect: ScriptedDialect,
         resources: Callable[[], ResourcesClient],
         servers: Mapping[str, str],
+        *,
+        pipeline: PipelineConfig | None = None,
         **limits: Any,
     ) -> None:
         agent_config = {
@@ -97,7 +100,8 @@ class EnvironmentStack:
             global_config_dict=self.global_config,
         )
         self.agent = ProRLAgent(config=ProRLAgentConfig(**agent_config), server_client=gym_client)
-        settings = ProRLAgentSettings(pipeline=PipelineConfig(init_workers=2, run_workers=2, eval_workers=2))
+        pipeline = pipeline or PipelineConfig(init_workers=2, run_workers=2, eval_workers=2)
+        settings = ProRLAgentSettings(pipeline=pipeline)
         self.agent._runtime = scripted_runtime(settings, dialect, resources, servers)  # type: ignore[arg-type]
         self.dialect = dialect
         self.client = InProcessClient(self.agent.setup_webserver(), self.global_config)

@@ -37,6 +37,14 @@ def test_gyms_limits_are_its_config_with_a_deadline_margin_inside_the_episode_de
         config(max_concurrent_episodes=4)  # Gym's own rule: admission needs a queue timeout
 
 
+def test_a_collection_run_is_unnamed_by_default_and_named_as_gyms_rollout_ids_are() -> None:
+    assert config().collection_run is None
+    assert config(collection_run="grpo-step-12.a_1").collection_run == "grpo-step-12.a_1"
+    for bad in ("", "-leading-dash", "has space", "slash/inside"):
+        with pytest.raises(ValueError, match="collection_run"):
+            config(collection_run=bad)
+
+
 def app() -> FastAPI:
     client = ServerClient(
         head_server_config=BaseServerConfig(host="127.0.0.1", port=11000),

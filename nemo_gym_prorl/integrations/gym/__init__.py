@@ -16,4 +16,5 @@ resources-server base of `resources_servers/prorl_*`, and the Gym wire formats.
     resources_server  the resources-server base class shared by the four domains
     launcher          `prorl gym up/down/status/test` (and `prorl demo`'s stack)
     processes         what a launch starts, recorded so `down` stops exactly that
+    stack_state       the launch's record on disk, written before any wait
 """

@@ -44,6 +44,7 @@ from typing import Any
 
 from nemo_gym.episode_types import EpisodeFailure, EpisodeId
 from nemo_gym.global_config import ATTEMPT_INDEX_KEY_NAME, ROLLOUT_ID_KEY_NAME
+from nemo_gym.rollout_correlation import ROLLOUT_ID_PATTERN
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from nemo_gym_prorl.integrations.gym.collection_keys import is_collector_key
@@ -166,24 +167,35 @@ class EpisodeOutcome(BaseModel):
 EpisodeRun = Callable[[], Awaitable[EpisodeOutcome]]
 
 
-def task_digest(row: Mapping[str, Any]) -> str:
-    """What makes two rows the same rollout's task: everything but the attempt's own keys."""
-    stable = {k: v for k, v in row.items() if k not in (ATTEMPT_INDEX_KEY_NAME, ROLLOUT_ID_KEY_NAME)}
+def task_digest(row: Mapping[str, Any], collection_run: str | None = None) -> str:
+    """What makes two rows the same rollout's task: everything but the attempt's own keys, and
+    the collection run they were dispatched in when it is named (two runs' episodes `0-0` of one
+    task are two rollouts)."""
+    stable: Any = {k: v for k, v in row.items() if k not in (ATTEMPT_INDEX_KEY_NAME, ROLLOUT_ID_KEY_NAME)}
+    if collection_run is not None:
+        stable = {"collection_run": collection_run, "row": stable}
     return hashlib.sha256(json.dumps(stable, sort_keys=True, default=str).encode()).hexdigest()[:32]
+
+
+COLLECTION_RUN_PATTERN = ROLLOUT_ID_PATTERN.pattern
+"""A collection run's name: the characters of Gym's rollout ids."""
 
 
 class EpisodeLedger:
     """One rollout per episode, whatever its attempts. Rollout collection retries an episode
     whose reply it lost or whose failure was not terminal under the same `rollout_id` with a
     higher `attempt`; a resumed collection re-dispatches what was in flight as attempt 0 again.
-    Gym's rollout ids (`<task index>-<rollout index>`) repeat across collection runs, so an
-    episode is its `rollout_id` and its task's digest, and only a retry (attempt > 0) may reuse
-    what an earlier attempt settled:
+    Gym's rollout ids (`<task index>-<rollout index>`) repeat across collection runs, and Gym
+    0.7 names no collection run, so an episode is its `rollout_id` and its task's digest (with
+    the collection run's name when the environment server is given one, `collection_run`):
 
     - any attempt that arrives while the same episode still runs joins it (no second rollout);
     - a retry of a settled episode (a result, or a terminal failure) is answered again, not
       re-run: a lost reply never costs a second rollout, its model calls or its recorded tokens;
-    - attempt 0 of a settled episode is a new collection's rollout: it runs anew;
+    - attempt 0 of a settled episode in a named collection run is that run's resume
+      re-dispatching what was in flight at a kill: it is answered again too, not re-run;
+    - attempt 0 of a settled episode with no run named may be a new collection's rollout (its
+      id repeats): it runs anew;
     - an unsettled failure (an outage, a timeout, a cancel) lets the next attempt run anew.
 
     So an attempt's cancel may stop the rollout only while no other attempt waits on it
@@ -200,10 +212,15 @@ class EpisodeLedger:
         self._settled: OrderedDict[tuple[str, str], EpisodeOutcome] = OrderedDict()
         self._waiting: dict[tuple[str, str], Counter[int]] = {}  # attempts awaiting a running rollout
 
-    async def run(self, episode: EpisodeId, digest: str, start: EpisodeRun) -> EpisodeOutcome:
+    async def run(
+        self, episode: EpisodeId, digest: str, start: EpisodeRun, *, named_run: bool = False
+    ) -> EpisodeOutcome:
+        """The episode's outcome: settled, joined, or run by `start`. `named_run`: the episode
+        belongs to a named collection run (`digest` includes the name), where any dispatch of a
+        settled episode is a re-dispatch."""
         key = (episode.rollout_id, digest)
         settled = self._settled.get(key)
-        if settled is not None and episode.attempt > 0:
+        if settled is not None and (episode.attempt > 0 or named_run):
             return settled
         task = self._running.get(key)
         if task is None:
@@ -263,11 +280,18 @@ class EpisodeRunRequest(BaseModel):
         description="An episode request's task (its result leaves out what collection records itself); "
         "False: a flat row, whose result is the agent's `/run` body.",
     )
+    collection_run: str | None = Field(
+        None,
+        pattern=COLLECTION_RUN_PATTERN,
+        max_length=200,
+        description="The collection run the episode belongs to (the environment server's `collection_run`): "
+        "in a named run, a resume's re-dispatch of a settled episode gets its outcome, not a second rollout.",
+    )
 
     @property
     def task_digest(self) -> str:
         """With the rollout id, the episode's identity at the agent (what a cancel names)."""
-        return task_digest(self.row)
+        return task_digest(self.row, self.collection_run)
 
 
 class EpisodeCancelRequest(BaseModel):

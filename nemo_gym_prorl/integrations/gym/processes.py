@@ -5,9 +5,12 @@
 
 Each command starts in a session (and process group) of its own, with SIGINT at its default so
 it can be asked for an orderly shutdown. A `GroupRecord` keeps its pid, process group and start
-time, and every descendant seen (pid + start time: Ray daemons may leave the group). Stopping a
-group is SIGINT to its leader, then SIGTERM/SIGKILL to the group and to recorded descendants still
-alive with the same start time. Nothing is found or killed by name.
+time, and every descendant and group member seen (pid + start time: Ray's workers leave the
+group, and a daemon whose parent died leaves the tree). Stopping a group is SIGINT to its leader,
+then SIGTERM/SIGKILL to the group while a recorded process is still in it, and to recorded
+processes still alive with the same start time. Nothing is found or killed by name, and a
+number the system has handed to another process since (a pid, a process group) is never
+signalled.
 """
 
 from __future__ import annotations
@@ -17,7 +20,8 @@ import shutil
 import signal
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -48,6 +52,14 @@ class GroupRecord(BaseModel):
     # the group is stopped.
     scratch_dir: str | None = None
 
+    def recorded(self) -> list[tuple[int, float]]:
+        """Every process recorded for the group, the leader first, as (pid, start time)."""
+        return [(self.pid, self.create_time), *((d.pid, d.create_time) for d in self.descendants)]
+
+    def running(self) -> list[tuple[int, float]]:
+        """The recorded processes still running (same pid and start time)."""
+        return [(pid, created) for pid, created in self.recorded() if alive(pid, created)]
+
 
 def spawn(cmd: list[str], *, cwd: Path, env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
     log.parent.mkdir(parents=True, exist_ok=True)
@@ -63,6 +75,23 @@ def _default_sigint() -> None:
     # A launcher started in the background inherits SIGINT ignored; Python then never installs
     # its KeyboardInterrupt handler and `down` could not ask for an orderly shutdown.
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+    # The launcher holds these back while it starts and records a process (`signals_held`); the
+    # child must not inherit that, or it could never be stopped by them.
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, HELD_SIGNALS)
+
+
+HELD_SIGNALS = frozenset({signal.SIGINT, signal.SIGTERM})
+
+
+@contextmanager
+def signals_held() -> Iterator[None]:
+    """SIGINT and SIGTERM wait until the block ends (then their handlers run): a process started
+    inside is recorded before a signal can stop the launcher between its start and its record."""
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, HELD_SIGNALS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def record(
@@ -79,20 +108,56 @@ def record(
     )
 
 
-def refresh_descendants(group: GroupRecord) -> None:
+def refresh_descendants(group: GroupRecord) -> bool:
+    """Record what the group's leader has started since (its descendants, wherever their group)
+    and every member of its process group (a daemon whose parent exited is no descendant any
+    more). True when something new was recorded."""
+    known = set(group.recorded())
+    found: list[psutil.Process] = []
     try:
         root = psutil.Process(group.pid)
-        if root.create_time() != group.create_time:
-            return
-        known = {(d.pid, d.create_time) for d in group.descendants}
-        for child in root.children(recursive=True):
-            with_time = (child.pid, child.create_time())
-            if with_time not in known:
-                group.descendants.append(
-                    ProcRecord(pid=child.pid, create_time=with_time[1], name=child.name())
-                )
+        if root.create_time() == group.create_time:
+            found += root.children(recursive=True)
     except psutil.Error:
-        return
+        pass
+    if owns_group(group):
+        found += _group_members(group.pgid)
+    added = False
+    for proc in found:
+        try:
+            with_time = (proc.pid, proc.create_time())
+            if with_time in known:
+                continue
+            group.descendants.append(ProcRecord(pid=proc.pid, create_time=with_time[1], name=proc.name()))
+        except psutil.Error:
+            continue
+        known.add(with_time)
+        added = True
+    return added
+
+
+def owns_group(group: GroupRecord) -> bool:
+    """Whether `group.pgid` still names the group the launch started: true while a recorded
+    process (pid and start time) is in it, since the system hands a group's number out again
+    only once the group is empty."""
+    for pid, created in group.recorded():
+        try:
+            if alive(pid, created) and os.getpgid(pid) == group.pgid:
+                return True
+        except (ProcessLookupError, PermissionError):
+            continue
+    return False
+
+
+def _group_members(pgid: int) -> list[psutil.Process]:
+    members = []
+    for proc in psutil.process_iter():
+        try:
+            if os.getpgid(proc.pid) == pgid:
+                members.append(proc)
+        except (ProcessLookupError, PermissionError):
+            continue
+    return members
 
 
 def tail(path: str | Path, n: int = 40) -> str:
@@ -102,12 +167,22 @@ def tail(path: str | Path, n: int = 40) -> str:
         return ""
 
 
-def wait_http(url: str, proc: subprocess.Popen[bytes], timeout_s: float, what: str, log: Path) -> None:
+def wait_http(
+    url: str,
+    proc: subprocess.Popen[bytes],
+    timeout_s: float,
+    what: str,
+    log: Path,
+    *,
+    on_poll: Callable[[], object] | None = None,
+) -> None:
     """Until `url` answers below 300; LaunchError (with the log's tail) if `proc` exits first or
-    the time runs out."""
+    the time runs out. `on_poll` runs before every probe (the launcher records what has started)."""
     deadline = time.monotonic() + timeout_s
     last = ""
     while time.monotonic() < deadline:
+        if on_poll is not None:
+            on_poll()
         if proc.poll() is not None:
             raise LaunchError(f"{what} exited with code {proc.returncode}; log {log}:\n{tail(log)}")
         try:
@@ -137,11 +212,13 @@ def stop_group(group: GroupRecord, *, echo: Echo = print, grace_s: float = 60.0)
         deadline = time.monotonic() + grace_s
         while time.monotonic() < deadline and alive(group.pid, group.create_time):
             time.sleep(0.5)
-    # Whatever is left of the group, and recorded descendants that left it (same pid AND start time).
-    if _group_alive(group.pgid):
+    # Whatever is left of the group while it is still ours, and recorded descendants that left it
+    # (same pid AND start time).
+    if owns_group(group):
         _signal_group(group.pgid, signal.SIGTERM)
-        _wait_gone(lambda: not _group_alive(group.pgid), 10.0)
-        _signal_group(group.pgid, signal.SIGKILL)
+        _wait_gone(lambda: not owns_group(group), 10.0)
+        if owns_group(group):
+            _signal_group(group.pgid, signal.SIGKILL)
     leftovers = [d for d in group.descendants if alive(d.pid, d.create_time)]
     for d in leftovers:
         _kill(d.pid, signal.SIGTERM)
@@ -166,14 +243,6 @@ def _signal_group(pgid: int, sig: int) -> None:
         os.killpg(pgid, sig)
     except (ProcessLookupError, PermissionError):
         pass
-
-
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-        return True
-    except (ProcessLookupError, PermissionError):
-        return False
 
 
 def _wait_gone(done: Callable[[], bool], timeout_s: float) -> None:

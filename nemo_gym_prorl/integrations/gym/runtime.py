@@ -240,19 +240,22 @@ class ProRLGymRuntime:
         wall_time_s: float | None = None,
         *,
         materialized: bool = True,
+        collection_run: str | None = None,
     ) -> EpisodeOutcome:
         """One episode of Gym's environment server: a result or a typed failure, never an HTTP
-        error. Attempts of one `rollout_id` share one rollout (`EpisodeLedger`). `wall_time_s`
-        becomes the job's wall deadline, so the pipeline ends a late rollout itself (releasing
-        its sandbox) and answers `agent_timeout` before Gym's own episode deadline.
+        error. Attempts of one `rollout_id` share one rollout (`EpisodeLedger`), and so do a
+        named collection run's resumes (`collection_run`). `wall_time_s` becomes the job's wall
+        deadline, so the pipeline ends a late rollout itself (releasing its sandbox) and answers
+        `agent_timeout` before Gym's own episode deadline.
 
         A materialized episode's result leaves out what collection records itself (its
         observations go as the `ng_agent_observations` bundle); a flat row's is `/run`'s body."""
         await self.start()
-        digest = task_digest(row)  # the row's own, as the environment server's cancel names it
+        # The row's own digest (in its run), as the environment server's cancel names it.
+        digest = task_digest(row, collection_run)
         row = {**row, ROLLOUT_ID_KEY_NAME: episode.capture_key}
         run = functools.partial(self._run_episode, episode, digest, row, wall_time_s, materialized)
-        return await self.episodes.run(episode, digest, run)
+        return await self.episodes.run(episode, digest, run, named_run=collection_run is not None)
 
     async def _run_episode(
         self,
