@@ -217,10 +217,16 @@ class _Worker:
         self.proc = None
 
     async def aclose(self) -> None:
-        """Close, then reap the process, so its transport closes while the event loop runs (a
+        """Close without blocking the event loop (a sandboxed worker's sandbox is torn down in a
+        thread), then reap the process, so its transport closes while the event loop runs (a
         transport left to the garbage collector after the loop closed raises at exit)."""
-        proc = self.proc
-        self.close()
+        proc, sandbox = self.proc, self.sandbox
+        self.sandbox = None
+        if sandbox is not None:
+            self.proc = None
+            await sandbox.aclose()
+        else:
+            self.close()
         if proc is not None:
             with contextlib.suppress(ProcessLookupError, TimeoutError):
                 await asyncio.wait_for(proc.wait(), 10)
@@ -254,10 +260,10 @@ class MathChecker:
             reply = await worker.check(gold, pred, self.config.check_timeout_s)
             return bool(reply.get("equal")), "math_verify", reply
         except TimeoutError:
-            worker.close()  # killed; the next check starts a fresh worker
+            await worker.aclose()  # killed; the next check starts a fresh worker
             return False, "checker_timeout", {}
         except (RuntimeError, OSError, json.JSONDecodeError) as exc:
-            worker.close()
+            await worker.aclose()
             return False, "checker_error", {"error": str(exc)}
         finally:
             queue.put_nowait(worker)

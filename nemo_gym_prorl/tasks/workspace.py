@@ -31,11 +31,14 @@ class Workspace:
     facts: dict[str, Any]
 
     async def close(self) -> None:
-        """Stop the tools, then the sandbox. Never raises: resources may already be gone."""
+        """Stop the tools, then the sandbox. Never raises: resources may already be gone.
+
+        Nothing here blocks the event loop (a SWE sandbox's tree alone can take seconds to
+        remove): processes are killed at once, the waiting parts run in threads."""
         with contextlib.suppress(Exception):
             await self.tools.close()
         with contextlib.suppress(Exception):
-            self.sandbox.close()
+            await self.sandbox.aclose()
 
 
 async def open_workspace(
@@ -55,5 +58,5 @@ async def open_workspace(
         config = tools.model_copy(update={"tools": list(dict.fromkeys(tool_names))})
         return Workspace(sandbox=box, tools=ToolBox(box, config), facts=facts)
     except BaseException:
-        box.close()
+        await box.aclose()
         raise

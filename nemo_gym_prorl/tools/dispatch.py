@@ -248,12 +248,14 @@ class ToolBox:
         if self._closed:
             return
         self._closed = True
+        # Every step off the event loop's back: a terminal's close sleeps, a sandbox's removes
+        # its tree and cgroups; the service's other rollouts must not stall meanwhile.
         if self._shell is not None:
-            self._shell.close()
+            await self._shell.aclose()
         if self._kernel is not None:
             await self._kernel.close()
         if self.own_sandbox:
-            self.sandbox.close()
+            await self.sandbox.aclose()
 
     async def __aenter__(self) -> ToolBox:
         return self

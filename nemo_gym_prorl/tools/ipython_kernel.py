@@ -33,6 +33,7 @@ from pydantic import BaseModel
 from nemo_gym_prorl.sandbox.base import Sandbox
 from nemo_gym_prorl.sandbox.output import CappedBuffer, strip_ansi
 from nemo_gym_prorl.sandbox.workspace_fs import write_no_follow
+from nemo_gym_prorl.tools.zmq_context import shared_context
 
 PRIVATE_DIR = ".prorl"  # our files in the workspace (git-ignored by its own .gitignore)
 _SOCKET_PATH_MAX = 100  # sun_path is 108 bytes; keep room for the "-N" port suffix
@@ -275,7 +276,9 @@ class IPythonKernel:
         self._exited = asyncio.ensure_future(self._proc.wait())
         self._stderr_task = asyncio.ensure_future(self._drain_stderr(self._proc))
 
-        client = AsyncKernelClient()
+        # The process's one zmq context: a context per client would be two threads and a dozen
+        # file descriptors per kernel (and a blocking context teardown at every close).
+        client = AsyncKernelClient(context=shared_context())
         client.load_connection_info({**info, "ip": str(host_ip), "key": key.encode()})
         # No heartbeat channel: we own the process and watch it directly, which is both more
         # reliable than heartbeats and free.

@@ -136,7 +136,7 @@ class PtyShell:
             await self._spawn(self._cwd)
 
     async def _spawn(self, cwd: str) -> None:
-        self._teardown_process()
+        await self._ateardown_process()
         loop = asyncio.get_running_loop()
         # --noediting: no readline (a tab in a heredoc must not trigger completion);
         # +H: no history expansion of `!`.
@@ -157,13 +157,13 @@ class PtyShell:
             first = await asyncio.wait_for(asyncio.shield(self._event), self.start_timeout)
         except TimeoutError:
             text = self._buf.text()
-            self._teardown_process()
+            await self._ateardown_process()
             raise ShellError(
                 f"bash did not show a prompt within {self.start_timeout:.0f}s: {text[-500:]!r}"
             ) from None
         if isinstance(first, Exited):
             text = self._buf.text()
-            self._teardown_process()
+            await self._ateardown_process()
             raise ShellError(f"bash exited at start-up (status {first.exit_code}): {text[-500:]!r}")
         self._cwd = first.cwd
         # At a prompt, the terminal's foreground group is bash's own: remember it so recovery
@@ -172,32 +172,60 @@ class PtyShell:
             self._shell_pgrp = os.tcgetpgrp(self._fd)
         self._buf = CappedBuffer(self.max_output_bytes)  # drop start-up noise
 
-    def _teardown_process(self) -> None:
+    def _detach(self) -> ptyprocess.PtyProcess | None:
+        """Stop reading the terminal and forget the process; returns it for the caller to end.
+
+        A reaper still polling it is cancelled: two threads asking ptyprocess whether one child
+        is alive race on its exit status, and the loser raises."""
         if self._fd >= 0:
             with contextlib.suppress(Exception):
                 asyncio.get_running_loop().remove_reader(self._fd)
-        if self._proc is not None:
-            self.sandbox.kill_process(self._proc)  # its whole process group, then closes the fd
-        self._proc, self._fd, self._shell_pgrp = None, -1, None
+        if self._eof_task is not None and not self._eof_task.done():
+            self._eof_task.cancel()
+        proc, self._proc, self._fd, self._shell_pgrp = self._proc, None, -1, None
+        return proc
 
-    def close(self) -> None:
-        """Kill the shell and everything it started. Idempotent; a pending run() gets an error."""
-        if self._closed:
+    def _teardown_process(self) -> None:
+        if (proc := self._detach()) is not None:
+            self.sandbox.kill_process(proc)  # its whole process group, then closes the fd
+
+    async def _ateardown_process(self) -> None:
+        """`_teardown_process` off the event loop: ptyprocess's close sleeps (0.1 s and more
+        while the child lingers), so the group is killed here at once and the terminal is
+        closed in a thread."""
+        if (proc := self._detach()) is None:
             return
+        _kill_group(proc)
+        await asyncio.to_thread(self.sandbox.kill_process, proc)
+
+    def _close_state(self) -> bool:
+        """Mark the shell closed and fail a pending run(); False if it was closed already."""
+        if self._closed:
+            return False
         self._closed = True
         if self._event is not None and not self._event.done():
             self._event.set_exception(ShellError("the shell was closed while a command was running"))
             self._event.exception()  # mark retrieved: nobody may be awaiting it
-        if self._eof_task is not None:
-            self._eof_task.cancel()
-        self._teardown_process()
+        return True
+
+    def close(self) -> None:
+        """Kill the shell and everything it started. Idempotent; a pending run() gets an error.
+        Blocks for a moment (the terminal's close): async code uses `aclose()`."""
+        if self._close_state():
+            self._teardown_process()
+
+    async def aclose(self) -> None:
+        """`close()` without blocking the event loop: the shell's process group dies at once,
+        the terminal closes in a thread."""
+        if self._close_state():
+            await self._ateardown_process()
 
     async def __aenter__(self) -> Self:
         await self.start()
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        self.close()
+        await self.aclose()
 
     # -- reading the terminal ------------------------------------------------------------------
     def _on_readable(self) -> None:
@@ -241,7 +269,9 @@ class PtyShell:
                     break
                 await asyncio.sleep(0.005)
             else:
-                self.sandbox.kill_process(proc)
+                # Only the signal here: the terminal is closed (in a thread) when the shell is
+                # respawned or closed, which detaches this process first.
+                _kill_group(proc)
         if proc is self._proc:
             self._on_event(Exited(exit_code=status))
 
@@ -488,3 +518,11 @@ class PtyShell:
             hint=" ".join(notes) or None,
             duration_s=time.monotonic() - started,
         )
+
+
+def _kill_group(proc: ptyprocess.PtyProcess) -> None:
+    """SIGKILL the process group of a shell not reaped yet (until then its pid, and so its group
+    id, cannot belong to anyone else). Never blocks."""
+    with contextlib.suppress(Exception):
+        if proc.isalive():
+            os.killpg(proc.pid, signal.SIGKILL)

@@ -7,7 +7,9 @@ survives timeouts and its own death."""
 from __future__ import annotations
 
 import base64
+import os
 import shutil
+import threading
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -203,3 +205,26 @@ async def test_a_kernel_that_cannot_start_reports_why(kernel_sandbox: Sandbox) -
     with pytest.raises(KernelError, match="exited during start-up"):
         await k.start()
     await k.close()
+
+
+def _native_threads() -> int:
+    """Threads of this process that Python did not start (zmq's I/O and reaper threads)."""
+    return len(os.listdir("/proc/self/task")) - threading.active_count()
+
+
+async def test_kernels_share_one_zmq_context_so_more_kernels_add_no_zmq_threads(
+    kernel_sandbox: Sandbox,
+) -> None:
+    first = IPythonKernel(kernel_sandbox, timeout=30.0)
+    more = [IPythonKernel(kernel_sandbox, timeout=30.0) for _ in range(3)]
+    try:
+        await first.start()
+        with_one = _native_threads()
+        for k in more:
+            await k.start()
+        assert _native_threads() == with_one
+        for k in (first, *more):
+            assert (await k.execute("6 * 7")).result == "42"
+    finally:
+        for k in (first, *more):
+            await k.close()

@@ -154,7 +154,7 @@ async def _status_map(config: SweConfig, instance: dict[str, Any], patch: str) -
         log, timed_out, _ = await run_eval_script(sandbox, instance["eval_script"], config.eval_timeout_s,
                                                   config.max_log_bytes)  # fmt: skip
     finally:
-        sandbox.close()
+        await sandbox.aclose()
     statuses = None if timed_out else test_statuses(log, instance["log_parser"])
     if statuses is None:
         raise RuntimeError(f"tests did not run for {instance['instance_id']}: {log[-2000:]}")

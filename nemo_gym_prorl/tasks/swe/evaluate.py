@@ -53,7 +53,7 @@ async def open_instance_sandbox(config: SweConfig, row: Mapping[str, Any]) -> Sa
         if source is not None:
             await asyncio.to_thread(sandbox.copy_into_workspace, source)
     except BaseException:
-        sandbox.close()
+        await sandbox.aclose()
         raise
     return sandbox
 
@@ -178,7 +178,7 @@ async def evaluate_patch(config: SweConfig, row: Mapping[str, Any], patch: str |
     except Exception as exc:
         return EvalOutcome.infra_failure(f"eval sandbox failed: {type(exc).__name__}: {exc}")
     finally:
-        sandbox.close()
+        await sandbox.aclose()
     try:
         result = await asyncio.to_thread(grade, row, log, patch)
     except Exception as exc:

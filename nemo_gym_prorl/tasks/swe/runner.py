@@ -87,7 +87,7 @@ async def run_project_tests(
         except (OSError, ValueError):
             probe = {}
     finally:
-        sandbox.close()
+        await sandbox.aclose()
     return RunResult(
         statuses=None if timed_out else test_statuses(log),
         calls={k: [c.removeprefix(f"{REPO_MOUNT}/") for c in v] for k, v in probe.get("calls", {}).items()},
