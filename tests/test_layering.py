@@ -63,6 +63,7 @@ LAYERS: dict[str, int] = {
     "sandbox": 0,
     "llm": 0,
     "tools": 1,
+    "server_paths": 1,  # what error answers must not name: the sandbox root, PRORL_HOME, the venv
     "pipeline": 2,
     "agent": 3,
     "tasks": 3,

@@ -4,7 +4,7 @@
 """What reaches a trainer of a harness rollout, as NeMo Gym's builder decided it.
 
 A harness rollout's calls are written as Gym token-capture records while the harness runs
-(`integrations.gym.token_capture.HarnessCapture`); when it ends, Gym's consumer and builder build
+(`agent.harness.token_capture.HarnessCapture`); when it ends, Gym's consumer and builder build
 it, with the call whose reply the scorer saw as its terminal. The rollout's result carries the
 outcome (`trajectory.harness["capture"]`), read here without Gym (the trainers' model venv has
 none):

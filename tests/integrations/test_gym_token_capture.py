@@ -24,9 +24,9 @@ from nemo_gym.token_id_capture import (
 from nemo_gym.token_id_capture.conformance import run_conformance
 from support.fake_llm import HARNESS_SYSTEM, HARNESS_TASK, FakeLLM
 
-from nemo_gym_prorl.integrations.gym.capture_store import CaptureBackend, CaptureFull, CaptureStore
-from nemo_gym_prorl.integrations.gym.harness_capture import BROKEN_CHAIN, INCOMPLETE, HarnessCapture
-from nemo_gym_prorl.integrations.gym.token_capture import (
+from nemo_gym_prorl.agent.harness.capture_store import CaptureBackend, CaptureFull, CaptureStore
+from nemo_gym_prorl.agent.harness.gym_capture import BROKEN_CHAIN, INCOMPLETE, HarnessCapture
+from nemo_gym_prorl.agent.harness.token_capture import (
     SEGMENT_BREAK_REASON,
     HarnessRecordError,
     call_id,

@@ -21,6 +21,10 @@ from typing import Any
 from nemo_gym_prorl.agent.harness.base import Harness, HarnessRun, HarnessTask, RemoteCommands
 from nemo_gym_prorl.agent.harness.door_relay import SOCKET_VARIABLE, route_request
 
+# Set by the service when it confines a harness's process: a fork server's children then give
+# themselves private homes (`zygote`).
+CONFINED_VARIABLE = "PRORL_HARNESS_CONFINED"
+
 
 def _resolve(name: str) -> Any:
     module, _, qualname = name.partition(":")

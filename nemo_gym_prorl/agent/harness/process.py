@@ -50,6 +50,7 @@ from pydantic import BaseModel, ValidationError
 
 import nemo_gym_prorl
 from nemo_gym_prorl.agent.harness.base import Harness, HarnessRun
+from nemo_gym_prorl.agent.harness.child import CONFINED_VARIABLE
 from nemo_gym_prorl.agent.harness.door_relay import SOCKET_INSIDE, SOCKET_VARIABLE
 from nemo_gym_prorl.sandbox.base import LAUNCH_ENV, default_sandbox_root, project_runtime_binds
 from nemo_gym_prorl.sandbox.bubblewrap import SECRET_DIRS, SECRET_FILES, SYSTEM_DIRS, THIRD_PARTY_GLOBS
@@ -66,7 +67,6 @@ from nemo_gym_prorl.sandbox.seccomp import FORK_SERVER_ALLOWS
 
 PACKAGE_DIR = Path(nemo_gym_prorl.__file__).resolve().parent
 CHILD = "nemo_gym_prorl.agent.harness.child"  # the harness's process runs this module
-CONFINED_VARIABLE = "PRORL_HARNESS_CONFINED"  # tells a fork server its children confine themselves
 ZYGOTE = "nemo_gym_prorl.agent.harness.zygote"  # a harness's fork server runs this one
 STDERR_TAIL = 4000  # characters of a failed process's standard error kept in the error
 

@@ -29,14 +29,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from nemo_gym_prorl.agent.harness.base import CommandExecutor, Harness, HarnessRun, SandboxCommands
+from nemo_gym_prorl.agent.harness.capture_store import CaptureStore
 from nemo_gym_prorl.agent.harness.endpoint import RecordingEndpoint
 from nemo_gym_prorl.agent.harness.forkserver import ForkServer
+from nemo_gym_prorl.agent.harness.gym_capture import HarnessCapture
 from nemo_gym_prorl.agent.harness.process import bubblewrap_works, default_max_processes, harness_process
 from nemo_gym_prorl.agent.harness.trajectory import agent_trajectory, scored_call_id
 from nemo_gym_prorl.agent.loop import AgentLimits, AgentTrajectory
 from nemo_gym_prorl.agent.prompts import PromptError, row_messages
-from nemo_gym_prorl.integrations.gym.capture_store import CaptureStore
-from nemo_gym_prorl.integrations.gym.harness_capture import HarnessCapture
 from nemo_gym_prorl.llm.access import LLMAccess
 from nemo_gym_prorl.llm.recording import RecordingSession
 from nemo_gym_prorl.pipeline.handler import RolloutFailure
@@ -67,7 +67,7 @@ class HarnessRunner:
 
     Every call a rollout's harness makes is written, as it is answered, as a NeMo Gym token-capture
     record to `capture` (the process's one store), and the rollout's sample is what Gym's builder
-    delivers from those records (`integrations.gym.harness_capture`)."""
+    delivers from those records (`agent.harness.gym_capture`)."""
 
     def __init__(
         self,

@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from nemo_gym_prorl.agent.harness.base import HarnessRun, SandboxCommands
+from nemo_gym_prorl.agent.harness.token_capture import turn_call_id
 from nemo_gym_prorl.agent.loop import AgentLimits, AgentTrajectory, StopReason
-from nemo_gym_prorl.integrations.gym.token_capture import turn_call_id
 from nemo_gym_prorl.llm.recording import HarnessRecord, SegmentRecord
 from nemo_gym_prorl.llm.records import TrajectoryTokens, TurnRecord
 from nemo_gym_prorl.rollouts.delivery import TokenDelivery
@@ -31,7 +31,7 @@ def agent_trajectory(
 
     The scored sequence (`scored`) is the one the harness finished with: its last segment's
     replies that sit in its final history. `delivery` is Gym's build of the rollout's capture
-    records with that sequence's last call as the terminal (`integrations.gym.harness_capture`):
+    records with that sequence's last call as the terminal (`agent.harness.gym_capture`):
     the chain it delivers is the rollout's sample for a trainer that takes one per rollout (NeMo
     RL's `/run` rows; TRL with one slot per rollout); where that chain starts at a call with no
     proven parent (the harness broke the token chain before the scored reply), Gym masks the

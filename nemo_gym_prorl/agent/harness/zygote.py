@@ -38,8 +38,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from nemo_gym_prorl.agent.harness.child import build_harness, run_request
-from nemo_gym_prorl.agent.harness.process import CONFINED_VARIABLE
+from nemo_gym_prorl.agent.harness.child import CONFINED_VARIABLE, build_harness, run_request
 
 PR_SET_PDEATHSIG = 1
 PR_SET_DUMPABLE = 4

@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 from trl_venv import run_in_model_venv
 
-from nemo_gym_prorl.integrations.gym.capture_store import CaptureStore
-from nemo_gym_prorl.integrations.gym.harness_capture import BROKEN_CHAIN, HarnessCapture
+from nemo_gym_prorl.agent.harness.capture_store import CaptureStore
+from nemo_gym_prorl.agent.harness.gym_capture import BROKEN_CHAIN, HarnessCapture
 from nemo_gym_prorl.integrations.trl.fields import TrlSample, to_sample
 from nemo_gym_prorl.integrations.trl.grpo import token_delivery
 from nemo_gym_prorl.llm.records import TurnRecord

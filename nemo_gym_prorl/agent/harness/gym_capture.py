@@ -31,8 +31,8 @@ import uuid
 from nemo_gym.token_id_capture import TokenCaptureSnapshot, TokenEntry, run_builder, trajectories_from_source
 from nemo_gym.token_id_capture.builder import BuildOutput
 
-from nemo_gym_prorl.integrations.gym.capture_store import CaptureStore
-from nemo_gym_prorl.integrations.gym.token_capture import (
+from nemo_gym_prorl.agent.harness.capture_store import CaptureStore
+from nemo_gym_prorl.agent.harness.token_capture import (
     HarnessRecordError,
     response_fields,
     turn_call_id,

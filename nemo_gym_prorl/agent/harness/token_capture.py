@@ -32,7 +32,7 @@ count that is not the id count, a segment whose turn does not extend the previou
 before anything is written. A sink write that fails marks the rollout incomplete, so Gym's
 consumer masks it, and the error propagates.
 
-The harness path writes the same entries as the calls are answered (`harness_capture`), through
+The harness path writes the same entries as the calls are answered (`gym_capture`), through
 the project's sink (`capture_store`); `write_harness_record` writes a finished record to any sink.
 """
 
