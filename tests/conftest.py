@@ -38,6 +38,7 @@ END_TO_END_MODULES = {
     Path(__file__).parent / "e2e" / "test_gym_e2e.py",
     Path(__file__).parent / "test_wheel.py",
     Path(__file__).parent / "examples" / "test_slurm_recipe.py",
+    Path(__file__).parent / "service" / "test_crash_recovery.py",  # kill -9 and a restart, real sandboxes
 }
 
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from nemo_gym_prorl.cli.failure import failed, load_or_stop
 from nemo_gym_prorl.service.config import ConfigError, ServeConfig, load_config
+from nemo_gym_prorl.service.journal import JournalError
 
 READY_PREFIX = "prorl serve: listening on "
 
@@ -49,7 +50,7 @@ def handle_serve(args: argparse.Namespace) -> int:
         return config
     try:
         asyncio.run(serve(config))
-    except ConfigError as exc:
+    except (ConfigError, JournalError) as exc:
         return failed("serve", exc)
     except KeyboardInterrupt:
         pass
@@ -58,10 +59,11 @@ def handle_serve(args: argparse.Namespace) -> int:
 
 async def serve(config: ServeConfig) -> None:
     """Build everything, serve until SIGINT/SIGTERM, then close every sandbox the jobs opened."""
-    from nemo_gym_prorl.service.stack import serve_datasets, stack_from_config
+    from nemo_gym_prorl.service.stack import serve_datasets, serve_durability, stack_from_config
     from nemo_gym_prorl.serving import serving
 
-    stack = stack_from_config(config)  # handlers built: a bad task config fails here
+    # handlers built: a bad task config fails here
+    stack = stack_from_config(config, durability=serve_durability(config))
     try:
         await stack.start()  # executor (Ray: one actor per node) and LLM pool, before listening
     except BaseException:

@@ -110,6 +110,10 @@ class DapoScheduler:
         return len(self._prompts)
 
     @property
+    def batches_started(self) -> int:
+        return self._batch_index
+
+    @property
     def ready_groups(self) -> int:
         """Judged groups waiting to be delivered by the next batch."""
         return len(self._pending)
@@ -214,6 +218,25 @@ class DapoScheduler:
         await asyncio.gather(*self._watchers, return_exceptions=True)
         self.discarded_outside_batches += lost
         return lost
+
+    def resume(self, prompts: list[PromptGroup], *, batches_before: int, prompts_started: int) -> None:
+        """Take back what a dead service's scheduler of this name had running: its prompts not yet
+        judged in a finished batch, each sample bound to its latest job (run again or finished,
+        under the same id), and where it stood in its batches and prompt numbers. Before the next
+        `stream_batch`; the caller has moved the source past the `prompts_started` rows."""
+        if self._active or self._prompts:
+            raise RuntimeError(f"DAPO scheduler {self.id} has already started")
+        self._batch_index = batches_before
+        self._seq = max([prompts_started, *(p.seq for p in prompts)])
+        for prompt in prompts:
+            self._prompts[prompt.group_id] = prompt
+            ids = [s.job_id for s in prompt.samples if s.job_id is not None]
+            for sample in prompt.samples:
+                if sample.job_id is not None:
+                    self._owner[sample.job_id] = (prompt, sample)
+            watcher = asyncio.create_task(self._watch(ids), name=f"dapo-watch-{prompt.group_id}")
+            self._watchers.add(watcher)
+            watcher.add_done_callback(self._watchers.discard)
 
     def totals(self) -> dict[str, Any]:
         keys = (

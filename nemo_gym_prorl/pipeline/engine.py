@@ -28,6 +28,7 @@ from nemo_gym_prorl.pipeline.config import PipelineConfig
 from nemo_gym_prorl.pipeline.executor import InProcessExecutor, StageExecutor
 from nemo_gym_prorl.pipeline.handler import HandlerRegistry
 from nemo_gym_prorl.pipeline.job import Job, JobResult, JobSpec, JobState, Stage, new_job_id
+from nemo_gym_prorl.pipeline.journal_hook import JobJournal
 from nemo_gym_prorl.pipeline.policy_clock import PolicyClock
 from nemo_gym_prorl.pipeline.queue import QueueFullError, StageQueue
 from nemo_gym_prorl.pipeline.record import JobRecord
@@ -85,6 +86,7 @@ class Pipeline(StageRunner):
         self.infra_retries_total = 0
         self.stale_total: dict[str, int] = {}  # verdict -> rollouts past max_staleness
         self.policy_clock = PolicyClock()  # the stack points it at its pool's published version
+        self.journal: JobJournal | None = None  # told of every accepted job and settled result
         self.stage_totals = StageTotals()
 
     # -- lifecycle --------------------------------------------------------------------------
@@ -125,8 +127,12 @@ class Pipeline(StageRunner):
         return self._running and not self._closed
 
     # -- submission -------------------------------------------------------------------------
-    def submit(self, specs: Sequence[JobSpec]) -> list[str]:
-        """Accept all jobs or none (unknown task, duplicate id, or no room: nothing queued)."""
+    def submit(self, specs: Sequence[JobSpec], *, resumed: int = 0) -> list[str]:
+        """Accept all jobs or none (unknown task, duplicate id, or no room: nothing queued).
+
+        `resumed`: the jobs were accepted by a service that died with them in flight and are taken
+        back from its journal; they were admitted once, so they go ahead of new jobs, past the
+        queue's bound, and their results count the lost runs."""
         if self._closed:
             raise PipelineClosedError("pipeline is stopped")
         cfg = self.config
@@ -156,17 +162,32 @@ class Pipeline(StageRunner):
                 continue
             jobs.append((job, JobRecord(job, self.handlers.get(task))))
         queue = self._queues[Stage.INIT]
-        if len(jobs) > queue.free():
+        if not resumed and len(jobs) > queue.free():
             raise QueueFullError(
                 f"{len(jobs)} jobs do not fit: {queue.free()} of {queue.maxsize} queue slots free; retry later"
             )
-        for job, rec in jobs:
+        for job, rec in reversed(jobs) if resumed else jobs:  # put_front: the first ends up first
             self.policy_clock.observe(job.policy_version)
             self._store.forget_tombstone(job.id)
             self._live[job.id] = rec
-            queue.put_nowait(job.id, rec, job.priority)
+            if resumed:
+                rec.resumed = resumed
+                queue.put_front(job.id, rec)
+            else:
+                queue.put_nowait(job.id, rec, job.priority)
+        if self.journal is not None and jobs:
+            self.journal.accepted([job for job, _ in jobs], resumed=resumed)
         self.submitted_total += len(jobs)
         return ids
+
+    def restore_results(self, results: Iterable[JobResult], evicted: Iterable[str] = ()) -> None:
+        """Results a dead service finished (oldest first), served again as if it never died, and
+        the ids of older ones, answered as evicted."""
+        for job_id in evicted:
+            self._store.forget_tombstone(job_id)
+            self._store.remember_evicted(job_id)
+        for result in results:
+            self._store.put(result)
 
     def _already_has(self, job: Job) -> bool:
         """Whether this id is already the same job (live or finished); an id already used by a

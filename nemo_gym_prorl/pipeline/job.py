@@ -240,6 +240,11 @@ class JobResult(BaseModel):
         default_factory=list, description="Each start of the job on a node, the lost ones included."
     )
     infra_retries: int = Field(0, description="Times the job was re-run because its node was lost.")
+    resumed: int = Field(
+        0,
+        description="Times the job was run again from INIT because the service died while it was in "
+        "flight and a restarted service took it back from its journal (0: it ran once).",
+    )
     policy_versions: list[int] = Field(
         default_factory=list, description="The policy versions its model calls used, in order (base: 0)."
     )

@@ -55,6 +55,7 @@ class JobRecord:
         self.report: dict[str, Any] = {}
         self.attempts: list[Attempt] = []
         self.infra_retries = 0
+        self.resumed = 0  # runs lost with a dead service before this one
         self.mask_sample = False
         self.staleness: int | None = None
         self.stale = False
@@ -189,6 +190,7 @@ class JobRecord:
             failure=failure,
             attempts=[a.model_copy() for a in self.attempts],
             infra_retries=self.infra_retries,
+            resumed=self.resumed,
             policy_versions=list(self.trajectory.policy_versions) if self.trajectory else [],
             staleness=self.staleness,
             stale=self.stale,

@@ -22,6 +22,7 @@ from nemo_gym_prorl.pipeline.config import PipelineConfig
 from nemo_gym_prorl.pipeline.executor import InfrastructureError, StageExecutor
 from nemo_gym_prorl.pipeline.handler import RolloutFailure
 from nemo_gym_prorl.pipeline.job import Attempt, CriticalError, JobState, Stage
+from nemo_gym_prorl.pipeline.journal_hook import JobJournal
 from nemo_gym_prorl.pipeline.policy_clock import PolicyClock
 from nemo_gym_prorl.pipeline.queue import StageQueue
 from nemo_gym_prorl.pipeline.record import JobRecord
@@ -44,6 +45,7 @@ class StageRunner:
     infra_retries_total: int
     stale_total: dict[str, int]
     policy_clock: PolicyClock
+    journal: JobJournal | None
     _queues: dict[Stage, StageQueue[JobRecord]]
     _live: dict[str, JobRecord]
     _store: ResultStore
@@ -300,6 +302,8 @@ class StageRunner:
         result = rec.result(state, critical_error=critical_error, error=error, traceback=traceback_text)
         del self._live[rec.id]
         self._store.put(result)
+        if self.journal is not None:
+            self.journal.settled(result)
         self.finished_total[state] += 1
         if critical_error:
             self.critical_errors_total[critical_error] = self.critical_errors_total.get(critical_error, 0) + 1

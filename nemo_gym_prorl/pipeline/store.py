@@ -72,5 +72,10 @@ class ResultStore:
     def was_evicted(self, job_id: str) -> bool:
         return job_id in self._tombstones
 
+    def remember_evicted(self, job_id: str) -> None:
+        self._tombstones[job_id] = None
+        if len(self._tombstones) > self.max_tombstones:
+            self._tombstones.popitem(last=False)
+
     def forget_tombstone(self, job_id: str) -> None:
         self._tombstones.pop(job_id, None)

@@ -28,8 +28,10 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from nemo_gym_prorl.pipeline.dapo import BatchEvent, BatchStats, DapoConfig, DapoScheduler
 from nemo_gym_prorl.pipeline.groups import GroupResult
 from nemo_gym_prorl.pipeline.prompt_source import CyclingSource, PromptSource, iter_jsonl
+from nemo_gym_prorl.service.batch_resume import prompts_in_flight, skip_prompts
 from nemo_gym_prorl.service.core import RolloutService
 from nemo_gym_prorl.service.errors import ApiError, as_api_error
+from nemo_gym_prorl.service.journal import Journal
 
 log = logging.getLogger(__name__)
 
@@ -146,6 +148,11 @@ class BatchInfo(BaseModel):
     status: str
     created_at: float
     stats: BatchStats
+    resumed: bool = Field(
+        False,
+        description="Taken back from the journal after the service died: its groups are delivered "
+        "again from the first (each once in this run), its jobs keep their ids.",
+    )
     groups: list[GroupResult] | None = Field(None, description="Delivered informative groups (on request).")
     dropped: list[GroupResult] | None = Field(None, description="Summaries of dropped groups (on request).")
 
@@ -173,12 +180,21 @@ class BatchRun:
     """One batch: its background task and every event it produced, for polling and replay."""
 
     def __init__(
-        self, batch_id: str, session: Session, groups: int | None, policy_version: int | None = None
+        self,
+        batch_id: str,
+        session: Session,
+        groups: int | None,
+        policy_version: int | None = None,
+        *,
+        journal: Journal | None = None,
+        resumed: bool = False,
     ) -> None:
         self.id = batch_id
         self.session = session
         self.groups = groups
         self.policy_version = policy_version
+        self.journal = journal  # told which groups this batch judged, and when it ended
+        self.resumed = resumed
         self.created_at = time.time()
         self.events: list[BatchEvent] = []
         self.stats: BatchStats | None = None
@@ -197,12 +213,16 @@ class BatchRun:
         finally:
             if self.stats is None:
                 self.stats = self.session.scheduler.current
+            if self.journal is not None:
+                self.journal.batch_ended(self.id)
             self.session.running = None
             self.done.set()
             async with self._changed:
                 self._changed.notify_all()
 
     async def _append(self, event: BatchEvent) -> None:
+        if self.journal is not None and event.group is not None:
+            self.journal.judged(event.group.group_id, self.id)  # not resumed again after a crash
         async with self._changed:
             self.events.append(event)
             self._changed.notify_all()
@@ -231,15 +251,17 @@ class BatchRun:
             status=stats.status,
             created_at=self.created_at,
             stats=stats,
+            resumed=self.resumed,
             groups=groups if include else None,
             dropped=dropped if include else None,
         )
 
 
 class Session:
-    def __init__(self, session_id: str, scheduler: DapoScheduler) -> None:
+    def __init__(self, session_id: str, scheduler: DapoScheduler, source: SourceSpec) -> None:
         self.id = session_id
         self.scheduler = scheduler
+        self.source = source  # as asked: a service restarted after a crash builds it again
         self.running: BatchRun | None = None
         self.batch_ids: list[str] = []
         self.last_used = time.monotonic()
@@ -293,15 +315,67 @@ class BatchManager:
                 raise ApiError(
                     409, "batch_running", f"session {session.id!r} is running batch {session.running.id}"
                 )
-            run = BatchRun(f"batch-{uuid.uuid4().hex[:12]}", session, request.groups, request.policy_version)
-            session.running = run
-            session.batch_ids.append(run.id)
-            session.last_used = time.monotonic()
-            self._retain(run)
-            run.task = asyncio.create_task(run.run(), name=f"dapo-{run.id}")
-            # Let the batch take its first step, so an immediate GET sees it running.
-            await asyncio.sleep(0)
-            return run
+            journal = self.service.journal
+            batch_id = f"batch-{uuid.uuid4().hex[:12]}"
+            run = BatchRun(batch_id, session, request.groups, request.policy_version, journal=journal)
+            if journal is not None:  # before its first job: a restart resumes the batch, not only its jobs
+                journal.batch_started(run.id, session.id, self._resumable(session, request))
+            self._launch(session, run)
+        await self.service.flushed()  # the batch is on disk before its 202
+        # Let the batch take its first step, so an immediate GET sees it running.
+        await asyncio.sleep(0)
+        return run
+
+    def _launch(self, session: Session, run: BatchRun) -> None:
+        session.running = run
+        session.batch_ids.append(run.id)
+        session.last_used = time.monotonic()
+        self._retain(run)
+        run.task = asyncio.create_task(run.run(), name=f"dapo-{run.id}")
+
+    @staticmethod
+    def _resumable(session: Session, request: BatchRequest) -> dict[str, Any]:
+        """The batch as a restarted service needs it: its session whole (source and config, which
+        a continuing batch's request leaves out) and its place among the session's batches."""
+        return {
+            "request": BatchRequest(
+                groups=request.groups,
+                session_id=session.id,
+                source=session.source,
+                config=session.scheduler.config,
+                policy_version=request.policy_version,
+            ).model_dump(mode="json"),
+            "batch_index": session.scheduler.batches_started + 1,
+        }
+
+    async def resume(self) -> int:
+        """Start again the batches a dead service was running (from its journal), each under its
+        id, in its session, with the jobs it had started; returns how many."""
+        journal = self.service.journal
+        if journal is None:
+            return 0
+        resumed = 0
+        for batch_id, session_id, saved in await journal.read(lambda: list(journal.store.open_batches())):
+            request = BatchRequest.model_validate(saved["request"])
+            try:
+                session = self._new_session(request)
+            except ApiError as exc:  # a dataset gone, too many sessions: said, and left in the journal
+                log.warning("DAPO batch %s (session %s) cannot resume: %s", batch_id, session_id, exc.reason)
+                continue
+            scheduler = session.scheduler
+            jobs = await journal.read(journal.store.scheduler_jobs, scheduler.id)
+            started = await journal.read(journal.store.prompts_started, scheduler.id)
+            prompts = prompts_in_flight(jobs, scheduler.config.group_size)
+            index = int(saved.get("batch_index", 1))
+            await asyncio.to_thread(skip_prompts, scheduler.source, started)  # reads a file
+            scheduler.resume(prompts, batches_before=index - 1, prompts_started=started)
+            run = BatchRun(
+                batch_id, session, request.groups, request.policy_version, journal=journal, resumed=True
+            )
+            self._launch(session, run)
+            resumed += 1
+            log.info("DAPO batch %s resumed with %d prompts in flight", batch_id, len(prompts))
+        return resumed
 
     async def _check_rows(self, request: BatchRequest) -> None:
         """A new session's rows, inline or a dataset's, are checked at the door like any
@@ -334,7 +408,7 @@ class BatchManager:
         source = request.source.build(self.datasets)
         session_id = request.session_id or f"dapo-{uuid.uuid4().hex[:10]}"
         scheduler = DapoScheduler(self.service.pipeline, source, config, name=session_id)
-        session = Session(session_id, scheduler)
+        session = Session(session_id, scheduler, request.source)
         self.sessions[session_id] = session
         return session
 

@@ -49,7 +49,9 @@ def batches_router(
 
     @contextlib.asynccontextmanager
     async def lifespan(_: Any) -> AsyncIterator[None]:
-        # Nested inside the app's lifespan: exits first, so sessions close before the pipeline.
+        # Nested inside the app's lifespan: enters after the stack started (its journal open), and
+        # exits first, so sessions close before the pipeline.
+        await batches.resume()
         try:
             yield
         finally:

@@ -22,6 +22,7 @@ from nemo_gym_prorl.pipeline import PipelineConfig
 from nemo_gym_prorl.pipeline.executors import ExecutorConfig
 from nemo_gym_prorl.sandbox import SandboxSpec
 from nemo_gym_prorl.service.core import ServiceOptions
+from nemo_gym_prorl.service.journal import JournalConfig
 
 TARGET_PATTERN = r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$"
 
@@ -72,6 +73,7 @@ class ServeConfig(BaseModel):
     llm: LLMConfig = Field(default_factory=LLMConfig)
     tasks: dict[str, TaskConfig] = Field(default_factory=dict)
     auth: AuthConfig = Field(default_factory=AuthConfig)
+    journal: JournalConfig = Field(default_factory=JournalConfig)
     datasets: dict[str, Path] = Field(
         default_factory=dict,
         description="Server-side JSONL datasets DAPO batches may name (`POST /v1/batches` source.dataset); "

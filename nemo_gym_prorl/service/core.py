@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from nemo_gym_prorl.pipeline import InvalidInstanceError, JobResult, JobSpec, Pipeline, UnknownTaskError
 from nemo_gym_prorl.service.backends import BackendInfo, BackendRegistry
 from nemo_gym_prorl.service.errors import ApiError
+from nemo_gym_prorl.service.journal import Journal
 
 logger = logging.getLogger(__name__)
 
@@ -70,6 +71,9 @@ class RolloutService:
         self.backends = backends
         self.options = options or ServiceOptions()
         self.accepting = self.options.accepting
+        # Set when the stack keeps a durable journal: an accepted job is on disk before its id
+        # is answered, so a crash after the answer cannot lose it.
+        self.journal: Journal | None = None
         self._closed = False
 
     async def start(self) -> None:
@@ -84,7 +88,11 @@ class RolloutService:
         try:
             await self.pipeline.stop()
         finally:
-            await self.backends.aclose()
+            try:
+                if self.journal is not None:
+                    await self.journal.close()
+            finally:
+                await self.backends.aclose()
 
     # -- admission --------------------------------------------------------------------------
     async def usable_backends(self) -> list[BackendInfo]:
@@ -174,7 +182,14 @@ class RolloutService:
     async def submit(self, specs: Sequence[JobSpec]) -> list[str]:
         admitted = await self.admit(specs)  # 400 before 503: bad input is bad whatever the state
         await self.check_admission()
-        return self.pipeline.submit(admitted)
+        ids = self.pipeline.submit(admitted)
+        await self.flushed()
+        return ids
+
+    async def flushed(self) -> None:
+        """Return once everything accepted so far is in the journal (at once without one)."""
+        if self.journal is not None:
+            await self.journal.flush()
 
     async def stop_accepting(self) -> int:
         """ProRL's /stop: refuse new jobs and cancel the ones in flight; returns how many."""

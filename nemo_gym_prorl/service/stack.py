@@ -35,12 +35,14 @@ from nemo_gym_prorl.pipeline import HandlerRegistry, Pipeline, PipelineConfig
 from nemo_gym_prorl.pipeline.executors import ExecutorConfig, make_executor
 from nemo_gym_prorl.pipeline.policy_clock import PolicyClock
 from nemo_gym_prorl.pipeline.ray_executor import NodeBuilder, NodeRuntime, NodeShare
+from nemo_gym_prorl.sandbox.base import default_sandbox_root
 from nemo_gym_prorl.service.app import create_app, rollout_router
 from nemo_gym_prorl.service.backends import BackendRegistry, PoolBackendRegistry
 from nemo_gym_prorl.service.batch_manager import DatasetCatalog
 from nemo_gym_prorl.service.cluster import SharedBackends, node_llm_config, with_cluster_backends
 from nemo_gym_prorl.service.config import ServeConfig, validate_config
 from nemo_gym_prorl.service.core import RolloutService, ServiceOptions
+from nemo_gym_prorl.service.recovery import Durability, Recovered, recover
 from nemo_gym_prorl.service.task_handlers import HandlersFactory, build_handlers
 
 
@@ -53,6 +55,9 @@ class StackConfig(BaseModel):
     pipeline: PipelineConfig = Field(default_factory=PipelineConfig)
     executor: ExecutorConfig = Field(default_factory=ExecutorConfig)
     service: ServiceOptions = Field(default_factory=ServiceOptions)
+    durability: Durability | None = Field(
+        None, description="A journal that survives the process (`prorl serve` keeps one); none by default."
+    )
 
 
 class RolloutStack:
@@ -80,6 +85,7 @@ class RolloutStack:
         self._router_args: tuple[str | None, DatasetCatalog | None] = (None, None)
         self._lock = asyncio.Lock()
         self._started = False
+        self.recovered: Recovered | None = None  # what start-up took back from the journal
 
     @property
     def started(self) -> bool:
@@ -105,6 +111,9 @@ class RolloutStack:
             try:
                 await self.llm.pool.start()  # probes the backends; starts the periodic health check
                 await self.service.start()
+                if self.config.durability is not None:
+                    journal, self.recovered = await recover(self.pipeline, self.config.durability)
+                    self.service.journal = journal
             except BaseException:
                 await executor.close()
                 raise
@@ -143,13 +152,35 @@ def serve_handlers(config_data: dict[str, Any], llm: LLMAccess, backends: Backen
     return build_handlers(validate_config(config_data), llm, backends)
 
 
-def stack_from_config(config: ServeConfig, *, gym_head_address: str | None = None) -> RolloutStack:
-    """`prorl serve`'s stack: its config's LLM, pipeline, executor, service and tasks."""
+def stack_from_config(
+    config: ServeConfig, *, gym_head_address: str | None = None, durability: Durability | None = None
+) -> RolloutStack:
+    """`prorl serve`'s stack: its config's LLM, pipeline, executor, service and tasks;
+    `durability`: its journal (`serve_durability(config)`; `prorl serve` keeps one, a trainer's
+    private service does not)."""
     stack_config = StackConfig(
-        llm=config.llm, pipeline=config.pipeline, executor=config.executor, service=config.service
+        llm=config.llm,
+        pipeline=config.pipeline,
+        executor=config.executor,
+        service=config.service,
+        durability=durability,
     )
     handlers = functools.partial(serve_handlers, config.model_dump(mode="json"))
     return build_stack(stack_config, handlers, gym_head_address=gym_head_address)
+
+
+def serve_durability(config: ServeConfig) -> Durability | None:
+    """`prorl serve`'s journal (none when `journal.path` resolves to none) and its sandboxes' root."""
+    path = config.journal.resolve(config.server.port)
+    if path is None:
+        return None
+    return Durability(
+        journal=path,
+        keep_results=config.journal.keep_results,
+        restore_max_bytes=config.journal.restore_max_bytes,
+        sandbox_root=config.sandbox.root_dir or default_sandbox_root(),
+        sandbox_backend=config.sandbox.backend,
+    )
 
 
 def serve_datasets(config: ServeConfig) -> DatasetCatalog:

@@ -1,0 +1,26 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
+"""What the pipeline tells a durable journal: each job it accepts and each result as it settles.
+
+Both calls are made on the event loop, in the order things happen, and must not block: a journal
+queues them for a writer of its own (the service's is `service/journal.py`). Whoever answers a
+client for accepted jobs waits for the journal's flush first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+from nemo_gym_prorl.pipeline.job import Job, JobResult
+
+
+class JobJournal(Protocol):
+    def accepted(self, jobs: Sequence[Job], *, resumed: int = 0) -> None:
+        """Jobs just queued (`resumed`: taken back from the journal after a crash, not new)."""
+        ...
+
+    def settled(self, result: JobResult) -> None:
+        """A job's terminal result, once."""
+        ...

@@ -1,0 +1,254 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
+"""The service's journal: what it writes survives the process, each result is kept once, and a
+service restarted on it serves what finished and runs again what was in flight.
+
+The crash here is made in process (the first service's journal is closed under it, so nothing it
+does afterwards reaches the file); `test_crash_recovery.py` kills a real `prorl serve` with -9.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+import pytest
+from service_helpers import until
+from support.scripted_stages import ScriptedHandler
+
+from nemo_gym_prorl.llm.access import LLMConfig
+from nemo_gym_prorl.pipeline import HandlerRegistry, Job, JobResult, JobSpec, JobState, PipelineConfig
+from nemo_gym_prorl.service.journal import Journal, JournalConfig, JournalError, JournalStore, job_spec
+from nemo_gym_prorl.service.recovery import Durability, dead_sandbox_dirs
+from nemo_gym_prorl.service.stack import RolloutStack, StackConfig, build_stack
+
+
+def job(job_id: str, **instance: object) -> Job:
+    return Job(
+        id=job_id,
+        task="s",
+        instance=dict(instance),
+        sampling_params={},
+        priority=0,
+        active_time_s=30.0,
+        wall_time_s=None,
+        group_id=None,
+        metadata={"k": job_id},
+    )
+
+
+def result(job_id: str, reward: float = 1.0) -> JobResult:
+    return JobResult(
+        id=job_id,
+        task="s",
+        state=JobState.DONE,
+        submitted_at=time.time(),
+        finished_at=time.time(),
+        reward=reward,
+    )
+
+
+def test_what_is_written_is_read_back_after_reopening(tmp_path: Path) -> None:
+    path = tmp_path / "journal.sqlite3"
+    store = JournalStore(path)
+    store.apply([("jobs", [job("a", q=1), job("b", q=2), job("c", q=3)], 0), ("result", result("b", 0.5))])
+    store.close()
+
+    again = JournalStore(path)
+    try:
+        unfinished = again.unfinished()
+        assert [u.spec.id for u in unfinished] == ["a", "c"]  # in the order they were accepted
+        assert unfinished[0].spec.instance == {"q": 1} and unfinished[0].spec.metadata == {"k": "a"}
+        assert unfinished[0].spec.budget.active_time_s == 30.0 and unfinished[0].runs == 1
+        finished, evicted = again.finished(max_results=10, max_bytes=1 << 20)
+        assert [(r.id, r.reward) for r in finished] == [("b", 0.5)] and evicted == []
+    finally:
+        again.close()
+
+
+def test_a_result_recorded_twice_keeps_the_first(tmp_path: Path) -> None:
+    store = JournalStore(tmp_path / "journal.sqlite3")
+    try:
+        store.apply([("jobs", [job("a")], 0)])
+        assert store.record_result(result("a", 1.0)) is True
+        assert store.record_result(result("a", 0.0)) is False
+        store.apply([("result", result("a", 0.0))])  # through a batch too: ignored
+        kept = store.result("a")
+        assert kept is not None and kept.reward == 1.0
+        assert store.unfinished() == []
+    finally:
+        store.close()
+
+
+def test_a_job_taken_back_counts_its_runs_and_is_not_journaled_twice(tmp_path: Path) -> None:
+    store = JournalStore(tmp_path / "journal.sqlite3")
+    try:
+        store.apply([("jobs", [job("a")], 0)])
+        store.apply([("jobs", [job("a")], 0)])  # a client's retry of the same submit
+        store.apply([("jobs", [job("a")], 1)])  # run again after a crash
+        assert [(u.spec.id, u.runs) for u in store.unfinished()] == [("a", 2)]
+    finally:
+        store.close()
+
+
+def test_one_journal_serves_one_service_at_a_time(tmp_path: Path) -> None:
+    path = tmp_path / "journal.sqlite3"
+    first = JournalStore(path)
+    with pytest.raises(JournalError, match="in use by another running service"):
+        JournalStore(path)
+    first.close()
+    JournalStore(path).close()  # free again once the first is gone
+
+
+def test_the_file_keeps_only_the_newest_results(tmp_path: Path) -> None:
+    store = JournalStore(tmp_path / "journal.sqlite3", keep_results=10)
+    try:
+        for i in range(40):
+            store.apply([("jobs", [job(f"j{i}")], 0), ("result", result(f"j{i}"))])
+        finished, _ = store.finished(max_results=100, max_bytes=1 << 30)
+        assert 10 <= len(finished) <= 11 and finished[-1].id == "j39"
+        assert store.runs("j0") is None  # its job went with its result
+    finally:
+        store.close()
+
+
+def test_reading_back_is_bounded_by_count_and_bytes(tmp_path: Path) -> None:
+    store = JournalStore(tmp_path / "journal.sqlite3")
+    try:
+        store.apply([("result", result(f"j{i}")) for i in range(6)])
+        finished, evicted = store.finished(max_results=4, max_bytes=1 << 20)
+        assert [r.id for r in finished] == ["j2", "j3", "j4", "j5"] and evicted == ["j1", "j0"]
+        finished, _ = store.finished(max_results=4, max_bytes=1)
+        assert finished == []
+    finally:
+        store.close()
+
+
+async def test_the_event_loop_side_commits_in_order_and_flush_waits_for_it(tmp_path: Path) -> None:
+    journal = await Journal.open(tmp_path / "journal.sqlite3")
+    journal.accepted([job(f"j{i}") for i in range(50)])
+    for i in range(0, 50, 2):
+        journal.settled(result(f"j{i}"))
+    await journal.flush()
+    unfinished = await journal.read(JournalStore.unfinished, journal.store)
+    assert [u.spec.id for u in unfinished] == [f"j{i}" for i in range(1, 50, 2)]
+    await journal.close()
+
+
+def test_auto_keeps_a_journal_per_port_under_prorl_home(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("PRORL_HOME", str(tmp_path))
+    assert JournalConfig().resolve(8000) == tmp_path / "service" / "journal-8000.sqlite3"
+    assert JournalConfig().resolve(0) is None  # a random port: no client finds it again
+    assert JournalConfig(path="none").resolve(8000) is None and JournalConfig(path=None).resolve(8000) is None
+    assert JournalConfig(path=str(tmp_path / "j.db")).resolve(0) == tmp_path / "j.db"
+
+
+def test_a_sandbox_directory_is_taken_only_when_its_owner_is_gone(tmp_path: Path) -> None:
+    cgroups = tmp_path / "cgroups"
+    dead, alive = 2**22 + 7, 1  # pid 1 is alive; the other is above pid_max's default
+    for name in (f"{dead}-bubblewrap-0123456789ab", f"{alive}-bubblewrap-ba9876543210", "not-ours"):
+        (cgroups / name).mkdir(parents=True)
+    assert dead_sandbox_dirs([], [cgroups]) == ["bubblewrap-0123456789ab"]
+    assert sorted(dead_sandbox_dirs([alive], [cgroups])) == [
+        "bubblewrap-0123456789ab",
+        "bubblewrap-ba9876543210",
+    ]
+
+
+def test_job_spec_round_trips_the_job() -> None:
+    spec = job_spec(job("a", q=1))
+    assert spec.id == "a" and spec.task == "s" and spec.instance == {"q": 1}
+
+
+# -- a service restarted on the journal --------------------------------------------------------
+
+
+def scripted_stack(path: Path, handler: ScriptedHandler) -> RolloutStack:
+    def handlers(*_: object) -> HandlerRegistry:
+        registry = HandlerRegistry()
+        registry.register("s", handler)
+        return registry
+
+    config = StackConfig(
+        llm=LLMConfig(health_path=None),
+        pipeline=PipelineConfig(deadline_check_s=0.05),
+        service={"require_backend": False},
+        durability=Durability(journal=path, sandbox_root=path.parent / "sandboxes"),
+    )
+    return build_stack(config, handlers)
+
+
+async def crash(stack: RolloutStack) -> None:
+    """Die as `kill -9` would, as far as the journal can tell: nothing after this reaches it."""
+    journal = stack.service.journal
+    assert journal is not None
+    stack.pipeline.journal = None
+    stack.service.journal = None
+    await journal.close()
+    await stack.close()
+
+
+async def test_a_restarted_service_serves_what_finished_and_runs_again_what_was_in_flight(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "journal.sqlite3"
+    first = scripted_stack(path, ScriptedHandler(run_s=30))
+    await first.start()
+    quick = [JobSpec(id=f"quick-{i}", task="s", instance={"script": {"run_s": 0}}) for i in range(5)]
+    slow = [JobSpec(id=f"slow-{i}", task="s", instance={"n": i}) for i in range(5)]
+    await first.service.submit(quick + slow)
+    await until(lambda: all(first.pipeline.get(s.id or "").state is JobState.DONE for s in quick))
+    assert first.service.journal is not None
+    await first.service.journal.flush()
+    await crash(first)
+
+    second = scripted_stack(path, ScriptedHandler(run_s=0))
+    await second.start()
+    try:
+        assert second.recovered is not None and second.recovered.resumed_jobs == 5
+        results, pending = await second.pipeline.wait([s.id or "" for s in quick + slow], timeout=10)
+        assert pending == []
+        by_id = {r.id: r for r in results}
+        assert {i: r.resumed for i, r in by_id.items()} == {
+            **{s.id: 0 for s in quick},
+            **{s.id: 1 for s in slow},
+        }
+        assert all(r.state is JobState.DONE for r in results)
+        # Submitted again under its id (a client retrying across the restart): the same job, once.
+        assert await second.service.submit([slow[0]]) == ["slow-0"]
+        assert second.pipeline.status().live_jobs == 0
+    finally:
+        await second.close()
+
+    # Each job's result is in the journal once, and nothing is left to run.
+    store = JournalStore(path)
+    try:
+        assert store.unfinished() == []
+        finished, _ = store.finished(100, 1 << 30)
+        assert sorted(r.id for r in finished) == sorted(s.id or "" for s in quick + slow)
+    finally:
+        store.close()
+
+
+async def test_submit_answers_only_once_the_jobs_are_on_disk(tmp_path: Path) -> None:
+    path = tmp_path / "journal.sqlite3"
+    stack = scripted_stack(path, ScriptedHandler(run_s=30))
+    await stack.start()
+    try:
+        ids = await stack.service.submit([JobSpec(task="s", instance={"n": i}) for i in range(20)])
+        # Read by another connection, as a restarted process would: already there.
+        unfinished = await asyncio.to_thread(_read_unfinished_ids, path)
+        assert unfinished == ids
+    finally:
+        await stack.close()
+
+
+def _read_unfinished_ids(path: Path) -> list[str]:
+    import sqlite3
+
+    with sqlite3.connect(path) as db:
+        return [row[0] for row in db.execute("SELECT id FROM jobs ORDER BY seq")]
