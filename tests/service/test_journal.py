@@ -20,6 +20,8 @@ from support.scripted_stages import ScriptedHandler
 
 from nemo_gym_prorl.llm.access import LLMConfig
 from nemo_gym_prorl.pipeline import HandlerRegistry, Job, JobResult, JobSpec, JobState, PipelineConfig
+from nemo_gym_prorl.pipeline.dapo import DapoConfig
+from nemo_gym_prorl.service.batch_manager import BatchManager, BatchRequest, SourceSpec
 from nemo_gym_prorl.service.journal import Journal, JournalConfig, JournalError, JournalStore, job_spec
 from nemo_gym_prorl.service.recovery import Durability, dead_sandbox_dirs
 from nemo_gym_prorl.service.stack import RolloutStack, StackConfig, build_stack
@@ -252,3 +254,41 @@ def _read_unfinished_ids(path: Path) -> list[str]:
 
     with sqlite3.connect(path) as db:
         return [row[0] for row in db.execute("SELECT id FROM jobs ORDER BY seq")]
+
+
+async def test_a_dapo_batch_in_flight_resumes_under_its_id_and_judges_each_prompt_once(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "journal.sqlite3"
+    request = BatchRequest(
+        groups=3,
+        source=SourceSpec(rows=[{"p": k} for k in range(3)]),
+        config=DapoConfig(task="s", group_size=2, max_prompts_in_flight=2),
+    )
+    first = scripted_stack(path, ScriptedHandler(run_s=30))
+    await first.start()
+    batches = BatchManager(first.service)
+    run = await batches.start(request)
+    await until(lambda: first.pipeline.status().stages["run"].in_flight == 4)  # 2 prompts x 2 samples
+    assert first.service.journal is not None
+    await first.service.journal.flush()
+    await crash(first)
+    await batches.aclose()
+
+    second = scripted_stack(path, ScriptedHandler(run_s=0))
+    await second.start()
+    again = BatchManager(second.service)
+    try:
+        assert await again.resume() == 1
+        resumed = again.get(run.id)
+        await asyncio.wait_for(resumed.done.wait(), 20)
+        info = resumed.info()
+        assert info.resumed and info.session_id == run.session.id and info.status == "exhausted"
+        # The two prompts in flight kept their jobs (run again); the third started fresh.
+        assert info.stats.uniform_groups == 3 and info.stats.prompts_started == 1
+        first_jobs = [f"{run.session.id}-{p}-s{s}-a0" for p in (1, 2) for s in (0, 1)]
+        assert all(second.pipeline.get(i).resumed == 1 for i in first_jobs)
+        assert second.pipeline.status().submitted_total == 6  # 4 taken back + 2 of the new prompt
+    finally:
+        await again.aclose()
+        await second.close()
