@@ -102,12 +102,13 @@ _FIXED_TREES = {"--proc", "--dev", "--ro-bind", "--dev-bind", "--symlink"}
 
 def with_parent_dirs(fs_args: Sequence[str]) -> list[str]:
     """`fs_args` with every directory bubblewrap would make on its own to hold a mount point
-    (`/opt` for `/opt/prorl-runtime`) made explicitly, world-traversable: the ones it makes
-    itself are 0700 root's when root runs it, which the sandbox's user could not enter. Inside a
-    read-only mount, the mounted tree's own directories apply; inside a writable one (the
-    sandbox's /tmp) they are made too."""
+    (`/opt` for `/opt/prorl-runtime`) made explicitly, traversable: the ones it makes itself are
+    0700 root's when root runs it, which the sandbox's user could not enter. Inside a read-only
+    mount, the mounted tree's own directories apply; inside a writable one (the sandbox's /tmp)
+    they are made writable by all, sticky, as /tmp itself is, since root owns them."""
     out: list[str] = []
     fixed: set[str] = set()
+    writable: set[str] = set()
     made: set[str] = set()
     i = 0
     while i < len(fs_args):
@@ -122,15 +123,22 @@ def with_parent_dirs(fs_args: Sequence[str]) -> list[str]:
             continue
         dest = operands[-1].rstrip("/") or "/"
         parts = [p for p in dest.split("/") if p]
+        inside_writable = False
         for depth in range(1, len(parts)):
             ancestor = "/" + "/".join(parts[:depth])
             if ancestor in fixed:
                 break
-            if ancestor not in made:
-                out += ["--perms", "0755", "--dir", ancestor]
+            inside_writable = inside_writable or ancestor in writable
+            if ancestor not in made and ancestor not in writable:
+                out += ["--perms", "1777" if inside_writable else "0755", "--dir", ancestor]
                 made.add(ancestor)
         out += [op, *operands]
-        (fixed if op in _FIXED_TREES else made).add(dest)
+        if op in _FIXED_TREES:
+            fixed.add(dest)
+        elif op in ("--bind", "--tmpfs"):
+            writable.add(dest)
+        else:
+            made.add(dest)
     return out
 
 
