@@ -11,8 +11,9 @@ What a `kill -9` leaves: its sandboxes' directories under the sandbox root (`<ba
 for SWE a repository copy each), their cgroups (`<owner pid>-<backend>-<id>`), and Apptainer
 instances (`prorl-<owner pid>-<id>`). Bubblewrap's processes die with their parent. Only what the
 project made for an owner that is gone is removed: a directory is taken only when a cgroup of
-the same sandbox names a dead owner (the journal's previous service, or any pid no longer
-alive), so a live service's sandboxes on the same root are never touched.
+the same sandbox names an owner that is gone, so a live service's sandboxes on the same root are
+never touched (a dead owner whose pid another process took since is not known to be gone: those
+are left, as `reap_orphan_cgroups` leaves their cgroups).
 """
 
 from __future__ import annotations
@@ -76,7 +77,10 @@ def _alive(pid: int) -> bool:
 
 def dead_sandbox_dirs(previous_pids: Iterable[int], cgroup_parents: Iterable[Path]) -> list[str]:
     """Names of the sandbox directories (`<backend>-<id>`) whose owner is gone, read from the
-    names of their cgroups: the journal's previous services, or an owner pid that is dead."""
+    names of their cgroups: an owner pid that is dead, or this process's own pid when the
+    journal's dead service had it (a container restarted gives its service the same pid; this
+    one has opened no sandbox yet). A previous pid alive in another process is that process's:
+    its sandboxes are left alone."""
     previous = set(previous_pids)
     names: dict[str, None] = {}
     for parent in cgroup_parents:
@@ -89,7 +93,7 @@ def dead_sandbox_dirs(previous_pids: Iterable[int], cgroup_parents: Iterable[Pat
             if match is None:
                 continue
             pid = int(match["pid"])
-            if pid in previous or (pid != os.getpid() and not _alive(pid)):
+            if (pid == os.getpid() and pid in previous) or (pid != os.getpid() and not _alive(pid)):
                 names[match["dir"]] = None
     return list(names)
 

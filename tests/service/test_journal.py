@@ -11,6 +11,7 @@ does afterwards reaches the file); `test_crash_recovery.py` kills a real `prorl 
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from pathlib import Path
 
@@ -155,10 +156,15 @@ def test_a_sandbox_directory_is_taken_only_when_its_owner_is_gone(tmp_path: Path
     for name in (f"{dead}-bubblewrap-0123456789ab", f"{alive}-bubblewrap-ba9876543210", "not-ours"):
         (cgroups / name).mkdir(parents=True)
     assert dead_sandbox_dirs([], [cgroups]) == ["bubblewrap-0123456789ab"]
-    assert sorted(dead_sandbox_dirs([alive], [cgroups])) == [
+    # A previous owner's pid now alive is another process's: its sandboxes stay.
+    assert dead_sandbox_dirs([alive], [cgroups]) == ["bubblewrap-0123456789ab"]
+    # This process's own pid, which the dead service had (a restarted container): they were its.
+    (cgroups / f"{os.getpid()}-bubblewrap-00000000beef").mkdir()
+    assert sorted(dead_sandbox_dirs([os.getpid()], [cgroups])) == [
+        "bubblewrap-00000000beef",
         "bubblewrap-0123456789ab",
-        "bubblewrap-ba9876543210",
     ]
+    assert dead_sandbox_dirs([], [cgroups]) == ["bubblewrap-0123456789ab"]
 
 
 def test_job_spec_round_trips_the_job() -> None:
