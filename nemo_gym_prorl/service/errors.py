@@ -30,6 +30,7 @@ from nemo_gym_prorl.pipeline import (
 from nemo_gym_prorl.pipeline.handler import INVALID_INSTANCE
 from nemo_gym_prorl.server_paths import redact_server_paths, redact_strings
 from nemo_gym_prorl.service.backends import BackendError, BackendNotFoundError
+from nemo_gym_prorl.service.journal import JournalError
 
 
 class ApiError(Exception):
@@ -107,6 +108,9 @@ ERRORS: dict[type[Exception], tuple[int, str, dict[str, str] | None]] = {
     # is refused whole and changes nothing: the caller's to fix, not a fault of this server.
     PolicyVersionError: (409, "stale_version", None),
     PolicyLoadError: (422, "policy_not_loaded", None),
+    # The journal could not write an accepted job (a full disk, say): not answered as accepted,
+    # since a crash would lose it; sending it again under its id writes it then.
+    JournalError: (503, "journal_unavailable", RETRY_AFTER),
 }
 
 

@@ -320,6 +320,7 @@ class Journal:
         self._queued_done: asyncio.Future[None] | None = None  # the batch being filled
         self._committing: asyncio.Future[None] | None = None  # the batch being committed
         self._writer: asyncio.Task[None] | None = None
+        self._failed: list[Write] = []  # a batch whose commit failed: tried again first, next time
         self._closed = False
 
     @classmethod
@@ -363,6 +364,8 @@ class Journal:
         loop = asyncio.get_running_loop()
         if self._queued_done is None:
             self._queued_done = loop.create_future()
+        if self._failed:
+            self._queued[:0], self._failed = self._failed, []
         self._queued.append(write)
         if self._writer is None or self._writer.done():
             self._writer = loop.create_task(self._write(), name="journal-writer")
@@ -377,6 +380,7 @@ class Journal:
                 await loop.run_in_executor(self._thread, self.store.apply, writes)
             except Exception as exc:
                 logger.exception("the service journal could not commit %d writes", len(writes))
+                self._failed[:0] = writes  # rolled back whole; every write in it is idempotent
                 done.set_exception(JournalError(f"the service journal could not commit: {exc}"))
                 done.exception()  # retrieved: nobody may be flushing
             else:
@@ -386,7 +390,10 @@ class Journal:
 
     async def flush(self) -> None:
         """Wait until every write queued so far is committed (not for writes queued meanwhile:
-        under a steady stream of results a flush still returns)."""
+        under a steady stream of results a flush still returns). Writes whose commit failed are
+        tried again first, so a flush after a failure is one that says whether they are on disk."""
+        if self._failed and not self._closed:
+            self._queue(self._failed.pop())
         for future in [f for f in (self._committing, self._queued_done) if f is not None]:
             await asyncio.shield(future)
 

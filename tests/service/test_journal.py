@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sqlite3
 import time
 from pathlib import Path
 
@@ -140,6 +141,26 @@ async def test_the_event_loop_side_commits_in_order_and_flush_waits_for_it(tmp_p
     await journal.close()
 
 
+async def test_writes_whose_commit_failed_are_written_by_the_next_flush(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    journal = await Journal.open(tmp_path / "journal.sqlite3")
+    real_apply = journal.store.apply
+
+    def full_disk(writes: object) -> None:
+        raise sqlite3.OperationalError("database or disk is full")
+
+    monkeypatch.setattr(journal.store, "apply", full_disk)
+    journal.accepted([job("a")])
+    with pytest.raises(JournalError, match="disk is full"):
+        await journal.flush()  # the submit that waits on it is not answered as accepted
+    monkeypatch.setattr(journal.store, "apply", real_apply)
+    await journal.flush()  # nothing new queued: the failed writes are tried again
+    unfinished = await journal.read(JournalStore.unfinished, journal.store)
+    assert [u.spec.id for u in unfinished] == ["a"]
+    await journal.close()
+
+
 def test_auto_keeps_a_journal_per_port_under_prorl_home(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
@@ -256,8 +277,6 @@ async def test_submit_answers_only_once_the_jobs_are_on_disk(tmp_path: Path) -> 
 
 
 def _read_unfinished_ids(path: Path) -> list[str]:
-    import sqlite3
-
     with sqlite3.connect(path) as db:
         return [row[0] for row in db.execute("SELECT id FROM jobs ORDER BY seq")]
 
