@@ -62,6 +62,7 @@ from nemo_gym_prorl.llm.embedded import (
     embedded_spec,
     private_rpc_dir,
 )
+from nemo_gym_prorl.llm.embedded.server import keyed_launch, new_api_key, write_key_file
 from nemo_gym_prorl.pipeline.ray_start import local_ray_env
 from nemo_gym_prorl.service.models import BackendsResponse
 
@@ -214,9 +215,15 @@ def up(
         "PYTHONUNBUFFERED": "1",
     }
     model: _EmbeddedModel | None = None
+    key_config: list[str] = []
     if model_url is None:
         model = _EmbeddedModel.prepare(model_name, model_lora, model_checkpoint, logs / "model.log")
         model_url, model_name = model.url, model.name
+        # The embedded model answers its key alone; Gym's agent gets it from a config file only
+        # this user can read (a command line is every local user's to read).
+        key_file = workdir / "policy_key.yaml"
+        write_key_file(key_file, f"policy_api_key: '{model.api_key}'")
+        key_config = ["--config", str(key_file)]
     model_url = model_url.rstrip("/").removesuffix("/v1")
     if model_name is None:
         model_name = _served_model(model_url)
@@ -254,7 +261,8 @@ def up(
             "+skip_venv_if_present=true",
             f"+uv_venv_dir={venvs}",
             f"+policy_base_url={model_url}/v1",
-            "+policy_api_key=dummy",
+            *key_config,
+            *([] if key_config else ["+policy_api_key=dummy"]),
             f"+policy_model_name={model_name}",
             f"++head_server.port={head_port}",
             *(observability_overrides(captures) if observed else []),
@@ -308,6 +316,7 @@ class _EmbeddedModel:
 
     def __init__(self, spec: ServerSpec, port: int, log: Path) -> None:
         self.spec, self.port, self.log = spec, port, log
+        self.api_key = new_api_key()  # every route but /health asks for it
         self.url = f"http://{spec.host}:{port}"
         self.name = spec.served_model_name
         self.t0 = time.monotonic()
@@ -325,9 +334,8 @@ class _EmbeddedModel:
         return cls(spec, port, log)
 
     def launch(self, workdir: Path, env: dict[str, str], start: StartRecord, echo: Echo) -> None:
-        cmd = self.spec.command(self.port)
+        cmd, model_env = keyed_launch(self.spec.command(self.port), {**env, **self.spec.env}, self.api_key)
         echo(f"[gym] starting the embedded model: {' '.join(cmd)} (log {self.log})")
-        model_env = {**env, **self.spec.env}
         rpc_dir = private_rpc_dir(model_env)
         with start.launching():
             self._proc = spawn(cmd, cwd=workdir, env=model_env, log=self.log)
