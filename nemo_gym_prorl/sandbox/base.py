@@ -151,12 +151,12 @@ class Sandbox(ABC):
         self.tmp_dir = self._dir / "tmp"  # /tmp inside, shared by this sandbox's processes only
         try:
             make_private_dirs(root, self._dir)
+            if not self._owns_workspace and not self._is_given(self.workspace):
+                self.hand_over(self.workspace)  # a directory of the service's: the sandbox's now
             for owned in (self.workspace, self.tmp_dir):
                 owned.mkdir(parents=True, exist_ok=True)
                 self._give(owned)
                 owned.chmod(0o700)
-            if not self._owns_workspace:
-                self.hand_over(self.workspace)
             self.python_setup = python_setup(spec)
             _reap_orphans_once()
             self._cgroup = PidsCgroup.create(f"{os.getpid()}-{self.backend}-{self.id}", spec.limits)
@@ -183,6 +183,11 @@ class Sandbox(ABC):
     def _give(self, path: Path) -> None:
         if self.identity is not None:
             self.identity.chown(path)
+
+    def _is_given(self, path: Path) -> bool:
+        """Whether `path` is the sandbox user's already (a joined sandbox's workspace, its
+        owner's, is: not walked again)."""
+        return self.identity is None or (path.exists() and path.stat().st_uid == self.identity.uid)
 
     def hand_over(self, path: Path) -> None:
         """Make `path` and everything under it the sandbox's own (a root service copies a
