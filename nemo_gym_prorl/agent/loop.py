@@ -30,6 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from nemo_gym_prorl.llm.errors import InferenceError
 from nemo_gym_prorl.llm.records import ChatMessage, ToolCall, TrajectoryTokens, TurnRecord
+from nemo_gym_prorl.llm.slot_wait import SlotWaitClock, listen
 from nemo_gym_prorl.llm.tito import TokenSession
 
 FINISH_TOOL = "submit"
@@ -67,7 +68,12 @@ class AgentLimits(BaseModel):
     max_generated_tokens: int | None = Field(
         None, ge=1, description="Tokens the model may generate over the whole trajectory."
     )
-    max_time_s: float | None = Field(None, gt=0, description="Wall-clock budget of the loop.")
+    max_time_s: float | None = Field(
+        None,
+        gt=0,
+        description="Time budget of the loop: wall-clock time less the time its model calls waited "
+        "for a free backend slot (the service's backpressure, not the rollout's work).",
+    )
 
 
 class ToolStep(BaseModel):
@@ -106,6 +112,9 @@ class AgentTrajectory(BaseModel):
     num_turns: int
     generated_tokens: int
     duration_s: float
+    model_wait_s: float = Field(
+        0.0, description="of `duration_s`, the time its model calls waited for a free backend slot"
+    )
     harness: dict[str, Any] | None = Field(
         None, description="a harness's rollout: its name and exit status, its calls and token segments"
     )
@@ -135,15 +144,23 @@ async def run_agent(
     final_answer: str | None = None
     generated = 0
     stop: StopReason = "max_turns"
+    clock = SlotWaitClock()
+
+    def time_left() -> float | None:
+        if limits.max_time_s is None:
+            return None
+        return limits.max_time_s - (time.monotonic() - started - clock.waited_s())
 
     for _ in range(limits.max_turns):
-        remaining = None if limits.max_time_s is None else limits.max_time_s - (time.monotonic() - started)
+        remaining = time_left()
         if remaining is not None and remaining <= 0:
             stop = "time_budget"
             break
         try:
-            async with asyncio.timeout(remaining):
-                turn = await session.generate(pending)
+            with listen(clock):
+                async with asyncio.timeout(remaining) as timer:
+                    with clock.pausing(timer, time_left):
+                        turn = await session.generate(pending)
         except TimeoutError:
             stop = "time_budget"
             break
@@ -183,6 +200,7 @@ async def run_agent(
         num_turns=len(session.turns),
         generated_tokens=generated,
         duration_s=time.monotonic() - started,
+        model_wait_s=clock.waited_s(),
     )
 
 

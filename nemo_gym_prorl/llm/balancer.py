@@ -17,8 +17,12 @@ Policy (why each part exists):
 - sticky per key (trajectory id) while the endpoint is healthy: every turn reuses the
   backend's prefix cache. A move (endpoint ejected/removed) is reported on the lease so the
   trajectory can record it.
-- a concurrency cap per endpoint; when every usable endpoint is full the caller waits, but
-  never longer than `acquire_timeout_s`.
+- a concurrency cap per endpoint; when every usable endpoint is full the caller waits in line,
+  never longer than `acquire_timeout_s`. The line is first come, first served: a freed slot is
+  handed to exactly one waiter (the earliest that may use it: a trajectory waits for its own
+  endpoint, a new one for any), so a finish costs one wake-up however many wait, and nobody is
+  overtaken forever. A wait is reported (`slot_wait`) so that budgets leave it out: a lack of
+  slots shows as backpressure, not as rollouts timing out.
 - health: failures reported by callers trigger an immediate probe (and enough consecutive
   failures eject outright); a periodic probe re-admits ejected endpoints. A probe left
   unanswered ejects only when enough in a row are: one slow answer from a loaded server must
@@ -33,7 +37,9 @@ import heapq
 import itertools
 import logging
 import time
+from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection
+from dataclasses import dataclass
 
 from nemo_gym_prorl.llm.endpoints import (
     BalancerConfig,
@@ -48,6 +54,7 @@ from nemo_gym_prorl.llm.errors import (
     PoolClosedError,
     PoolSaturatedError,
 )
+from nemo_gym_prorl.llm.slot_wait import waiting_for_slot
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +71,30 @@ __all__ = [
 ]
 
 
+@dataclass(slots=True, eq=False)
+class _Waiter:
+    """One caller waiting for a slot; `seq` is its place in line."""
+
+    seq: int
+    key: str | None
+    avoid: Collection[str]
+    future: asyncio.Future[Lease]
+    home: str | None = None  # the endpoint its key lives on (it waits for that one); None: any
+    moved_from: str | None = None
+    move_reason: str | None = None
+
+
+def _insert(line: deque[_Waiter], waiter: _Waiter) -> None:
+    """Put `waiter` in `line` by arrival (a newcomer goes last; a re-routed one to its place)."""
+    if not line or line[-1].seq < waiter.seq:
+        line.append(waiter)
+        return
+    for index, other in enumerate(line):
+        if other.seq > waiter.seq:
+            line.insert(index, waiter)
+            return
+
+
 class Balancer:
     """Least-in-flight, sticky, health-aware balancer. All methods run on one event loop."""
 
@@ -74,15 +105,22 @@ class Balancer:
         self._heap: list[tuple[int, int, int, int, str]] = []
         self._seq = itertools.count(1)
         self._sticky: dict[str, str] = {}
-        # Waiters sleep on the current "changed" event; every state change sets it and installs
-        # a fresh one. Single-threaded asyncio makes check-then-take atomic, so no lock is needed.
-        self._changed = asyncio.Event()
+        # Callers waiting for a slot, in arrival order: those whose key lives on an endpoint wait
+        # in its line, the others in the open line. Every change of state hands free slots out
+        # at once, earliest first (`_dispatch`); single-threaded asyncio makes that atomic.
+        self._lines: dict[str, deque[_Waiter]] = {}
+        self._open_line: deque[_Waiter] = deque()
+        self._arrivals = itertools.count()
+        self._idle: dict[str, list[asyncio.Future[None]]] = {}  # drains waiting for in_flight == 0
         self._closed = False
         self._health_task: asyncio.Task[None] | None = None
         self._probe_tasks: dict[str, asyncio.Task[None]] = {}
         self.sticky_hits = 0
         self.sticky_moves = 0
         self.picks = 0
+        self.waited = 0  # acquisitions that had to wait for a slot
+        self.wakeups = 0  # waiting callers resumed (each with its answer: one per hand-out)
+        self.wait_s = 0.0  # seconds spent waiting, all callers together
 
     # --- membership ---------------------------------------------------------------------------
 
@@ -94,13 +132,13 @@ class Balancer:
             state.max_in_flight = max_in_flight or state.max_in_flight
             state.draining = False
             self._touch(state)
-            self._notify()
+            self._dispatch()
             return
         state = EndpointState(address=address, max_in_flight=max_in_flight or self.config.max_in_flight)
         state.healthy = healthy
         self._endpoints[address] = state
         self._touch(state)
-        self._notify()
+        self._dispatch()
 
     def set_cap(self, address: str, max_in_flight: int) -> None:
         """Change an endpoint's concurrency cap, nothing else (a draining one stays draining).
@@ -112,7 +150,7 @@ class Balancer:
             return
         state.max_in_flight = max_in_flight
         self._touch(state)
-        self._notify()
+        self._dispatch()
 
     def remove(self, address: str) -> None:
         """Remove at once. Requests in flight finish; keys bound here move on their next pick."""
@@ -120,7 +158,8 @@ class Balancer:
         if state is None:
             return
         state.removed = True
-        self._notify()
+        self._wake_drains(address)  # nothing more will come back to a removed endpoint
+        self._dispatch()
 
     async def drain(self, address: str, *, timeout_s: float | None = None, remove: bool = True) -> bool:
         """Stop giving the endpoint to new keys, wait until nothing is in flight there, then
@@ -130,13 +169,25 @@ class Balancer:
         if state is None:
             return True
         state.draining = True
-        self._notify()
+        self._dispatch()
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
-        while state.in_flight > 0:
+        # Keys that live here still finish their turns here, so in_flight can rise again: re-check.
+        while state.in_flight > 0 and not state.removed:
             remaining = None if deadline is None else deadline - time.monotonic()
             if remaining is not None and remaining <= 0:
                 return False
-            await self._wait_for_change(remaining)
+            idle = asyncio.get_running_loop().create_future()
+            drains = self._idle.setdefault(address, [])
+            drains.append(idle)
+            try:
+                await asyncio.wait_for(idle, remaining)
+            except TimeoutError:
+                return False
+            finally:
+                with contextlib.suppress(ValueError):
+                    drains.remove(idle)
+                if not drains and self._idle.get(address) is drains:
+                    del self._idle[address]
         if remove:
             self.remove(address)
         return True
@@ -154,53 +205,39 @@ class Balancer:
 
         `avoid` names endpoints that just failed this key's request: the key leaves them if
         any other usable endpoint exists (a backend that fails our request is not healthy
-        for us even if its health route still answers), and stays otherwise."""
-        deadline = time.monotonic() + self.config.acquire_timeout_s
-        moved_from: str | None = None
-        move_reason: str | None = None
-        while True:
-            if self._closed:
-                raise PoolClosedError("the balancer is closed")
-            if not self._endpoints:
-                raise NoBackendError("no backend is configured (add one with add_backend / --backend)")
-            bound_addr = self._sticky.get(key) if key is not None else None
-            if bound_addr is not None:
-                state = self._endpoints.get(bound_addr)
-                avoided = bound_addr in avoid and self._has_alternative(avoid)
-                if state is not None and state.healthy and not avoided:
-                    if state.has_slot():
-                        if moved_from is None:
-                            self.sticky_hits += 1
-                        return self._take(state, key, moved_from, move_reason)
-                else:
-                    # The endpoint this key lived on is gone, ejected or failing: move the key.
-                    moved_from = bound_addr
-                    if state is None:
-                        move_reason = "removed"
-                    elif not state.healthy:
-                        move_reason = f"unhealthy: {state.last_error}"
-                    else:
-                        move_reason = f"failed a request: {state.last_error}"
-                    self._unbind(key)
-                    bound_addr = None
-            if bound_addr is None:
-                usable = [s for s in self._endpoints.values() if s.accepts_new_keys()]
-                if not usable:
-                    raise AllBackendsDownError(self._down_message())
-                state = self._pop_least_loaded(avoid)
-                if state is not None:
-                    if key is not None:
-                        self._bind(key, state)
-                        if moved_from is not None:
-                            self.sticky_moves += 1
-                    return self._take(state, key, moved_from, move_reason)
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise PoolSaturatedError(
-                    f"every usable backend stayed at its concurrency cap for "
-                    f"{self.config.acquire_timeout_s:.1f}s"
-                )
-            await self._wait_for_change(remaining)
+        for us even if its health route still answers), and stays otherwise.
+
+        With no free slot the caller waits in line (first come, first served) for at most
+        `acquire_timeout_s`; the wait is reported to the caller's budget keepers (`slot_wait`)."""
+        waiter = _Waiter(
+            seq=next(self._arrivals),
+            key=key,
+            avoid=frozenset(avoid),
+            future=asyncio.get_running_loop().create_future(),
+        )
+        self._route(waiter)
+        self._dispatch()
+        if waiter.future.done():  # served at once, or refused
+            return waiter.future.result()
+        self.waited += 1
+        started = time.monotonic()
+        try:
+            with waiting_for_slot():
+                async with asyncio.timeout(self.config.acquire_timeout_s):
+                    lease = await waiter.future
+        except TimeoutError:
+            self._withdraw(waiter)
+            raise PoolSaturatedError(
+                f"every usable backend stayed at its concurrency cap for {self.config.acquire_timeout_s:.1f}s"
+            ) from None
+        except BaseException:
+            self._withdraw(waiter)
+            raise
+        finally:
+            self.wait_s += time.monotonic() - started
+            if waiter.future.done() and not waiter.future.cancelled():
+                self.wakeups += 1
+        return lease
 
     def release(self, lease: Lease, *, ok: bool = True, error: str | None = None) -> None:
         """Return the slot. `ok=False` counts a failure against the endpoint (see `report_failure`)."""
@@ -212,11 +249,13 @@ class Balancer:
             state.in_flight -= 1
             state.served += 1
             self._touch(state)
+            if state.in_flight == 0:
+                self._wake_drains(lease.address)
             if ok:
                 self.report_success(lease.address)
             else:
                 self.report_failure(lease.address, error or "request failed")
-        self._notify()
+        self._dispatch()
 
     @contextlib.asynccontextmanager
     async def lease(self, key: str | None = None) -> AsyncIterator[Lease]:
@@ -269,7 +308,7 @@ class Balancer:
             state.last_error = None
             log.info("endpoint %s re-admitted", address)
             self._touch(state)
-            self._notify()
+            self._dispatch()
 
     async def probe_all(self) -> None:
         """Probe every endpoint once, concurrently (the periodic check calls this)."""
@@ -290,7 +329,7 @@ class Balancer:
                 await task
         self._health_task = None
         self._probe_tasks.clear()
-        self._notify()
+        self._dispatch()  # every waiter is refused: the balancer is closed
 
     def stats(self) -> BalancerStats:
         return BalancerStats(
@@ -298,6 +337,10 @@ class Balancer:
             sticky_hits=self.sticky_hits,
             sticky_moves=self.sticky_moves,
             picks=self.picks,
+            waiting=sum(len(line) for line in self._lines.values()) + len(self._open_line),
+            waited=self.waited,
+            wakeups=self.wakeups,
+            wait_s=self.wait_s,
         )
 
     # --- internals ----------------------------------------------------------------------------
@@ -368,7 +411,7 @@ class Balancer:
             state.healthy = False
             log.warning("endpoint %s ejected: %s", state.address, error)
             self._touch(state)
-            self._notify()
+            self._dispatch()
 
     def _down_message(self) -> str:
         parts = [
@@ -377,14 +420,135 @@ class Balancer:
         ]
         return "all backends are down or draining: " + ", ".join(parts)
 
-    def _notify(self) -> None:
-        """Wake every waiter; they re-check the state themselves."""
-        self._changed.set()
-        self._changed = asyncio.Event()
+    # --- the line of waiters ------------------------------------------------------------------
 
-    async def _wait_for_change(self, timeout_s: float | None) -> None:
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._changed.wait(), timeout_s)
+    def _route(self, waiter: _Waiter) -> None:
+        """Put `waiter` in the line it waits in: its key's endpoint's while that endpoint is
+        healthy and not avoided, else the open line (the key leaves its endpoint, which the
+        lease will report)."""
+        bound = self._sticky.get(waiter.key) if waiter.key is not None else None
+        if bound is not None:
+            state = self._endpoints.get(bound)
+            avoided = bound in waiter.avoid and self._has_alternative(waiter.avoid)
+            if state is not None and state.healthy and not avoided:
+                waiter.home = bound
+                _insert(self._lines.setdefault(bound, deque()), waiter)
+                return
+            waiter.moved_from = bound
+            if state is None:
+                waiter.move_reason = "removed"
+            elif not state.healthy:
+                waiter.move_reason = f"unhealthy: {state.last_error}"
+            else:
+                waiter.move_reason = f"failed a request: {state.last_error}"
+            self._unbind(waiter.key)
+        waiter.home = None
+        _insert(self._open_line, waiter)
+
+    def _dispatch(self) -> None:
+        """Hand out free slots, earliest waiter first, one slot to one waiter; refuse those that
+        can no longer be served. Called after every change of state."""
+        if self._closed:
+            self._refuse_all(lambda: PoolClosedError("the balancer is closed"))
+            return
+        if not self._endpoints:
+            self._refuse_all(
+                lambda: NoBackendError("no backend is configured (add one with add_backend / --backend)")
+            )
+            return
+        self._reroute_homeless()
+        if self._open_line and not any(s.accepts_new_keys() for s in self._endpoints.values()):
+            while self._open_line:
+                waiter = self._open_line.popleft()
+                if not waiter.future.done():
+                    waiter.future.set_exception(AllBackendsDownError(self._down_message()))
+        while self._serve_next():
+            pass
+
+    def _serve_next(self) -> bool:
+        """Serve the earliest waiter that a free slot can take; False when none can."""
+        home: _Waiter | None = None
+        for address, line in list(self._lines.items()):
+            while line and line[0].future.done():  # gave up (timeout, cancel) and left
+                line.popleft()
+            if not line:
+                del self._lines[address]
+                continue
+            if self._endpoints[address].has_slot() and (home is None or line[0].seq < home.seq):
+                home = line[0]
+        while self._open_line and self._open_line[0].future.done():
+            self._open_line.popleft()
+        first = self._open_line[0] if self._open_line else None
+        if first is not None and (home is None or first.seq < home.seq):
+            if first.key is not None and first.key in self._sticky:
+                # A request of the same trajectory was served meanwhile: follow it there.
+                self._route(self._open_line.popleft())
+                return True
+            state = self._pop_least_loaded(first.avoid)
+            if state is not None:
+                self._open_line.popleft()
+                if first.key is not None:
+                    self._bind(first.key, state)
+                    if first.moved_from is not None:
+                        self.sticky_moves += 1
+                self._hand(first, state)
+                return True
+        if home is None:
+            return False
+        assert home.home is not None
+        self._lines[home.home].popleft()
+        if home.moved_from is None:
+            self.sticky_hits += 1
+        self._hand(home, self._endpoints[home.home])
+        return True
+
+    def _hand(self, waiter: _Waiter, state: EndpointState) -> None:
+        waiter.future.set_result(self._take(state, waiter.key, waiter.moved_from, waiter.move_reason))
+
+    def _reroute_homeless(self) -> None:
+        """Waiters whose endpoint was removed or ejected move to the open line, in their place."""
+        for address in [a for a in self._lines if not self._keeps_its_keys(a)]:
+            for waiter in self._lines.pop(address):
+                if not waiter.future.done():
+                    self._route(waiter)
+
+    def _keeps_its_keys(self, address: str) -> bool:
+        state = self._endpoints.get(address)
+        return state is not None and state.healthy  # a draining one still finishes its keys' turns
+
+    def _refuse_all(self, error: Callable[[], Exception]) -> None:
+        lines = [*self._lines.values(), self._open_line]
+        self._lines = {}
+        self._open_line = deque()
+        for line in lines:
+            for waiter in line:
+                if not waiter.future.done():
+                    waiter.future.set_exception(error())
+
+    def _withdraw(self, waiter: _Waiter) -> None:
+        """A waiter gave up (timeout, cancel). A slot handed to it just before goes to the next."""
+        future = waiter.future
+        if future.done() and not future.cancelled() and future.exception() is None:
+            lease = future.result()
+            lease.released = True
+            state = self._endpoints.get(lease.address)
+            if state is not None:
+                state.in_flight -= 1
+                self._touch(state)
+                if state.in_flight == 0:
+                    self._wake_drains(lease.address)
+            self._dispatch()
+            return
+        future.cancel()
+        line = self._open_line if waiter.home is None else self._lines.get(waiter.home)
+        if line is not None:
+            with contextlib.suppress(ValueError):
+                line.remove(waiter)
+
+    def _wake_drains(self, address: str) -> None:
+        for idle in self._idle.pop(address, []):
+            if not idle.done():
+                idle.set_result(None)
 
     def _probe_soon(self, address: str) -> None:
         if self._probe is None or self._closed:

@@ -85,6 +85,10 @@ class BalancerStats(BaseModel):
     sticky_hits: int
     sticky_moves: int
     picks: int
+    waiting: int = Field(0, description="callers waiting for a slot now")
+    waited: int = Field(0, description="acquisitions that had to wait for a slot")
+    wakeups: int = Field(0, description="waiting callers resumed: one per slot handed out, never all")
+    wait_s: float = Field(0.0, description="seconds spent waiting for slots, all callers together")
 
     @property
     def sticky_hit_rate(self) -> float:

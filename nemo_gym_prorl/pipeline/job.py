@@ -194,6 +194,11 @@ class Timing(BaseModel):
     run_wait: float = 0.0
     eval_wait: float = 0.0
     others_time: float = Field(0.0, description="Resource release and bookkeeping after the stages.")
+    model_wait_s: float = Field(
+        0.0,
+        description="Time inside stages that its model calls waited for a free backend slot: the "
+        "service's backpressure, neither stage time nor counted by the active-time budget.",
+    )
     counted_elapsed: float = Field(0.0, description="Active time only: what the active-time budget counts.")
     total_elapsed: float = Field(0.0, description="Wall time from submission to the end.")
     timeout_triggered: bool = False

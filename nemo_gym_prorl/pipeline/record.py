@@ -28,7 +28,8 @@ _STAGE_STATE = {Stage.INIT: JobState.INIT, Stage.RUN: JobState.RUN, Stage.EVAL: 
 
 
 class JobRecord:
-    """Time is split into segments: waiting for a stage, active in it, or releasing ("others").
+    """Time is split into segments: waiting for a stage, active in it, waiting inside it for a
+    model slot (`model_wait`: backpressure, not the job's work), or releasing ("others").
 
     Plain attributes, not a pydantic model: thousands of these are updated on every step.
     """
@@ -46,6 +47,8 @@ class JobRecord:
         self.active = dict.fromkeys(Stage, 0.0)
         self.waits = dict.fromkeys(Stage, 0.0)
         self.others = 0.0
+        self.model_wait = 0.0
+        self.model_waiting = False  # inside a stage, its model calls wait for a free slot
         # Stage products.
         self.state: Any = None
         self.has_state = False
@@ -74,7 +77,10 @@ class JobRecord:
     # -- segments ---------------------------------------------------------------------------
     def _close_segment(self, now: float) -> None:
         spent = max(0.0, now - self.mark)
-        (self.waits if self.waiting else self.active)[self.stage] += spent
+        if self.model_waiting and not self.waiting:
+            self.model_wait += spent
+        else:
+            (self.waits if self.waiting else self.active)[self.stage] += spent
         self.mark = now
 
     def begin_wait(self, stage: Stage) -> None:
@@ -83,7 +89,16 @@ class JobRecord:
 
     def begin_active(self, stage: Stage) -> None:
         self._close_segment(time.monotonic())
-        self.stage, self.waiting = stage, False
+        self.stage, self.waiting, self.model_waiting = stage, False, False
+
+    def begin_model_wait(self) -> None:
+        """The stage's model calls wait for a free backend slot: the clock of its budget stops."""
+        self._close_segment(time.monotonic())
+        self.model_waiting = True
+
+    def end_model_wait(self) -> None:
+        self._close_segment(time.monotonic())
+        self.model_waiting = False
 
     def end_active(self) -> None:
         """Close the active segment; what follows (release) is counted as `others`."""
@@ -111,7 +126,7 @@ class JobRecord:
 
     def counted_elapsed(self) -> float:
         now = time.monotonic()
-        running = 0.0 if self.waiting else max(0.0, now - self.mark)
+        running = 0.0 if self.waiting or self.model_waiting else max(0.0, now - self.mark)
         return sum(self.active.values()) + running
 
     def time_left(self) -> float:
@@ -127,7 +142,11 @@ class JobRecord:
         waits = dict(self.waits)
         active = dict(self.active)
         open_spent = max(0.0, now - self.mark)
-        (waits if self.waiting else active)[self.stage] += open_spent
+        model_wait = self.model_wait
+        if self.model_waiting and not self.waiting:
+            model_wait += open_spent
+        else:
+            (waits if self.waiting else active)[self.stage] += open_spent
         return Timing(
             init_time=active[Stage.INIT],
             run_time=active[Stage.RUN],
@@ -136,6 +155,7 @@ class JobRecord:
             run_wait=waits[Stage.RUN],
             eval_wait=waits[Stage.EVAL],
             others_time=self.others,
+            model_wait_s=model_wait,
             counted_elapsed=sum(active.values()),
             total_elapsed=now - self.t_submit,
             timeout_triggered=timeout_triggered,

@@ -18,6 +18,7 @@ import logging
 import time
 import traceback
 
+from nemo_gym_prorl.llm.slot_wait import SlotWaitClock, listen
 from nemo_gym_prorl.pipeline.config import PipelineConfig
 from nemo_gym_prorl.pipeline.executor import InfrastructureError, StageExecutor
 from nemo_gym_prorl.pipeline.handler import RolloutFailure
@@ -90,9 +91,14 @@ class StageRunner:
             if left <= 0:
                 raise _BudgetSpentError
             timer = asyncio.timeout(left)
+            # Waiting for a model slot is the service's backpressure, not the job's work: the
+            # budget's clock stops meanwhile (the wall deadline still stands).
+            clock = SlotWaitClock(on_began=rec.begin_model_wait, on_ended=rec.end_model_wait)
             try:
-                async with timer:
-                    await self._stage_body(rec, stage)
+                with listen(clock):
+                    async with timer:
+                        with clock.pausing(timer, rec.time_left, rec.deadline):
+                            await self._stage_body(rec, stage)
             except TimeoutError as exc:
                 if not timer.expired():
                     raise  # the handler's own timeout error: a stage failure

@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
 from collections.abc import Mapping
@@ -12,9 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.scripted_model import ScriptedDialect
 
 from nemo_gym_prorl.agent.loop import AgentLimits, run_agent
-from nemo_gym_prorl.llm.dialects.base import Dialect
+from nemo_gym_prorl.llm.balancer import Balancer, BalancerConfig
+from nemo_gym_prorl.llm.dialects.base import Dialect, Generation, TurnContext
 from nemo_gym_prorl.llm.pool import LLMBackendPool
 from nemo_gym_prorl.llm.records import ChatMessage
 from nemo_gym_prorl.llm.tito import TokenSession
@@ -159,3 +162,33 @@ async def test_real_tools_in_a_real_sandbox(scripted: Any, pool: LLMBackendPool,
         assert (sb.workspace / "out.txt").read_text() == "42\n"
     assert result.steps[0].observation.strip() == "42"
     assert result.stop_reason == "submitted" and result.final_answer == "42"
+
+
+class SlotQueuedDialect(ScriptedDialect):
+    """Each turn first takes a slot of the model pool's balancer, as the pool does."""
+
+    def __init__(self, replies: list[str | Exception], balancer: Balancer) -> None:
+        super().__init__(replies)
+        self.balancer = balancer
+
+    async def generate(self, ctx: TurnContext) -> Generation:
+        lease = await self.balancer.acquire("t-1")
+        try:
+            return await super().generate(ctx)
+        finally:
+            self.balancer.release(lease)
+
+
+async def test_time_spent_waiting_for_a_model_slot_is_not_charged_to_the_time_budget(
+    pool: LLMBackendPool,
+) -> None:
+    balancer = Balancer(BalancerConfig(max_in_flight=1))
+    balancer.add("backend")
+    held = await balancer.acquire()
+    dialect = SlotQueuedDialect([call("bash", command="true"), "done"], balancer)
+    loop = asyncio.get_running_loop()
+    loop.call_later(0.4, balancer.release, held)  # four budgets' worth of waiting for the slot
+    limits = AgentLimits(max_time_s=0.1)
+    result = await run_agent(session(pool, dialect), RecordingTools(), PROMPT, limits)
+    assert result.stop_reason == "answered" and result.num_turns == 2
+    assert result.model_wait_s > 0.1 and result.duration_s >= result.model_wait_s
