@@ -195,7 +195,8 @@ class BubblewrapPtySession:
                 stream.stop()
         process: Any = self._ptyproc or self._proc
         if process is not None:
-            self._sandbox.kill_process(process)
+            # A terminal's close waits (ptyprocess sleeps): in a thread, never on the loop.
+            await asyncio.to_thread(self._sandbox.kill_process, process)
         if self._proc is not None:
             with contextlib.suppress(ProcessLookupError, TimeoutError):
                 await asyncio.wait_for(self._proc.wait(), 5)
