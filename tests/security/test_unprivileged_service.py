@@ -5,8 +5,8 @@
 
 CI and these machines run the tests as root, where sandboxes take the dedicated identity. Users
 on clusters run the service as themselves. This test runs the privilege probes of every kind,
-the harness's confinement, the sandboxes' own behaviour and the local backend (which a root
-service refuses) in a pytest of their own, as an unprivileged uid (`support.unprivileged`: it
+the harness's confinement, the sandboxes' own behaviour, the PTY shell and the local backend
+(which a root service refuses) in a pytest of their own, as an unprivileged uid (`support.unprivileged`: it
 reaches the interpreter, venv, checkout and sandbox runtime through a mount namespace of its
 own; nothing of the host changes). Every test there must pass; none may be skipped for lack of
 privileges.
@@ -33,6 +33,7 @@ MODULES = [
     "tests/sandbox/test_bubblewrap.py",
     "tests/sandbox/test_persistent_bubblewrap.py",
     "tests/sandbox/test_local_unsafe.py",
+    "tests/tools/test_pty_shell.py",
 ]
 
 pytestmark = [
