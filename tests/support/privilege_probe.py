@@ -114,7 +114,9 @@ def verdict(report: dict[str, Any], *, host_dir: Path | None, hidden: list[str])
         assert made.stat().st_uid == expected_uid != 0, (made.stat().st_uid, report)
         if identity is not None:  # no user namespace: the uid inside is the host's
             assert report["uid"] == report["euid"] == expected_uid, report
-    assert report["modes"] and not any(mode & (stat.S_ISUID | stat.S_ISGID) for mode in report["modes"]), report
+    assert report["modes"] and not any(mode & (stat.S_ISUID | stat.S_ISGID) for mode in report["modes"]), (
+        report
+    )
     for key in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"):
         assert int(report[key], 16) == 0, (key, report[key])
     assert report["Seccomp"] == "2" and report["NoNewPrivs"] == "1", report

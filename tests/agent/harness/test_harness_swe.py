@@ -18,9 +18,9 @@ from nemo_gym_prorl.agent.deps import HandlerDeps
 from nemo_gym_prorl.agent.factory import domain_handler
 from nemo_gym_prorl.agent.handler import AgentRolloutHandler
 from nemo_gym_prorl.agent.harness import runner as runner_module
+from nemo_gym_prorl.agent.harness.token_capture import chain_fields, read_rollout, write_harness_record
 from nemo_gym_prorl.agent.harness.trajectory import agent_trajectory
 from nemo_gym_prorl.datasets.swe import swe_rows
-from nemo_gym_prorl.agent.harness.token_capture import chain_fields, read_rollout, write_harness_record
 from nemo_gym_prorl.llm import LLMBackendPool, PoolConfig, VLLMCompletionsDialect
 from nemo_gym_prorl.llm.access import LLMAccess
 from nemo_gym_prorl.llm.embedded import VLLMServer

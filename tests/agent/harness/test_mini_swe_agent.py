@@ -15,9 +15,9 @@ from harness_helpers import ScriptedLLM, harness_job, prompt_row
 
 from nemo_gym_prorl.agent.harness import make_harness
 from nemo_gym_prorl.agent.harness.base import SandboxExecutor
+from nemo_gym_prorl.agent.harness.gym_capture import BROKEN_CHAIN
 from nemo_gym_prorl.agent.harness.mini_swe_agent import MiniSweAgent, MiniSweAgentOptions
 from nemo_gym_prorl.agent.loop import AgentLimits
-from nemo_gym_prorl.agent.harness.gym_capture import BROKEN_CHAIN
 from nemo_gym_prorl.pipeline.job import Job
 from nemo_gym_prorl.rollouts.delivery import OFF_CHAIN, TokenDelivery
 from nemo_gym_prorl.sandbox import SandboxSpec
