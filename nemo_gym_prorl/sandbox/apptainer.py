@@ -30,6 +30,7 @@ from pathlib import Path
 
 from nemo_gym_prorl.sandbox.base import Sandbox, SandboxError
 from nemo_gym_prorl.sandbox.launch import Launch
+from nemo_gym_prorl.sandbox.limits import pid_alive
 from nemo_gym_prorl.sandbox.spec import SandboxSpec
 
 logger = logging.getLogger(__name__)
@@ -132,16 +133,6 @@ class ApptainerSandbox(Sandbox):
             logger.warning("could not stop apptainer instance %s: %s", self.instance, exc)
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def reap_orphan_instances(binary: str | None = None) -> list[str]:
     """Stop instances this project started for owners that no longer exist; return their names."""
     binary = binary or find_apptainer()
@@ -160,7 +151,7 @@ def reap_orphan_instances(binary: str | None = None) -> list[str]:
     for inst in instances:
         name = inst.get("instance", "")
         owner = owner_of(name)
-        if owner is not None and not _pid_alive(owner):
+        if owner is not None and not pid_alive(owner):
             subprocess.run([binary, "instance", "stop", name], capture_output=True, timeout=60, check=False)
             stopped.append(name)
     return stopped

@@ -270,17 +270,22 @@ def _remove_group(path: Path) -> None:
     logger.warning("could not remove cgroup %s", path)
 
 
-def _owner_alive(name: str) -> bool:
-    pid = name.split("-", 1)[0]
-    if not pid.isdigit():
-        return True  # not named by us: leave it alone
+def pid_alive(pid: int) -> bool:
+    """Whether a process `pid` exists (another user's counts: it is alive, just not ours)."""
     try:
-        os.kill(int(pid), 0)
+        os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
     return True
+
+
+def _owner_alive(name: str) -> bool:
+    pid = name.split("-", 1)[0]
+    if not pid.isdigit():
+        return True  # not named by us: leave it alone
+    return pid_alive(int(pid))
 
 
 def reap_orphan_cgroups() -> list[str]:

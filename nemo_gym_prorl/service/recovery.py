@@ -31,7 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from nemo_gym_prorl.pipeline import DuplicateJobError, JobSpec, Pipeline, UnknownTaskError
 from nemo_gym_prorl.sandbox.apptainer import reap_orphan_instances
-from nemo_gym_prorl.sandbox.limits import reap_orphan_cgroups, writable_controllers
+from nemo_gym_prorl.sandbox.limits import pid_alive, reap_orphan_cgroups, writable_controllers
 from nemo_gym_prorl.service.journal import Journal, JournalStore
 
 logger = logging.getLogger(__name__)
@@ -65,16 +65,6 @@ class Recovered(BaseModel):
     stopped_instances: list[str] = Field(default_factory=list)
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def dead_sandbox_dirs(previous_pids: Iterable[int], cgroup_parents: Iterable[Path]) -> list[str]:
     """Names of the sandbox directories (`<backend>-<id>`) whose owner is gone, read from the
     names of their cgroups: an owner pid that is dead, or this process's own pid when the
@@ -93,7 +83,7 @@ def dead_sandbox_dirs(previous_pids: Iterable[int], cgroup_parents: Iterable[Pat
             if match is None:
                 continue
             pid = int(match["pid"])
-            if (pid == os.getpid() and pid in previous) or (pid != os.getpid() and not _alive(pid)):
+            if (pid == os.getpid() and pid in previous) or (pid != os.getpid() and not pid_alive(pid)):
                 names[match["dir"]] = None
     return list(names)
 
