@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from nemo_gym_prorl.sandbox.runtime import prorl_home
+from nemo_gym_prorl.sandbox.runtime import prorl_home, runtime_root
 
 TESTS = Path(__file__).resolve().parents[1]
 CHECKOUT = TESTS.parent
@@ -61,7 +61,8 @@ def test_the_sandbox_suites_pass_for_an_unprivileged_service() -> None:
             "OMP_NUM_THREADS": "1",
             "LANG": "C.UTF-8",
         }
-        reach = [Path(sys.base_prefix), Path(sys.prefix), CHECKOUT, prorl_home()]
+        # The runtime, not PRORL_HOME itself: CI's is a `mktemp -d`, which no other user may enter.
+        reach = [Path(sys.base_prefix), Path(sys.prefix), CHECKOUT, runtime_root()]
         command = [sys.executable, "-m", "support.unprivileged", "--uid", str(UNPRIVILEGED_UID)]
         for path in reach:
             command += ["--reach", str(path.resolve())]

@@ -64,7 +64,7 @@ def open_the_ways(paths: list[Path]) -> None:
             if found is not None:
                 closed.setdefault(found[0], set()).add(found[1])
         if not closed:
-            return
+            break
         directory = min(closed, key=lambda d: len(d.parts))  # the shallowest first
         kept = []
         for index, name in enumerate(sorted(closed[directory])):
@@ -76,6 +76,10 @@ def open_the_ways(paths: list[Path]) -> None:
         for name, hold in kept:
             (directory / name).mkdir()
             _mount(str(hold), str(directory / name), None, MS_MOVE)
+    for path in paths:  # the ways are open; each place reached must be enterable itself
+        mode = os.stat(path).st_mode
+        if not mode & stat.S_IXOTH:
+            raise SystemExit(f"{path} is closed to other users (mode {oct(mode)}): reach what is inside it")
 
 
 def main() -> int:
