@@ -17,6 +17,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from support.loop_ticks import loop_ticks
 from support.processes import alive
 
 from nemo_gym_prorl.sandbox import SandboxError, SandboxLimits, SandboxPathError, SandboxSpec, open_sandbox
@@ -371,20 +372,7 @@ async def test_closing_a_sandbox_never_stalls_the_event_loop(tmp_path: Path) -> 
     the loop goes on serving other rollouts meanwhile."""
     sb = open_sandbox(SandboxSpec(root_dir=tmp_path))
     sb.spawn_pty(["/bin/sh", "-c", "sleep 100"])  # ptyprocess's close sleeps
-    ticks = 0
-    stop = asyncio.Event()
-
-    async def tick() -> None:
-        nonlocal ticks
-        while not stop.is_set():
-            ticks += 1
-            await asyncio.sleep(0)
-
-    ticker = asyncio.ensure_future(tick())
-    await asyncio.sleep(0)
-    before = ticks
-    await sb.aclose()
-    during = ticks - before
-    stop.set()
-    await ticker
+    async with loop_ticks() as ticks:
+        await sb.aclose()
+    during = ticks.count
     assert sb.closed and during > 10, f"the loop ran {during} times while the sandbox closed"

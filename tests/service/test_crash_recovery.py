@@ -17,11 +17,9 @@ result once. Reduced size; `make test-e2e` runs it.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import signal
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -30,8 +28,8 @@ import httpx
 import pytest
 from service_helpers import free_port
 from support.processes import alive
+from support.scripted_serve import start_scripted_serve
 
-from nemo_gym_prorl.cli.serve import READY_PREFIX
 from nemo_gym_prorl.pipeline import JobResult, JobState
 from nemo_gym_prorl.service.client import RolloutClient
 
@@ -46,35 +44,14 @@ PLAIN_QUICK, PLAIN_SLOW, PROMPTS, GROUP = 8, 24, 4, 2
 def start_service(tmp_path: Path, port: int, run_s: float) -> subprocess.Popen[str]:
     """`prorl serve` with the scripted sandbox handler, whose rollouts last `run_s` unless a job
     says otherwise; returns once it listens."""
-    overrides = [
-        "tasks=none",
-        "+tasks.box.handler=support.scripted_stages:build_sandbox_scripted",
+    proc, _ = start_scripted_serve(tmp_path, [
         f"+tasks.box.options.record_file={tmp_path / 'sandboxes.jsonl'}",
         f"+tasks.box.options.run_s={run_s}",
         "+tasks.box.options.keepalive=true",
         f"server.port={port}",
-        "server.log_level=warning",
-        "service.require_backend=false",
-        "llm.health_path=null",
         f"journal.path={tmp_path / 'journal.sqlite3'}",
-    ]
-    tests_dir = str(Path(__file__).resolve().parents[1])  # the child imports the scripted handler
-    env = {**os.environ, "PRORL_SANDBOX_ROOT": str(tmp_path / "sandboxes"), "PYTHONPATH": tests_dir}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "nemo_gym_prorl.cli.serve", *overrides],
-        stdout=subprocess.PIPE,
-        text=True,
-        env=env,
-        cwd=Path(__file__).resolve().parents[2],
-    )
-    assert proc.stdout is not None
-    deadline = time.monotonic() + 90
-    for line in proc.stdout:
-        if line.startswith(READY_PREFIX):
-            return proc
-        assert time.monotonic() < deadline
-    proc.kill()
-    raise AssertionError(f"service did not start (exit {proc.wait()})")
+    ], ready_s=90)  # fmt: skip
+    return proc
 
 
 def sandboxes(tmp_path: Path) -> list[dict[str, object]]:

@@ -11,11 +11,9 @@ looked for by what was recorded per sandbox (its pids cgroup and process ids), n
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -23,8 +21,7 @@ import httpx
 import psutil
 import pytest
 from support.processes import alive
-
-from nemo_gym_prorl.cli.serve import READY_PREFIX
+from support.scripted_serve import start_scripted_serve
 
 pytestmark = [
     pytest.mark.bwrap,
@@ -47,33 +44,7 @@ def created(pid: int) -> float | None:
 
 
 def start_service(tmp_path: Path, record: Path) -> tuple[subprocess.Popen[str], str]:
-    overrides = [
-        "tasks=none",
-        "+tasks.box.handler=support.scripted_stages:build_sandbox_scripted",
-        f"+tasks.box.options.record_file={record}",
-        "server.port=0",
-        "server.log_level=warning",
-        "service.require_backend=false",
-        "llm.health_path=null",
-    ]
-    # The scripted handler is test support (tests/support/): the child process imports it too.
-    tests_dir = str(Path(__file__).resolve().parents[1])
-    env = {**os.environ, "PRORL_SANDBOX_ROOT": str(tmp_path / "sandboxes"), "PYTHONPATH": tests_dir}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "nemo_gym_prorl.cli.serve", *overrides],
-        stdout=subprocess.PIPE,
-        text=True,
-        env=env,
-        cwd=Path(__file__).resolve().parents[2],
-    )
-    assert proc.stdout is not None
-    deadline = time.monotonic() + 60
-    for line in proc.stdout:
-        if line.startswith(READY_PREFIX):
-            return proc, line[len(READY_PREFIX) :].split()[0]
-        assert time.monotonic() < deadline
-    proc.kill()
-    raise AssertionError(f"service did not start (exit {proc.wait()})")
+    return start_scripted_serve(tmp_path, [f"+tasks.box.options.record_file={record}", "server.port=0"])
 
 
 def test_kill_minus_9_leaves_no_sandbox_process(tmp_path: Path) -> None:

@@ -16,6 +16,7 @@ from typing import Any
 
 import ptyprocess
 import pytest
+from support.loop_ticks import loop_ticks
 
 from nemo_gym_prorl.sandbox import SandboxSpec, open_sandbox
 from nemo_gym_prorl.sandbox.limits import PidsCgroup
@@ -61,20 +62,9 @@ async def test_closing_a_workspace_with_a_shell_and_a_kernel_leaves_the_event_lo
     shell_process = workspace.tools._shell._proc  # type: ignore[union-attr]
     blocking = BlockingCalls(monkeypatch)
 
-    ticks = 0
-
-    async def ticker() -> None:
-        nonlocal ticks
-        while True:
-            ticks += 1
-            await asyncio.sleep(0)
-
-    ticking = asyncio.create_task(ticker())
-    await asyncio.sleep(0)
-    before = ticks
-    await workspace.close()
-    during = ticks - before
-    ticking.cancel()
+    async with loop_ticks() as ticks:
+        await workspace.close()
+    during = ticks.count
 
     loop_thread = threading.get_ident()
     # The blocking parts did run (the terminal closed, the tree was removed)...
