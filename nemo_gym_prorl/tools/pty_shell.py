@@ -92,6 +92,10 @@ class PtyShell:
         self._buf = CappedBuffer(self.max_output_bytes)
         self._event: asyncio.Future[Prompt | Exited] | None = None
         self._started = asyncio.Event()
+        # A run's prompt counts only after its own start marker: a prompt before it is a stray
+        # one (bash redrawing its prompt for a Ctrl-C that reached it after the command it
+        # meant to stop had already ended), and would end the next command before it ran.
+        self._event_needs_start = False
         self._last_output = 0.0
         self._cwd = self._initial_cwd
         self._busy = False
@@ -151,7 +155,7 @@ class PtyShell:
         set_terminal_mode(self._fd)
         self._markers.reset()
         self._buf = CappedBuffer(self.max_output_bytes)
-        self._event = loop.create_future()
+        self._event, self._event_needs_start = loop.create_future(), False
         loop.add_reader(self._fd, self._on_readable)
         try:
             first = await asyncio.wait_for(asyncio.shield(self._event), self.start_timeout)
@@ -278,6 +282,8 @@ class PtyShell:
     def _on_event(self, event: Prompt | Exited) -> None:
         if isinstance(event, Prompt):
             self._cwd = event.cwd
+            if self._event_needs_start and not self._started.is_set():
+                return
         if self._event is not None and not self._event.done():
             self._event.set_result(event)
         # A prompt nobody waits for (a second one after Ctrl-C) needs no answer.
@@ -384,8 +390,8 @@ class PtyShell:
 
         loop = asyncio.get_running_loop()
         event: asyncio.Future[Prompt | Exited] = loop.create_future()
-        self._event = event
         self._started.clear()
+        self._event, self._event_needs_start = event, True
         self._last_output = time.monotonic()
         deadline = started + hard
         timed_out_kind: str | None = None
@@ -486,7 +492,7 @@ class PtyShell:
         enough: one that is not this recovery's (a late one from earlier) must not report a shell
         still spinning in a command as ready."""
         event: asyncio.Future[Prompt | Exited] = asyncio.get_running_loop().create_future()
-        self._event = event
+        self._event, self._event_needs_start = event, False
         await action()
         await asyncio.wait({event}, timeout=grace)
         if not (event.done() and isinstance(event.result(), Prompt)):

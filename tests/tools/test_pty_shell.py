@@ -277,6 +277,34 @@ async def test_a_prompt_marker_while_bash_still_spins_is_not_taken_as_recovery(
     assert (await shell.run("echo ok")).output == "ok\n"
 
 
+async def test_a_stray_prompt_before_the_command_starts_does_not_end_it(
+    shell: PtyShell, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # bash answers a Ctrl-C that reaches it at its prompt (one sent to stop a command that had
+    # just ended) with a fresh prompt, status 130, and no command. Arriving after the next
+    # command is typed, that prompt is not its end: the command has not even started.
+    write = shell._write
+
+    async def write_then_a_stray_prompt(data: bytes, deadline: float | None = None) -> None:
+        await write(data, deadline)
+        shell._on_event(Prompt(exit_code=130, cwd=shell.cwd))
+
+    monkeypatch.setattr(shell, "_write", write_then_a_stray_prompt)
+    result = await shell.run("sleep 0.2; echo next")
+    assert (result.output, result.exit_code) == ("next\n", 0)
+
+
+async def test_cancelled_commands_never_leak_into_the_next_ones(shell: PtyShell) -> None:
+    for _ in range(5):
+        task = asyncio.create_task(shell.run("sleep 30"))
+        await asyncio.sleep(0.1)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        result = await shell.run("echo next")
+        assert (result.output.splitlines()[-1:], result.exit_code) == (["next"], 0)
+
+
 async def test_cancelled_command_is_stopped_and_the_next_one_runs(shell: PtyShell) -> None:
     task = asyncio.create_task(shell.run("sleep 30"))
     await asyncio.sleep(0.2)
