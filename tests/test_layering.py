@@ -57,6 +57,7 @@ LAYERS: dict[str, int] = {
     "files": -1,
     "provenance": -1,
     "intervals": -1,
+    "latency": -1,
     "retry": -1,
     "rollouts": -1,
     "serving": -1,

@@ -27,6 +27,7 @@ from typing import Any, Self
 import ptyprocess
 from pydantic import BaseModel
 
+from nemo_gym_prorl.latency import SANDBOX_CLOSE
 from nemo_gym_prorl.sandbox.identity import HostIdentity, SandboxIdentityError, sandbox_identity
 from nemo_gym_prorl.sandbox.launch import Launch
 from nemo_gym_prorl.sandbox.limits import (
@@ -447,6 +448,13 @@ class Sandbox(ABC):
         if self._closed:
             return
         self._closed = True
+        started = time.monotonic()
+        try:
+            self._close_now()
+        finally:
+            SANDBOX_CLOSE.observe(time.monotonic() - started)
+
+    def _close_now(self) -> None:
         for proc in list(self._processes):
             self._kill(proc)
         self._processes.clear()

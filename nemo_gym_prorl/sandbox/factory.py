@@ -5,6 +5,9 @@
 
 from __future__ import annotations
 
+import time
+
+from nemo_gym_prorl.latency import SANDBOX_OPEN
 from nemo_gym_prorl.registry import RegistryError
 from nemo_gym_prorl.sandbox.apptainer import ApptainerSandbox
 from nemo_gym_prorl.sandbox.base import Sandbox
@@ -19,7 +22,9 @@ for _backend in (BubblewrapSandbox, ApptainerSandbox, UnsafeLocalSandbox):
 def open_sandbox(spec: SandboxSpec | None = None, **overrides: object) -> Sandbox:
     """Create a sandbox from `spec` (default: bubblewrap over the host system, no network)."""
     spec = (spec or SandboxSpec()).model_copy(update=overrides) if overrides else (spec or SandboxSpec())
+    started = time.monotonic()
     sandbox = BACKENDS.create(spec.backend, spec)
+    SANDBOX_OPEN.observe(time.monotonic() - started)
     if not isinstance(sandbox, Sandbox):
         raise RegistryError(
             f"sandbox backend {spec.backend!r} built a {type(sandbox).__name__}, not a Sandbox"

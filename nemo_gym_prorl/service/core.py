@@ -22,6 +22,7 @@ from nemo_gym_prorl.pipeline import InvalidInstanceError, JobResult, JobSpec, Pi
 from nemo_gym_prorl.service.backends import BackendInfo, BackendRegistry
 from nemo_gym_prorl.service.errors import ApiError
 from nemo_gym_prorl.service.journal import Journal
+from nemo_gym_prorl.service.loop_monitor import LoopMonitor
 
 logger = logging.getLogger(__name__)
 
@@ -75,8 +76,10 @@ class RolloutService:
         # is answered, so a crash after the answer cannot lose it.
         self.journal: Journal | None = None
         self._closed = False
+        self._loop_monitor = LoopMonitor()
 
     async def start(self) -> None:
+        self._loop_monitor.start()
         await self.pipeline.start()
 
     async def close(self) -> None:
@@ -85,6 +88,7 @@ class RolloutService:
             return
         self._closed = True
         self.accepting = False
+        await self._loop_monitor.stop()
         try:
             await self.pipeline.stop()
         finally:

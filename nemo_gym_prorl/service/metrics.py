@@ -4,7 +4,8 @@
 """`GET /metrics`: Prometheus text exposition, computed from the pipeline at scrape time.
 
 Values are read when scraped (a registry per scrape, not the global one, so several apps can
-live in one process); prometheus_client writes the exposition.
+live in one process); prometheus_client writes the exposition. The latency histograms
+(`nemo_gym_prorl.latency`: event-loop lag, sandbox open and close) are the process's own.
 """
 
 from __future__ import annotations
@@ -14,9 +15,10 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 from prometheus_client.registry import Collector
 
+from nemo_gym_prorl import latency
 from nemo_gym_prorl.pipeline import Pipeline, PipelineStatus, Stage
 from nemo_gym_prorl.service.backends import BackendInfo
 
@@ -175,7 +177,14 @@ class _Snapshot(Collector):
     def __init__(self, metrics: list[Metric]) -> None:
         self.metrics = metrics
 
-    def collect(self) -> Iterator[CounterMetricFamily | GaugeMetricFamily]:
+    def collect(self) -> Iterator[CounterMetricFamily | GaugeMetricFamily | HistogramMetricFamily]:
+        for histogram in latency.ALL:
+            family = HistogramMetricFamily(histogram.name, histogram.help)
+            family.add_metric([], histogram.cumulative(), sum_value=histogram.total)
+            yield family
+            yield GaugeMetricFamily(
+                f"{histogram.name}_max", f"The longest: {histogram.help}", value=histogram.max
+            )
         for m in self.metrics:
             family_cls = CounterMetricFamily if m.kind == "counter" else GaugeMetricFamily
             family = family_cls(m.name, m.help, labels=[m.label] if m.label else [])

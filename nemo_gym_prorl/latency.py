@@ -1,0 +1,82 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
+"""Process-wide latency histograms: how late the event loop runs, how long sandboxes take to
+open and to close.
+
+They are measured where they happen (the service's own loop, the sandbox layer) and read by
+`GET /metrics` as Prometheus histograms, so a load test sees the service from inside: a
+scraper takes two readings and the difference of their cumulative buckets is the distribution
+of what happened in between. Fixed buckets keep each histogram a few hundred bytes however
+long the process runs.
+"""
+
+from __future__ import annotations
+
+import bisect
+import threading
+from dataclasses import dataclass, field
+
+# Seconds: fine below 50 ms (the event loop's target), coarse above.
+BUCKETS: tuple[float, ...] = (
+    0.001, 0.002, 0.005, 0.01, 0.02, 0.03, 0.05, 0.075, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0,
+)  # fmt: skip
+
+
+@dataclass
+class Histogram:
+    name: str
+    help: str
+    counts: list[int] = field(default_factory=lambda: [0] * (len(BUCKETS) + 1))  # last: +Inf
+    total: float = 0.0
+    max: float = 0.0
+    # Sandboxes close in worker threads: one observation must not be torn by another.
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def observe(self, seconds: float) -> None:
+        with self._lock:
+            self.counts[bisect.bisect_left(BUCKETS, seconds)] += 1
+            self.total += seconds
+            self.max = max(self.max, seconds)
+
+    @property
+    def count(self) -> int:
+        return sum(self.counts)
+
+    def cumulative(self) -> list[tuple[str, float]]:
+        """(upper bound, observations at or below it), as Prometheus writes buckets."""
+        with self._lock:
+            counts = list(self.counts)
+        out, running = [], 0
+        for bound, n in zip((*map(str, BUCKETS), "+Inf"), counts, strict=True):
+            running += n
+            out.append((bound, float(running)))
+        return out
+
+
+EVENT_LOOP_LAG = Histogram(
+    "prorl_event_loop_lag_seconds",
+    "How late the service's event loop ran a timer it had asked for: time every request, "
+    "stream and rollout on the loop waited for the loop to be free.",
+)
+SANDBOX_OPEN = Histogram(
+    "prorl_sandbox_open_seconds", "Time to open a sandbox (ready for its first command)."
+)
+SANDBOX_CLOSE = Histogram(
+    "prorl_sandbox_close_seconds",
+    "Time to close a sandbox: its processes gone, its files and cgroup removed.",
+)
+ALL: tuple[Histogram, ...] = (EVENT_LOOP_LAG, SANDBOX_OPEN, SANDBOX_CLOSE)
+
+
+def quantile(buckets: list[tuple[str, float]], q: float) -> float | None:
+    """The upper bound of the bucket holding quantile `q` of cumulative `buckets` (None when
+    empty; inf past the last finite bound): an upper estimate, never a low one."""
+    total = buckets[-1][1] if buckets else 0.0
+    if total <= 0:
+        return None
+    rank = q * total
+    for bound, running in buckets:
+        if running >= rank:
+            return float(bound)
+    return float("inf")

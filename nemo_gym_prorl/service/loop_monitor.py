@@ -1,0 +1,41 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
+"""How late the service's event loop runs: a timer asks to wake every `interval_s`, and the
+time it wakes after that is what any request, stream or rollout on the loop would have waited.
+
+A blocked loop (a synchronous call, a big JSON encode) shows here as lag, measured inside the
+service rather than guessed from a client's latencies (`GET /metrics`:
+`prorl_event_loop_lag_seconds`)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+from nemo_gym_prorl.latency import EVENT_LOOP_LAG, Histogram
+
+
+class LoopMonitor:
+    def __init__(self, histogram: Histogram = EVENT_LOOP_LAG, interval_s: float = 0.02) -> None:
+        self.histogram = histogram
+        self.interval_s = interval_s
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        if self._task is None or self._task.done():
+            self._task = asyncio.get_running_loop().create_task(self._watch(), name="event-loop-lag")
+
+    async def _watch(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            due = loop.time() + self.interval_s
+            await asyncio.sleep(self.interval_s)
+            self.histogram.observe(max(0.0, loop.time() - due))
+
+    async def stop(self) -> None:
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task

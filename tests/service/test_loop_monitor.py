@@ -1,0 +1,38 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
+"""The service measures its own event loop: a blocked loop shows as lag, in /metrics too."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from prometheus_client.parser import text_string_to_metric_families
+from service_helpers import Api
+
+from nemo_gym_prorl.latency import Histogram
+from nemo_gym_prorl.service.loop_monitor import LoopMonitor
+
+
+async def test_a_loop_blocked_for_a_while_is_measured_as_that_much_lag() -> None:
+    histogram = Histogram("lag", "")
+    monitor = LoopMonitor(histogram, interval_s=0.01)
+    monitor.start()
+    await asyncio.sleep(0.05)
+    time.sleep(0.3)  # a synchronous call on the loop: everything else waits
+    await asyncio.sleep(0.05)
+    await monitor.stop()
+    assert histogram.max >= 0.25
+    assert histogram.count >= 3
+
+
+async def test_metrics_serve_the_lag_and_sandbox_histograms(api: Api) -> None:
+    await asyncio.sleep(0.1)  # the running service's monitor ticks meanwhile
+    text = (await api.http.get("/metrics")).text
+    families = {f.name: f for f in text_string_to_metric_families(text)}
+    for name in ("prorl_event_loop_lag_seconds", "prorl_sandbox_open_seconds", "prorl_sandbox_close_seconds"):
+        assert families[name].type == "histogram"
+        assert f"{name}_max" in families
+    lag_count = next(s for s in families["prorl_event_loop_lag_seconds"].samples if s.name.endswith("_count"))
+    assert lag_count.value > 0, "the service watches its own loop while it runs"

@@ -1,0 +1,36 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
+"""The latency histograms: fixed buckets, cumulative as Prometheus writes them, and quantiles
+read back as upper bounds (never an estimate below what happened)."""
+
+from __future__ import annotations
+
+import math
+
+from nemo_gym_prorl.latency import BUCKETS, Histogram, quantile
+
+
+def test_observations_land_in_the_first_bucket_that_holds_them() -> None:
+    h = Histogram("h", "help")
+    for seconds in (0.0005, 0.001, 0.004, 0.04, 100.0):
+        h.observe(seconds)
+    cumulative = dict(h.cumulative())
+    assert cumulative["0.001"] == 2 and cumulative["0.005"] == 3 and cumulative["0.05"] == 4
+    assert cumulative["+Inf"] == 5 == h.count
+    assert h.max == 100.0 and math.isclose(h.total, 100.0455)
+    assert len(h.cumulative()) == len(BUCKETS) + 1
+
+
+def test_a_quantile_is_the_upper_bound_of_the_bucket_that_holds_it() -> None:
+    h = Histogram("h", "help")
+    for _ in range(98):
+        h.observe(0.003)
+    h.observe(0.04)
+    h.observe(0.3)
+    assert quantile(h.cumulative(), 0.5) == 0.005
+    assert quantile(h.cumulative(), 0.99) == 0.05
+    assert quantile(h.cumulative(), 1.0) == 0.5
+    assert quantile(Histogram("empty", "").cumulative(), 0.99) is None
+    h.observe(1e6)
+    assert quantile(h.cumulative(), 1.0) == math.inf
