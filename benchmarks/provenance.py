@@ -17,6 +17,7 @@ import asyncio
 import inspect
 import json
 import re
+import shlex
 import sys
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -26,14 +27,17 @@ from typing import Any
 # Recording lives in the product (`prorl train` records too); the README table is built here.
 from nemo_gym_prorl.provenance import SCHEMA, commit, machine, record, versions
 
-__all__ = ["SCHEMA", "commit", "machine", "record", "render_table", "sync_readme", "versions"]
+__all__ = [
+    "SCHEMA", "commit", "machine", "record", "recording_command", "render_table", "sync_readme", "versions",
+]  # fmt: skip
 
 HERE = Path(__file__).resolve().parent
+TRAIN_CONFIGS = HERE.parent / "configs" / "train"
 RESULTS_DIR = HERE / "results"
 README = HERE.parent / "docs" / "benchmarks.md"  # the page holding the generated tables
 ORDER = (
     "tools", "balancer", "balancer_real", "pipeline", "pipeline_real", "service_cost", "eval", "dapo", "scaleout",
-    "train", "train_sweep", "overlap",
+    "train", "harness_math", "harness_swe", "train_sweep", "overlap", "gym_sandbox", "harness", "network",
 )  # fmt: skip
 
 
@@ -116,6 +120,47 @@ def _where(d: Mapping[str, Any]) -> str:
     return f"{m['cores']} cores, load {load:g}{contended}; `{sha}`"
 
 
+def _train_config(name: str) -> str | None:
+    """The `configs/train/<stem>.yaml` whose `name:` is `name` (a train run's results file is named
+    after its config's `name`), or None."""
+    for path in sorted(TRAIN_CONFIGS.glob("*.yaml")):
+        found = re.search(r"^name:\s*(\S+)\s*$", path.read_text(), re.M)
+        if found and found.group(1) == name:
+            return path.stem
+    return None
+
+
+def recording_command(d: Mapping[str, Any]) -> str:
+    """The command line that records this results file as the CLI runs it now: `prorl bench NAME
+    --json`, or `prorl bench --json NAME -- OPTION...` for a benchmark's own options (a file
+    recorded as `prorl bench NAME`, or before benchmarks ran under `prorl bench`, as `python
+    benchmarks/bench_NAME.py OPTION...`), or `prorl train [--config NAME]
+    [OVERRIDE...]` (a train run recorded as a bare `prorl train` names its config from the file's
+    `figures.config.name`, so runs of different configs never read alike)."""
+    words = shlex.split(d["command"])
+    script = words[1] if len(words) > 1 and words[0].startswith("python") else ""
+    legacy = re.fullmatch(r"(?:benchmarks/)?bench_(\w+)\.py", script)
+    if legacy:
+        options = words[2:]
+        words = ["prorl", "bench", legacy.group(1), *(["--", *options] if options else [])]
+    if words[:2] == ["prorl", "bench"]:
+        cut = words.index("--") if "--" in words else len(words)
+        own, options = [w for w in words[3:cut] if w != "--json"], words[cut:]
+        # argparse takes NAME and the options after `--` as one run of positionals: a flag between
+        # them (`prorl bench harness --json -- ...`) leaves `-- ...` unrecognised, so --json goes first
+        words = (
+            ["prorl", "bench", "--json", words[2], *own, *options]
+            if options
+            else [*words[:3], "--json", *own]
+        )
+    if words == ["prorl", "train"]:
+        name = (d.get("figures", {}).get("config") or {}).get("name")
+        stem = _train_config(name) if name else None
+        if stem and stem != "default":
+            words += ["--config", stem]
+    return shlex.join(words)
+
+
 def render_table(results_dir: Path | None = None) -> str:
     rows = [
         "| command | ours | against | measured | simulated parts | machine; commit |",
@@ -125,7 +170,7 @@ def render_table(results_dir: Path | None = None) -> str:
         t = d["table"]
         simulated = "; ".join(d["simulated"]) or "none (all real)"
         rows.append(
-            f"| `{d['command']}` | {_cell(t['ours'])} | {_cell(t['against'])} | {_cell(t['measured'])} "
+            f"| `{recording_command(d)}` | {_cell(t['ours'])} | {_cell(t['against'])} | {_cell(t['measured'])} "
             f"| {_cell(simulated)} | {_cell(_where(d))} |"
         )
     return "\n".join(rows)

@@ -32,8 +32,10 @@ A figure no results file holds is removed or worded as not measured, never kept.
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
+import shlex
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
@@ -487,3 +489,67 @@ def test_the_readme_command_list_names_every_command_and_subcommand() -> None:
                 lines = [line for line in block.splitlines() if line.startswith(f"prorl {name} ")]
                 missing += [f"{name} {s}" for s in action.choices if not any(s in line for line in lines)]
     assert not missing, f"commands the README's command list leaves out: {missing}"
+
+
+# -- the benchmarks page's commands ------------------------------------------------------------------
+
+BENCHMARKS_PAGE = DOCS / "benchmarks.md"
+_ROW_COMMAND = re.compile(r"^\|\s*`(prorl [^`]+)`\s*\|", re.M)
+
+
+def _table_commands(text: str) -> list[str]:
+    """The command each table row of the page quotes in its first cell."""
+    return _ROW_COMMAND.findall(text)
+
+
+def _parse(words: list[str]) -> argparse.Namespace:
+    """The CLI's own parser on `prorl WORDS...` (a benchmark's name checked against its registry,
+    `benchmark_names()`); nothing runs."""
+    from nemo_gym_prorl.cli.main import build_parser
+
+    try:
+        return build_parser().parse_args(words[1:])
+    except SystemExit as exc:  # argparse's error: it printed why
+        raise AssertionError(f"`{shlex.join(words)}` does not parse: exit {exc.code}") from None
+
+
+def test_every_command_the_benchmarks_page_quotes_is_one_the_cli_runs() -> None:
+    text = BENCHMARKS_PAGE.read_text()
+    commands = _table_commands(text)
+    assert len(commands) >= 10, commands
+    for command in commands:
+        words = shlex.split(command)
+        args = _parse(words)
+        if words[1] == "train" and args.config != "default" and not args.config.endswith(".yaml"):
+            assert (ROOT / "configs" / "train" / f"{args.config}.yaml").is_file(), command
+
+
+def test_each_generated_row_quotes_the_command_that_records_its_file() -> None:
+    """The generated table's rows: one per results file, each quoting a distinct command that writes
+    that file (a benchmark whose module records under that name with --json, or a train config whose
+    `name` is the file's)."""
+    from nemo_gym_prorl.cli.bench import _load_module
+
+    provenance = _load_module("provenance")  # what `prorl bench report` runs
+    block = re.search(r"<!-- bench-table:start.*?<!-- bench-table:end -->", BENCHMARKS_PAGE.read_text(), re.S)
+    assert block is not None
+    quoted = _table_commands(block.group(0))
+    results = provenance.load_results()
+    assert sorted(quoted) == sorted(provenance.recording_command(d) for d in results)
+    assert len(set(quoted)) == len(quoted), (
+        f"rows that read alike: {sorted(c for c in quoted if quoted.count(c) > 1)}"
+    )
+    for d in results:
+        command = provenance.recording_command(d)
+        words = shlex.split(command)
+        args = _parse(words)
+        if words[1] == "bench":
+            assert args.json, f"{command}: records nothing without --json"
+            source = (ROOT / "benchmarks" / f"bench_{args.name}.py").read_text()
+            assert f'"{d["benchmark"]}"' in source, f"{command} does not record {d['benchmark']}.json"
+        else:
+            assert words[1] == "train", command
+            config = ROOT / "configs" / "train" / f"{args.config}.yaml"
+            assert re.search(rf"^name:\s*{re.escape(d['benchmark'])}\s*$", config.read_text(), re.M), (
+                f"{command} records {config.name}'s name, not {d['benchmark']}.json"
+            )
