@@ -54,7 +54,8 @@ POINTER_ABOVE = 300
 
 
 def pages() -> list[Path]:
-    return [README, *sorted(DOCS.glob("*.md"))]
+    """The README and every page under docs/, a subject's own folder included (docs/training/*.md)."""
+    return [README, *sorted(DOCS.rglob("*.md"))]
 
 
 # -- reading a page --------------------------------------------------------------------------------
@@ -413,7 +414,7 @@ def test_every_quoted_figure_is_one_a_results_file_holds() -> None:
 
 def test_the_pages_cite_results_files_at_all() -> None:
     """The rule is not met by quoting nothing: the benchmarks and training pages cite their files."""
-    for name in ("benchmarks.md", "training.md"):
+    for name in ("benchmarks.md", "training/recorded_run.md", "training/through_a_harness.md"):
         assert citations(readable((DOCS / name).read_text())), name
 
 
@@ -447,6 +448,41 @@ def test_the_readme_links_every_docs_page() -> None:
     linked = {(README.parent / t.split("#")[0]).resolve() for t in LINK.findall(README.read_text())}
     missing = [p.name for p in DOCS.glob("*.md") if p.resolve() not in linked]
     assert not missing, f"docs pages the README's table of contents leaves out: {missing}"
+
+
+def test_a_subject_folder_s_pages_are_each_linked_from_its_index() -> None:
+    """docs/training/*.md are reached from docs/training.md (the README links the index)."""
+    missing = []
+    for folder in (p for p in DOCS.iterdir() if p.is_dir() and any(p.glob("*.md"))):
+        index = DOCS / f"{folder.name}.md"
+        assert index.is_file(), f"docs/{folder.name}/ has no index page docs/{folder.name}.md"
+        linked = {(index.parent / t.split("#")[0]).resolve() for t in LINK.findall(index.read_text())}
+        missing += [str(p.relative_to(ROOT)) for p in folder.glob("*.md") if p.resolve() not in linked]
+    assert not missing, f"pages their index leaves out: {missing}"
+
+
+def _anchor(heading: str) -> str:
+    """GitHub's anchor of a heading: lower case, punctuation but `-` and `_` dropped, spaces to `-`."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def anchors(page: Path) -> set[str]:
+    text = _blank(page.read_text(), _FENCE)
+    return {_anchor(m.group(1)) for m in re.finditer(r"^#{1,6}\s+(.+?)\s*#*$", text, re.M)}
+
+
+def test_every_link_to_a_section_of_a_page_finds_that_section() -> None:
+    """A link `page.md#section` names a heading the page has (a moved section's links moved with it)."""
+    broken = []
+    for page in pages():
+        for target in LINK.findall(readable(page.read_text())):
+            path, _, section = target.partition("#")
+            if re.match(r"[a-z]+:", target) or not section or not (path or page.name).endswith(".md"):
+                continue
+            linked = (page.parent / path).resolve() if path else page
+            if linked.is_file() and section not in anchors(linked):
+                broken.append(f"{page.relative_to(ROOT)}: {target}")
+    assert not broken, broken
 
 
 def test_the_architecture_picture_is_committed_with_its_source() -> None:
