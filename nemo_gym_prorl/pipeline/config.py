@@ -35,6 +35,15 @@ class PipelineConfig(BaseModel):
         None, gt=0, description="Default per-request deadline including queue waits (None: none)."
     )
     max_retained_results: int = Field(10_000, ge=1, description="Finished results kept for fetching.")
+    max_retained_bytes: int = Field(
+        2 << 30,
+        ge=1,
+        description="Bytes of finished results kept in memory for fetching (2 GiB; each result's "
+        "JSON size, estimated once when it finishes). Beyond this or max_retained_results the "
+        "oldest fetched results go first, then the oldest unfetched; with a journal they are still "
+        "served, read back from it, else a fetch gets 410. A single result bigger than this is "
+        "kept until the next one finishes.",
+    )
     max_evicted_ids: int = Field(100_000, ge=0, description="Evicted ids remembered to answer 410.")
     cancel_wait_s: float = Field(
         10.0, gt=0, description="How long a cancel waits for the job's resources to be released."

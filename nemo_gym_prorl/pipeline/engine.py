@@ -34,7 +34,7 @@ from nemo_gym_prorl.pipeline.queue import QueueFullError, StageQueue
 from nemo_gym_prorl.pipeline.record import JobRecord
 from nemo_gym_prorl.pipeline.stages import StageRunner
 from nemo_gym_prorl.pipeline.status import PipelineStatus, StageStatus, StageTotals
-from nemo_gym_prorl.pipeline.store import JobNotFoundError, ResultStore
+from nemo_gym_prorl.pipeline.store import ResultStore
 
 __all__ = ["DuplicateJobError", "Pipeline", "PipelineClosedError", "PipelineStatus", "StageStatus"]
 
@@ -72,7 +72,15 @@ class Pipeline(StageRunner):
             Stage.EVAL: StageQueue(cfg.eval_queue_size),
         }
         self._live: dict[str, JobRecord] = {}
-        self._store = ResultStore(cfg.max_retained_results, cfg.max_evicted_ids)
+        # With a journal, results evicted from memory are spilled (read back from it when
+        # fetched); results restored from a journal at start-up are spilled even before it is set.
+        self._restoring = False
+        self._store = ResultStore(
+            cfg.max_retained_results,
+            cfg.max_evicted_ids,
+            cfg.max_retained_bytes,
+            spills=lambda: self.journal is not None or self._restoring,
+        )
         self._in_flight = dict.fromkeys(Stage, 0)
         self._workers: list[asyncio.Task[None]] = []
         self._janitor: asyncio.Task[None] | None = None
@@ -182,12 +190,16 @@ class Pipeline(StageRunner):
 
     def restore_results(self, results: Iterable[JobResult], evicted: Iterable[str] = ()) -> None:
         """Results a dead service finished (oldest first), served again as if it never died, and
-        the ids of older ones, answered as evicted."""
+        the ids of older ones, left in the journal: served from it once the pipeline has it
+        (`journal`), answered as evicted otherwise."""
         for job_id in evicted:
-            self._store.forget_tombstone(job_id)
-            self._store.remember_evicted(job_id)
-        for result in results:
-            self._store.put(result)
+            self._store.remember_evicted(job_id, spilled=True)
+        self._restoring = True  # all came from a journal: any pushed out now stays there
+        try:
+            for result in results:
+                self._store.put(result)
+        finally:
+            self._restoring = False
 
     def _already_has(self, job: Job) -> bool:
         """Whether this id is already the same job (live or finished); an id already used by a
@@ -195,6 +207,8 @@ class Pipeline(StageRunner):
         live = self._live.get(job.id)
         stored = self._store.get(job.id, mark_fetched=False) if live is None else None
         digest = live.job.digest if live is not None else stored.digest if stored is not None else None
+        if digest is None and (tomb := self._store.tombstone(job.id)) is not None and tomb.spilled:
+            digest = tomb.digest  # finished and still served from the journal: the same job
         if digest is None:
             return False
         if digest != job.digest:
@@ -208,14 +222,38 @@ class Pipeline(StageRunner):
             return rec.snapshot()
         result = self._store.get(job_id, mark_fetched=mark_fetched)
         if result is None:
-            raise JobNotFoundError(job_id, evicted=self._store.was_evicted(job_id))
+            raise self._store.not_found(job_id)
+        return result
+
+    async def fetch(self, job_id: str, *, mark_fetched: bool = True) -> JobResult:
+        """`get`, and a result spilled out of memory read back from the journal (every door that
+        answers a client with a finished result fetches it so)."""
+        rec = self._live.get(job_id)
+        if rec is not None:
+            return rec.snapshot()
+        result = self._store.get(job_id, mark_fetched=mark_fetched)
+        if result is None:
+            result = await self._read_spilled(job_id)
+        if result is None:
+            raise self._store.not_found(job_id)
+        return result
+
+    async def _read_spilled(self, job_id: str) -> JobResult | None:
+        if self.journal is None or not self._store.spilled(job_id):
+            return None
+        result = await self.journal.result(job_id)
+        if result is None:
+            self._store.mark_lost(job_id)  # pruned from the journal since: 410 from now on
         return result
 
     def missing_reason(self, job_id: str) -> str | None:
-        """None if the job is known, else why it cannot be fetched."""
+        """None if the job is known (live, held, or spilled to the journal), else why it cannot be
+        fetched."""
         if job_id in self._live or job_id in self._store:
             return None
-        return str(JobNotFoundError(job_id, evicted=self._store.was_evicted(job_id)))
+        if self.journal is not None and self._store.spilled(job_id):
+            return None
+        return str(self._store.not_found(job_id))
 
     async def as_completed(
         self, job_ids: Iterable[str], timeout: float | None = None
@@ -224,6 +262,7 @@ class Pipeline(StageRunner):
         inbox: asyncio.Queue[JobResult] = asyncio.Queue()
         watched: list[JobRecord] = []
         ready: list[JobResult] = []
+        spilled: list[str] = []
         for job_id in dict.fromkeys(job_ids):
             rec = self._live.get(job_id)
             if rec is not None:
@@ -231,9 +270,14 @@ class Pipeline(StageRunner):
                 watched.append(rec)
             elif (result := self._store.get(job_id)) is not None:
                 ready.append(result)
+            elif self._store.spilled(job_id):
+                spilled.append(job_id)
         try:
             for result in ready:
                 yield result
+            for job_id in spilled:  # read back one at a time: each may be megabytes
+                if (result := await self._read_spilled(job_id)) is not None:
+                    yield result
             deadline = None if timeout is None else time.monotonic() + timeout
             for _ in range(len(watched)):
                 left = None if deadline is None else deadline - time.monotonic()
@@ -263,10 +307,16 @@ class Pipeline(StageRunner):
         done = {r.id for r in results}
         if mode == "any":  # everything else that is already finished comes along too
             for job_id in wanted:
-                if job_id not in done and job_id in self._store:
-                    results.append(self.get(job_id))
+                if job_id in done or job_id in self._live:
+                    continue
+                held = self._store.get(job_id)
+                if held is None:
+                    held = await self._read_spilled(job_id)
+                if held is not None:
+                    results.append(held)
                     done.add(job_id)
-        return results, [i for i in wanted if i not in done]
+        # A spilled result the journal no longer held is neither done nor pending: it is missing.
+        return results, [i for i in wanted if i not in done and self.missing_reason(i) is None]
 
     def status(self) -> PipelineStatus:
         return PipelineStatus(
@@ -282,10 +332,14 @@ class Pipeline(StageRunner):
             },
             live_jobs=len(self._live),
             retained_results=len(self._store),
+            retained_bytes=self._store.bytes,
+            max_retained_results=self._store.max_results,
+            max_retained_bytes=self._store.max_bytes,
             submitted_total=self.submitted_total,
             finished_total=dict(self.finished_total),
             critical_errors_total=dict(self.critical_errors_total),
             evicted_total=self._store.evicted_total,
+            spilled_total=self._store.spilled_total,
             infra_retries_total=self.infra_retries_total,
             stale_total=dict(self.stale_total),
             policy_version=self.policy_clock.current(),
@@ -300,7 +354,7 @@ class Pipeline(StageRunner):
         """Cancel a job at whatever stage it is in; returns once its resources are released
         (or `cancel_wait_s` passed). Finished jobs are returned unchanged."""
         await self._cancel(job_id, reason, as_timeout=False)
-        return self.get(job_id, mark_fetched=False)
+        return await self.fetch(job_id, mark_fetched=False)
 
     async def cancel_many(self, job_ids: Iterable[str], reason: str = "cancelled by request") -> None:
         await asyncio.gather(*(self._cancel(i, reason, as_timeout=False) for i in dict.fromkeys(job_ids)))
@@ -309,7 +363,7 @@ class Pipeline(StageRunner):
         rec = self._live.get(job_id)
         if rec is None:
             if self.missing_reason(job_id) is not None:
-                raise JobNotFoundError(job_id, evicted=self._store.was_evicted(job_id))
+                raise self._store.not_found(job_id)
             return
         if rec.cancel_reason is None:
             rec.cancel_reason, rec.cancel_is_timeout = reason, as_timeout

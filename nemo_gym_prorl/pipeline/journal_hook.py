@@ -5,7 +5,9 @@
 
 Both calls are made on the event loop, in the order things happen, and must not block: a journal
 queues them for a writer of its own (the service's is `service/journal.py`). Whoever answers a
-client for accepted jobs waits for the journal's flush first.
+client for accepted jobs waits for the journal's flush first. Since the journal holds every
+settled result, the pipeline evicts results from memory without losing them: `result` reads one
+back (off the event loop).
 """
 
 from __future__ import annotations
@@ -23,4 +25,9 @@ class JobJournal(Protocol):
 
     def settled(self, result: JobResult) -> None:
         """A job's terminal result, once."""
+        ...
+
+    async def result(self, job_id: str) -> JobResult | None:
+        """A settled result read back (after every write queued before it); None when the
+        journal does not hold it (never settled here, or pruned as the oldest)."""
         ...

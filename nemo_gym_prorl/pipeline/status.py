@@ -22,11 +22,17 @@ class PipelineStatus(BaseModel):
     running: bool
     stages: dict[Stage, StageStatus]
     live_jobs: int
-    retained_results: int
+    retained_results: int = Field(description="Finished results held in memory for fetching.")
+    retained_bytes: int = Field(0, description="Their size (JSON, estimated once as each finished).")
+    max_retained_results: int = Field(0, description="The count budget (pipeline.max_retained_results).")
+    max_retained_bytes: int = Field(0, description="The byte budget (pipeline.max_retained_bytes).")
     submitted_total: int
     finished_total: dict[JobState, int]
     critical_errors_total: dict[str, int]
-    evicted_total: int
+    evicted_total: int = Field(description="Results pushed out of memory by either budget (spilled or not).")
+    spilled_total: int = Field(
+        0, description="Of those, results a journal holds: still served, read back from it."
+    )
     infra_retries_total: int = 0
     stale_total: dict[str, int] = Field(
         default_factory=dict, description="Rollouts past max_staleness, by action (rerun, drop, flag)."

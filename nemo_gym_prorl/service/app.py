@@ -130,11 +130,11 @@ def _native_router(service: RolloutService) -> APIRouter:
         job_id: str,
         wait_s: Annotated[float, Query(ge=0, le=600, description="Long-poll up to this long.")] = 0,
     ) -> JobResult:
-        result = pipeline.get(job_id)
+        result = await pipeline.fetch(job_id)  # a result spilled out of memory: from the journal
         if wait_s > 0 and not result.state.terminal:
             async for done in pipeline.as_completed([job_id], wait_s):
                 return done
-            return pipeline.get(job_id)
+            return await pipeline.fetch(job_id)
         return result
 
     @router.delete("/rollouts/{job_id}", response_model=JobResult)
@@ -144,8 +144,12 @@ def _native_router(service: RolloutService) -> APIRouter:
 
     @router.post("/rollouts/wait", response_model=WaitResponse)
     async def wait(body: WaitRequest) -> WaitResponse:
-        missing = {i: r for i in body.ids if (r := pipeline.missing_reason(i)) is not None}
         results, pending = await pipeline.wait(body.ids, body.timeout_s, body.mode)
+        # Asked after the wait: a spilled result the journal no longer held is missing too.
+        answered = {r.id for r in results}.union(pending)
+        missing = {
+            i: r for i in body.ids if i not in answered and (r := pipeline.missing_reason(i)) is not None
+        }
         return WaitResponse(results=results, pending=pending, missing=missing)
 
     @router.post(
@@ -166,7 +170,16 @@ def _native_router(service: RolloutService) -> APIRouter:
             async for result in service.stream(known, body.timeout_s):
                 seen.add(result.id)
                 yield StreamLine(type="result", result=result).model_dump_json().encode() + b"\n"
-            pending = [i for i in known if i not in seen]
+            pending: list[str] = []
+            for job_id in (i for i in known if i not in seen):
+                reason = pipeline.missing_reason(job_id)  # spilled, but the journal no longer held it
+                if reason is None:
+                    pending.append(job_id)
+                else:
+                    yield (
+                        StreamLine(type="missing", id=job_id, reason=reason).model_dump_json().encode()
+                        + b"\n"
+                    )
             yield StreamLine(type="end", pending=pending).model_dump_json().encode() + b"\n"
 
         return StreamingResponse(lines(), media_type="application/x-ndjson")

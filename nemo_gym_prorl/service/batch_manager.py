@@ -6,8 +6,11 @@ work survives from batch to batch), batch runs (a background task whose events a
 polling and replayed to any number of NDJSON streams), and the server-side dataset catalog.
 
 Bounded: at most `max_sessions` sessions and `max_batches` retained batch records (the oldest
-finished ones are forgotten first). Shutdown cancels every running batch and closes every
-session before the pipeline stops.
+finished ones are forgotten first), and at most `max_batch_bytes` (`service.max_batch_bytes`) of
+those records' groups' samples: beyond it, the samples of the oldest ended batches are dropped,
+delivered ones (streamed to their end, or read with their groups) first. Such a batch still
+answers with its stats; asked for its groups it answers 410, naming the budget. Shutdown cancels
+every running batch and closes every session before the pipeline stops.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ import os
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -28,6 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from nemo_gym_prorl.pipeline.dapo import BatchEvent, BatchStats, DapoConfig, DapoScheduler
 from nemo_gym_prorl.pipeline.groups import GroupResult
 from nemo_gym_prorl.pipeline.prompt_source import CyclingSource, PromptSource, iter_jsonl
+from nemo_gym_prorl.pipeline.store import json_size
 from nemo_gym_prorl.service.batch_resume import prompts_in_flight, skip_prompts
 from nemo_gym_prorl.service.core import RolloutService
 from nemo_gym_prorl.service.errors import ApiError, as_api_error
@@ -153,6 +157,11 @@ class BatchInfo(BaseModel):
         description="Taken back from the journal after the service died: its groups are delivered "
         "again from the first (each once in this run), its jobs keep their ids.",
     )
+    samples_dropped: str | None = Field(
+        None,
+        description="Why this ended batch's groups can no longer be read (their samples were "
+        "dropped to keep batch records within service.max_batch_bytes); None while they can.",
+    )
     groups: list[GroupResult] | None = Field(None, description="Delivered informative groups (on request).")
     dropped: list[GroupResult] | None = Field(None, description="Summaries of dropped groups (on request).")
 
@@ -201,6 +210,11 @@ class BatchRun:
         self.done = asyncio.Event()
         self._changed = asyncio.Condition()
         self.task: asyncio.Task[None] | None = None
+        self.bytes = 0  # its groups' samples and rows (JSON size, estimated as each arrives)
+        self.delivered = False  # read whole once it ended: its samples are the first to go
+        self.followers = 0  # streams replaying it now: its samples are kept while they read
+        self.samples_dropped: str | None = None
+        self.grown: Callable[[], None] = lambda: None  # told when its bytes grow or it ends
 
     async def run(self) -> None:
         try:
@@ -219,6 +233,7 @@ class BatchRun:
             self.done.set()
             async with self._changed:
                 self._changed.notify_all()
+            self.grown()  # ended: its samples may now be dropped to make room
 
     async def _append(self, event: BatchEvent) -> None:
         if self.journal is not None and event.group is not None:
@@ -226,22 +241,56 @@ class BatchRun:
         async with self._changed:
             self.events.append(event)
             self._changed.notify_all()
+        if event.group is not None and (event.group.samples or event.group.row):
+            self.bytes += json_size(event.group.samples) + json_size(event.group.row)
+            self.grown()
 
-    async def follow(self) -> AsyncIterator[BatchEvent]:
-        """Every event from the first, then live ones, until the batch ends."""
+    def follow(self) -> AsyncIterator[BatchEvent]:
+        """Every event from the first, then live ones, until the batch ends. Raises at once (not
+        on the first read) when its samples were dropped, so a stream can answer 410."""
+        self.check_samples()
+        return self._follow()
+
+    async def _follow(self) -> AsyncIterator[BatchEvent]:
         seen = 0
-        while True:
-            async with self._changed:
-                while seen >= len(self.events) and not self.done.is_set():
-                    await self._changed.wait()
-                fresh = self.events[seen:]
-            seen += len(fresh)
-            for event in fresh:
-                yield event
-            if self.done.is_set() and seen >= len(self.events):
-                return
+        self.followers += 1
+        try:
+            while True:
+                async with self._changed:
+                    while seen >= len(self.events) and not self.done.is_set():
+                        await self._changed.wait()
+                    fresh = self.events[seen:]
+                seen += len(fresh)
+                for event in fresh:
+                    yield event
+                if self.done.is_set() and seen >= len(self.events):
+                    self.delivered = True
+                    return
+        finally:
+            self.followers -= 1
+
+    def check_samples(self) -> None:
+        if self.samples_dropped is not None:
+            raise ApiError(410, "samples_dropped", self.samples_dropped)
+
+    def drop_samples(self, budget: int) -> None:
+        """Forget its groups' samples and rows (summaries stay) to keep records within `budget`."""
+        when = "after they were delivered" if self.delivered else "before they were read"
+        self.samples_dropped = (
+            f"batch {self.id} ended and its groups' samples were dropped {when}, to keep DAPO batch "
+            f"records within service.max_batch_bytes ({budget} bytes); read a batch's groups (stream "
+            "it, or GET it with include_groups=true) soon after it ends, or raise service.max_batch_bytes"
+        )
+        self.events = [
+            e.model_copy(update={"group": e.group.summary()}) if e.group is not None else e
+            for e in self.events
+        ]
+        self.bytes = 0
 
     def info(self, *, include: bool = False) -> BatchInfo:
+        if include:
+            self.check_samples()
+            self.delivered = self.delivered or self.done.is_set()
         stats = self.stats or BatchStats(batch_index=0, requested_groups=self.groups or 0)
         groups = [e.group for e in self.events if e.type == "group" and e.group is not None]
         dropped = [e.group for e in self.events if e.type == "dropped" and e.group is not None]
@@ -252,6 +301,7 @@ class BatchRun:
             created_at=self.created_at,
             stats=stats,
             resumed=self.resumed,
+            samples_dropped=self.samples_dropped,
             groups=groups if include else None,
             dropped=dropped if include else None,
         )
@@ -288,11 +338,13 @@ class BatchManager:
         *,
         max_sessions: int = 64,
         max_batches: int = 256,
+        max_batch_bytes: int | None = None,
     ) -> None:
         self.service = service
         self.datasets = datasets or DatasetCatalog.from_env()
         self.max_sessions = max_sessions
         self.max_batches = max_batches
+        self.max_batch_bytes = max_batch_bytes or service.options.max_batch_bytes
         self.sessions: dict[str, Session] = {}
         self.batches: OrderedDict[str, BatchRun] = OrderedDict()
         self._lock = asyncio.Lock()
@@ -330,6 +382,7 @@ class BatchManager:
         session.running = run
         session.batch_ids.append(run.id)
         session.last_used = time.monotonic()
+        run.grown = self._bound_bytes
         self._retain(run)
         run.task = asyncio.create_task(run.run(), name=f"dapo-{run.id}")
 
@@ -419,6 +472,21 @@ class BatchManager:
             if oldest is None:
                 break
             del self.batches[oldest.id]
+
+    def _bound_bytes(self) -> None:
+        """Drop the samples of ended batches, delivered ones first, then the oldest, until the
+        records fit `max_batch_bytes`. A running batch or one being streamed keeps them: its
+        reader needs them now (so a single batch bigger than the budget is still delivered)."""
+        total = sum(run.bytes for run in self.batches.values())
+        if total <= self.max_batch_bytes:
+            return
+        ended = [r for r in self.batches.values() if r.done.is_set() and r.bytes and not r.followers]
+        ended.sort(key=lambda r: not r.delivered)  # stable: the oldest first within each kind
+        for run in ended:
+            if total <= self.max_batch_bytes:
+                return
+            total -= run.bytes
+            run.drop_samples(self.max_batch_bytes)
 
     def get(self, batch_id: str) -> BatchRun:
         run = self.batches.get(batch_id)

@@ -92,10 +92,10 @@ def batches_router(
     async def stream_batch(batch_id: str) -> StreamingResponse:
         """NDJSON `{"type": "group"|"dropped"|"end", ...}` lines from the batch's start (replayed)
         until its end; a client that disconnects does not stop the batch."""
-        run = batches.get(batch_id)
+        events = batches.get(batch_id).follow()  # 410 here, before the stream, if its samples are gone
 
         async def lines() -> AsyncIterator[bytes]:
-            async for event in run.follow():
+            async for event in events:
                 yield event.model_dump_json().encode() + b"\n"
 
         return StreamingResponse(lines(), media_type="application/x-ndjson")

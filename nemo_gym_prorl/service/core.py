@@ -62,6 +62,13 @@ class ServiceOptions(BaseModel):
     process_timeout_s: float | None = Field(
         None, gt=0, description="Default limit of a blocking /process call (504 when exceeded)."
     )
+    max_batch_bytes: int = Field(
+        1 << 30,
+        ge=1,
+        description="Bytes of DAPO batch records kept (1 GiB; their groups' samples, JSON size "
+        "estimated). Beyond it the samples of the oldest ended batches are dropped, delivered ones "
+        "first; such a batch still answers with its stats, and with 410 for its groups.",
+    )
 
 
 class RolloutService:

@@ -342,6 +342,11 @@ class Journal:
         await self.flush()
         return await asyncio.get_running_loop().run_in_executor(self._thread, fn, *args)
 
+    async def result(self, job_id: str) -> JobResult | None:
+        """A settled result read back (decompressed and parsed on the store's thread, so a
+        megabyte SWE result does not hold the event loop); None when the file does not hold it."""
+        return await self.read(self.store.result, job_id)
+
     # -- what the pipeline and the batches tell it ------------------------------------------
     def accepted(self, jobs: Sequence[Job], *, resumed: int = 0) -> None:
         self._queue(("jobs", list(jobs), resumed))

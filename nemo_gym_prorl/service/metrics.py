@@ -82,11 +82,32 @@ def collect(pipeline: Pipeline, backends: list[BackendInfo], accepting: bool) ->
             [(None, float(status.retained_results))],
         ),
         Metric(
+            "prorl_results_retained_bytes",
+            "gauge",
+            "Bytes of finished results held (JSON size, estimated).",
+            None,
+            [(None, float(status.retained_bytes))],
+        ),
+        Metric(
+            "prorl_results_retained_bytes_budget",
+            "gauge",
+            "The byte budget of held results (pipeline.max_retained_bytes).",
+            None,
+            [(None, float(status.max_retained_bytes))],
+        ),
+        Metric(
             "prorl_results_evicted",
             "counter",
-            "Results evicted by the cap.",
+            "Results pushed out of memory by the count or byte budget.",
             None,
             [(None, float(status.evicted_total))],
+        ),
+        Metric(
+            "prorl_results_spilled",
+            "counter",
+            "Evicted results a journal holds, still served from it.",
+            None,
+            [(None, float(status.spilled_total))],
         ),
         per_stage(
             "prorl_stage_queued",
