@@ -22,11 +22,23 @@ How to quote a figure (the rule this file checks; docs/development.md says the s
 2. A sentence that calls itself a measurement (it says measured, measures or recorded) quotes no
    decimal, signed (`+0.26`) or unit-bearing (`38.3 ms`, `15.7x`, `12 s`, `80%`) number outside
    such a link. So a measured figure cannot sit in prose without its file.
+3. A figure keeps the company it is quoted in: a sentence that quotes a results link, and every row
+   of a table and every item of a list (continuation lines included) any of whose rows or items
+   quotes one, holds no decimal, signed or unit-bearing number outside a results link either. So an
+   unrecorded figure cannot hide in a measured table's unlinked row, a bullet beside linked ones, or
+   a clause after a linked figure (`[+0.48](...), and products started at 0.53 against 0.28`). A
+   config value or threshold there is written as code (KL `0.04`, at least `+0.10`). Not read: a
+   figure another work published, said so beside it (`0.42 s per action (published, other
+   hardware)`, `the paper's 0.42 s`), and a confidence level (`95% intervals`).
+4. A number a statistic names is a measured figure wherever it stands: `median 175 tokens`, `a mean
+   of 0.41`, `p95 2.8 s`, `on average 67 s` (integers included) are quoted through a results link
+   or not at all.
 
-Not read by either rule: fenced code blocks, inline code spans (rule 2: config values, flags),
+Not read by any rule: fenced code blocks, inline code spans (rule 2: config values, flags),
 and generated blocks (`<!-- name:start ... -->` to `<!-- name:end -->`, which their generators
 rebuild from the results files and other tests keep in step). Section numbers, versions, config
-defaults and CLI flags outside a results link and outside a measurement sentence are not figures.
+defaults and CLI flags outside a results link, a measurement sentence and a measured table or list
+are not figures; plain integers (`6 prompts`, `64 tasks`) are read only by rule 1 and rule 4.
 A figure no results file holds is removed or worded as not measured, never kept.
 """
 
@@ -202,6 +214,49 @@ MEASURED_LOOKING = re.compile(
     rf"(?<![\w.])(?:[-+]?\d[\d,]*(?:\.\d+)?(?:\s?{UNIT}\b|x\b|%)|[-+]\d[\d,]*(?:\.\d+)?|\d[\d,]*\.\d+(?![\d.]\d))"
 )
 _BLOCK_START = re.compile(r"^\s*(?:[-*] |\d+\. |\|)")
+# rule 4: `median 175 tokens`, `a mean of 0.41`, `p95 2.8 s`, `on average 67 s`
+STATISTIC = re.compile(
+    r"\b(?:median|mean|average|p50|p9[059])(?:\s+(?:of|was|is|at|reward|time))?\s+(?:~|about\s+)?"
+    r"(?P<figure>[-+]?\d[\d,]*(?:\.\d+)?(?:\s?" + UNIT + r"\b|x\b|%)?)(?![\w.]\w)",
+    re.I,
+)
+# what rules 3 and 4 do not read: another work's published figure, said so beside it (`0.42 s per
+# action (published, other hardware)`, `ProRL Agent's published 0.42 s`); a confidence level
+_NOT_OURS_BEFORE = re.compile(r"\b(?:published|paper's)\s+$")
+_NOT_OURS_AFTER = re.compile(r"[^|;\n]{0,40}?\(published\b|\d+%\s+(?:confidence|intervals?)\b")
+_ITEM = re.compile(r"^(\s*)(?:[-*+]|\d+[.)])\s")
+
+
+def _groups(text: str) -> list[list[tuple[int, int]]]:
+    """Every table (its rows) and every list (its items, continuation lines included) of the page,
+    as (begin, end) offsets."""
+    groups: list[list[tuple[int, int]]] = []
+    kind, offset = None, 0
+    for line in text.splitlines(keepends=True):
+        stripped = line.strip()
+        if kind == "list-gap" and stripped and line[0] in " \t" and not _ITEM.match(line):
+            kind = "list"  # an item's paragraph after a blank line
+            begin, _ = groups[-1][-1]
+            groups[-1][-1] = (begin, offset + len(line))
+        elif stripped.startswith("|"):
+            if kind != "table":
+                groups.append([])
+            kind = "table"
+            groups[-1].append((offset, offset + len(line)))
+        elif _ITEM.match(line):
+            if kind not in ("list", "list-gap"):
+                groups.append([])
+            kind = "list"
+            groups[-1].append((offset, offset + len(line)))
+        elif kind == "list" and stripped and (line[0] in " \t" or not stripped.startswith("#")):
+            begin, _ = groups[-1][-1]  # a continuation line of the item
+            groups[-1][-1] = (begin, offset + len(line))
+        elif kind == "list" and not stripped:
+            kind = "list-gap"  # a blank line: the list goes on only if an item follows
+        else:
+            kind = None
+        offset += len(line)
+    return groups
 
 
 def _sentences(text: str) -> list[tuple[int, str]]:
@@ -279,17 +334,33 @@ def check_page(text: str, page: Path, root: Path, results_dir: Path) -> list[Pro
         prose = prose[: cite.start] + re.sub(r"[^\n]", " ", prose[cite.start : cite.end]) + prose[cite.end :]
     prose = _blank(prose, _CODE_SPAN)
     prose = re.sub(r"\]\([^)\s]*\)", lambda m: " " * len(m.group(0)), prose)  # other links' targets
-    for offset, sentence in _sentences(prose):
-        if not MEASUREMENT.search(sentence):
-            continue
+    cited = [cite.start for cite in citations(body)]
+
+    def quotes(begin: int, end: int) -> bool:
+        return any(begin <= at < end for at in cited)
+
+    # rule 2 by its words, rule 3 by the company a figure keeps: a sentence, list or table quoting a
+    # results link; rule 4: a number a statistic names
+    measured: list[tuple[int, str]] = [
+        (offset, sentence)
+        for offset, sentence in _sentences(prose)
+        if MEASUREMENT.search(sentence) or quotes(offset, offset + len(sentence))
+    ]
+    for group in _groups(body):  # the structure read before code spans were blanked
+        if any(quotes(begin, end) for begin, end in group):
+            measured += [(begin, prose[begin:end]) for begin, end in group]
+    found: dict[int, str] = {}
+    for offset, sentence in measured:
         for match in MEASURED_LOOKING.finditer(sentence):
-            problems.append(
-                Problem(
-                    name,
-                    line_of(prose, offset + match.start()),
-                    f"measured figure {match.group(0).strip()!r} without its results file",
-                )
-            )
+            found[offset + match.start()] = match.group(0).strip()
+    for match in STATISTIC.finditer(prose):
+        found.setdefault(match.start("figure"), match.group("figure"))
+    for at, quoted in sorted(found.items()):
+        if _NOT_OURS_BEFORE.search(prose, max(0, at - 40), at) or _NOT_OURS_AFTER.match(prose, at):
+            continue
+        problems.append(
+            Problem(name, line_of(prose, at), f"measured figure {quoted!r} without its results file")
+        )
     return problems
 
 
@@ -370,6 +441,59 @@ def test_a_measured_figure_outside_a_results_link_fails(fake: tuple[Path, Path])
     assert problems == [
         "measured figure '+0.48' without its results file",
         "measured figure '0.99' without its results file",
+    ]
+
+
+def test_a_figure_beside_a_linked_one_fails_in_a_sentence_a_table_or_a_list(fake: tuple[Path, Path]) -> None:
+    root, results = fake
+    link = "[0.14 ms](../benchmarks/results/tools.json)"
+    # a clause after a linked figure
+    assert run_checker(root, results, f"The shell answers in {link}, and tmux in 4.2 ms.\n") == [
+        "measured figure '4.2 ms' without its results file"
+    ]
+    # a table one of whose rows quotes a results file: every row is read, the header's plain integers not
+    table = (
+        "| arm | p50 (of 64) |\n|---|---|\n| shell | " + link + " |\n| tmux | 4.2 ms |\n"
+        "| KL `0.04` | 2 runs |\n"
+    )
+    assert run_checker(root, results, table) == ["measured figure '4.2 ms' without its results file"]
+    # a list one of whose items quotes one, an item's continuation line and paragraph included
+    items = f"- shell {link}\n- tmux answers\n  in 4.2 ms\n\n  and 12x slower\n- 3 turns, `0.5 s` sleeps\n"
+    assert run_checker(root, results, items) == [
+        "measured figure '4.2 ms' without its results file",
+        "measured figure '12x' without its results file",
+    ]
+    # the same table, list and sentence with no results link in them are not measurements
+    unlinked = table.replace(link, "`echo`") + "\n" + items.replace(link, "`echo`") + "\nA 4.2 ms backoff.\n"
+    assert run_checker(root, results, unlinked) == []
+
+
+def test_another_work_s_published_figure_and_a_confidence_level_are_not_read(fake: tuple[Path, Path]) -> None:
+    root, results = fake
+    link = "[0.14 ms p50](../benchmarks/results/tools.json)"
+    text = (
+        f"| shell | ptyprocess, 0.42 s per action (published, other hardware) | {link} |\n\n"
+        f"Ours {link} against the paper's 0.42 s, paired, 95% intervals.\n"
+    )
+    assert run_checker(root, results, text) == []
+
+
+def test_a_number_a_statistic_names_is_measured_anywhere(fake: tuple[Path, Path]) -> None:
+    root, results = fake
+    text = (
+        "The edit was long (median 175 tokens, up to 288); by number a median 38.\n\n"
+        "Its p95 2.8 s and a mean of 0.41, on average 67 s.\n\n"
+        "The mean reward of a group is its baseline; `median 9` is code; the [median](x.md) is linked.\n"
+    )
+    assert run_checker(root, results, text) == [
+        "measured figure '175' without its results file",
+        "measured figure '38' without its results file",
+        "measured figure '2.8 s' without its results file",
+        "measured figure '0.41' without its results file",
+        "measured figure '67 s' without its results file",
+    ]
+    assert run_checker(root, results, "A median [175](../benchmarks/results/tools.json).\n") == [
+        "'175' is not in tools.json"
     ]
 
 
