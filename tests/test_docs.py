@@ -34,7 +34,7 @@ How to quote a figure (the rule this file checks; docs/development.md says the s
    of 0.41`, `p95 2.8 s`, `on average 67 s` (integers included) are quoted through a results link
    or not at all.
 
-Not read by any rule: fenced code blocks, inline code spans (rule 2: config values, flags),
+Not read by any rule: fenced code blocks, inline code spans (config values, thresholds, flags),
 and generated blocks (`<!-- name:start ... -->` to `<!-- name:end -->`, which their generators
 rebuild from the results files and other tests keep in step). Section numbers, versions, config
 defaults and CLI flags outside a results link, a measurement sentence and a measured table or list
