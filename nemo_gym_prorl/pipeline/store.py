@@ -47,10 +47,10 @@ def json_size(value: Any) -> int:
     the event loop for every result, so it must not cost what serialising the result would."""
     kind = type(value)
     if kind is str:
-        return len(value) + 3  # quotes and a separator
-    if kind is dict:
+        return len(value) + 2
+    if kind is dict:  # braces; per item its quoted key, a colon and a comma
         return 2 + sum(len(key) + 4 + json_size(item) for key, item in value.items())
-    if kind is list or kind is tuple:
+    if kind is list or kind is tuple:  # brackets; per item a comma
         count = len(value)
         if count <= _SAMPLED_LIST:
             return 2 + sum(json_size(item) + 1 for item in value)
@@ -62,12 +62,12 @@ def json_size(value: Any) -> int:
         extra = value.__pydantic_extra__
         return size + json_size(extra) if extra else size
     if kind is int:
-        return len(str(value)) + 1
+        return len(str(value))
     if kind is float:
-        return len(repr(value)) + 1
+        return len(repr(value))
     if value is None or kind is bool:
-        return 6
-    return len(str(value)) + 3  # enums, dates: written as short strings
+        return 5
+    return len(str(value)) + 2  # enums, dates: written as short strings
 
 
 def result_size(result: JobResult) -> int:
