@@ -20,12 +20,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import math
 import queue
 import secrets
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, Self
+from typing import Any, Literal, Self
 
 from jupyter_client.asynchronous import AsyncKernelClient
 from pydantic import BaseModel
@@ -66,6 +67,62 @@ def _prorl_sync_fd_output(*_):
 get_ipython().events.register("post_run_cell", _prorl_sync_fd_output)
 del _prorl_sync_fd_output
 """
+
+
+# How the kernel process starts. "lean" (the default) runs `_LEAN_LAUNCHER` with the thread pools
+# of `thread_pool_env`; "ipykernel" is the kernel process as it was before them (ipykernel's own
+# `python -m ipykernel_launcher`, the host's thread pools), kept to measure against
+# (benchmarks/kernel_memory.py). Both start through the same `sandbox.spawn`, in the same
+# isolation: only the code the kernel starts with and its thread-pool sizes differ.
+KernelLauncher = Literal["lean", "ipykernel"]
+
+# `python -c` code that starts the same IPKernelApp as `ipykernel_launcher`, less what this client
+# never uses and every kernel would otherwise pay for (measured by benchmarks/kernel_memory.py):
+# - debugpy: ipykernel imports it, with pydevd (about 140 modules, 7 MiB of private memory per
+#   kernel), whenever it is installed, to serve the Jupyter debugger protocol that no tool speaks.
+#   It is refused only while the kernel starts, so ipykernel records the debugger as unavailable;
+#   code in a cell may still import debugpy.
+# - the heartbeat: a thread and a zmq context of its own (two more threads) answering pings that
+#   nobody sends: the client watches the kernel's process instead.
+# As in `ipykernel_launcher`, the working directory (the workspace) is off sys.path while
+# ipykernel loads, so no file of the policy's stands in for one of its modules (IPython puts it
+# back for the cells), and sys.argv[0] is that launcher's path, as cells saw it before.
+_LEAN_LAUNCHER = """\
+import sys
+if sys.path and sys.path[0] in ("", "."):
+    del sys.path[0]
+class _RefuseDebugpy:
+    @staticmethod
+    def find_spec(name, path=None, target=None):
+        if name.partition(".")[0] in ("debugpy", "_pydevd_bundle", "_pydev_bundle", "pydevd"):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+sys.meta_path.insert(0, _RefuseDebugpy)
+import importlib.util
+sys.argv[0] = importlib.util.find_spec("ipykernel_launcher").origin
+from ipykernel.kernelapp import IPKernelApp
+def _no_heartbeat(self):
+    self.heartbeat = None
+IPKernelApp.init_heartbeat = _no_heartbeat
+app = IPKernelApp.instance()
+app.initialize()
+sys.meta_path.remove(_RefuseDebugpy)
+del _RefuseDebugpy, _no_heartbeat
+app.start()
+"""
+
+# Numeric libraries start a thread per host core at import (OpenBLAS under numpy: 127 more
+# threads in every kernel of a 128-core node, counted by the sandbox's process limit, each with
+# its buffers). A node running hundreds of rollouts has no spare cores for them: one thread each,
+# or the sandbox's CPU quota rounded up. The sandbox's own `env` (SandboxSpec.env) wins.
+THREAD_POOL_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def thread_pool_env(sandbox: Sandbox) -> dict[str, str]:
+    """The thread-pool sizes a kernel in `sandbox` starts with (see `THREAD_POOL_VARIABLES`)."""
+    cpus = sandbox.spec.limits.cpus
+    threads = str(max(1, math.ceil(cpus)) if cpus is not None else 1)
+    return {name: threads for name in THREAD_POOL_VARIABLES if name not in sandbox.spec.env}
 
 
 class KernelError(RuntimeError):
@@ -197,6 +254,7 @@ class IPythonKernel:
         start_timeout: float = 60.0,
         interrupt_grace_s: float = 3.0,
         python: str = "python",
+        launcher: KernelLauncher = "lean",
     ) -> None:
         self.sandbox = sandbox
         self.default_timeout = timeout
@@ -204,6 +262,7 @@ class IPythonKernel:
         self.start_timeout = start_timeout
         self.interrupt_grace_s = interrupt_grace_s
         self.python = python
+        self.launcher = launcher
         self._proc: asyncio.subprocess.Process | None = None
         self._exited: asyncio.Task[int] | None = None
         self._client: AsyncKernelClient | None = None
@@ -264,9 +323,14 @@ class IPythonKernel:
             "MPLCONFIGDIR": f"{PRIVATE_DIR}/matplotlib",
             "JUPYTER_PLATFORM_DIRS": "1",
         }
+        if self.launcher == "lean":
+            start = [self.python, "-c", _LEAN_LAUNCHER]
+            env.update(thread_pool_env(self.sandbox))
+        else:
+            start = [self.python, "-m", "ipykernel_launcher"]
         self._proc = await self.sandbox.spawn(
             [
-                self.python, "-m", "ipykernel_launcher",
+                *start,
                 "-f", f"{PRIVATE_DIR}/{conn_file.name}",
                 "--HistoryManager.enabled=False",  # no sqlite history file
             ],
@@ -281,8 +345,9 @@ class IPythonKernel:
         client = AsyncKernelClient(context=shared_context())
         client.load_connection_info({**info, "ip": str(host_ip), "key": key.encode()})
         # No heartbeat channel: we own the process and watch it directly, which is both more
-        # reliable than heartbeats and free.
-        client.start_channels(hb=False)
+        # reliable than heartbeats and free. No stdin channel: cells run with allow_stdin=False
+        # (input() raises at once), so it would only hold two descriptors per kernel.
+        client.start_channels(hb=False, stdin=False)
         self._client = client
         try:
             await self._wait_ready(client, client.get_shell_msg)
