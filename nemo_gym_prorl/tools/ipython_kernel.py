@@ -33,6 +33,7 @@ from pydantic import BaseModel
 
 from nemo_gym_prorl.sandbox.base import Sandbox
 from nemo_gym_prorl.sandbox.output import CappedBuffer, strip_ansi
+from nemo_gym_prorl.sandbox.spec import SandboxSpec
 from nemo_gym_prorl.sandbox.workspace_fs import write_no_follow
 from nemo_gym_prorl.tools.zmq_context import shared_context
 
@@ -118,11 +119,11 @@ app.start()
 THREAD_POOL_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
 
-def thread_pool_env(sandbox: Sandbox) -> dict[str, str]:
-    """The thread-pool sizes a kernel in `sandbox` starts with (see `THREAD_POOL_VARIABLES`)."""
-    cpus = sandbox.spec.limits.cpus
+def thread_pool_env(spec: SandboxSpec) -> dict[str, str]:
+    """The thread-pool sizes a kernel in a sandbox of `spec` starts with (`THREAD_POOL_VARIABLES`)."""
+    cpus = spec.limits.cpus
     threads = str(max(1, math.ceil(cpus)) if cpus is not None else 1)
-    return {name: threads for name in THREAD_POOL_VARIABLES if name not in sandbox.spec.env}
+    return {name: threads for name in THREAD_POOL_VARIABLES if name not in spec.env}
 
 
 class KernelError(RuntimeError):
@@ -325,7 +326,7 @@ class IPythonKernel:
         }
         if self.launcher == "lean":
             start = [self.python, "-c", _LEAN_LAUNCHER]
-            env.update(thread_pool_env(self.sandbox))
+            env.update(thread_pool_env(self.sandbox.spec))
         else:
             start = [self.python, "-m", "ipykernel_launcher"]
         self._proc = await self.sandbox.spawn(

@@ -6,7 +6,9 @@ survives timeouts and its own death."""
 
 from __future__ import annotations
 
+import ast
 import base64
+import json
 import os
 import shutil
 import threading
@@ -17,9 +19,17 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 from support.busy import second_call_is_refused
+from support.privilege_probe import PROBE, host_paths, request, verdict
 
-from nemo_gym_prorl.sandbox import Sandbox, SandboxSpec, open_sandbox
-from nemo_gym_prorl.tools.ipython_kernel import IPythonKernel, KernelBusyError, KernelError
+from nemo_gym_prorl.sandbox import Sandbox, SandboxLimits, SandboxSpec, open_sandbox
+from nemo_gym_prorl.tools.ipython_kernel import (
+    THREAD_POOL_VARIABLES,
+    IPythonKernel,
+    KernelBusyError,
+    KernelError,
+    KernelLauncher,
+    thread_pool_env,
+)
 
 pytestmark = [pytest.mark.bwrap, pytest.mark.asyncio(loop_scope="module")]
 
@@ -228,3 +238,126 @@ async def test_kernels_share_one_zmq_context_so_more_kernels_add_no_zmq_threads(
     finally:
         for k in (first, *more):
             await k.close()
+
+
+# -- what a kernel starts with (the lean launcher) ----------------------------------------------------
+async def test_the_kernel_starts_without_debugpy_which_a_cell_can_still_import(kernel: IPythonKernel) -> None:
+    loaded = await kernel.execute(
+        "import sys\nsorted(m for m in sys.modules if 'pydev' in m or 'debugpy' in m)"
+    )
+    assert loaded.result == "[]"
+    imported = await kernel.execute("import debugpy\ndebugpy.__name__")
+    assert imported.result == "'debugpy'", imported.error
+
+
+async def test_the_kernel_runs_no_heartbeat_thread(kernel: IPythonKernel) -> None:
+    names = (await kernel.execute("import threading\nsorted(t.name for t in threading.enumerate())")).result
+    assert names is not None and "Heartbeat" not in names
+    assert "IOPub" in names and "Control" in names  # the channels the client uses are there
+
+
+async def test_numpy_sympy_and_matplotlib_are_importable_and_work(kernel: IPythonKernel) -> None:
+    code = (
+        "import numpy, sympy, matplotlib\n"
+        "x = sympy.Symbol('x')\n"
+        "(int(numpy.arange(5).sum()), str(sympy.integrate(2 * x, x)), matplotlib.get_backend() != '')"
+    )
+    result = await kernel.execute(code)
+    assert result.result == "(10, 'x**2', True)", result.error
+
+
+async def test_in_out_and_underscore_work_with_the_history_database_off(kernel: IPythonKernel) -> None:
+    first = await kernel.execute("6 * 7")
+    n = first.execution_count
+    assert first.result == "42" and n is not None
+    after = await kernel.execute(f"(Out[{n}], In[{n}], _)")
+    assert after.result == "(42, '6 * 7', 42)"
+    assert after.execution_count == n + 1
+
+
+async def test_numeric_libraries_start_one_thread_each_not_one_per_host_core(
+    fresh_kernel: IPythonKernel,
+) -> None:
+    """A kernel of its own: numpy must not have been imported by another test's cell."""
+    variables = await fresh_kernel.execute(
+        f"import os\n[os.environ.get(v) for v in {list(THREAD_POOL_VARIABLES)!r}]"
+    )
+    assert variables.result == "['1', '1', '1']"
+    code = (
+        "import os, sys\nassert 'numpy' not in sys.modules\n"
+        "before = len(os.listdir('/proc/self/task'))\nimport numpy\n"
+        "numpy.linalg.inv(numpy.eye(300))\nlen(os.listdir('/proc/self/task')) - before"
+    )
+    result = await fresh_kernel.execute(code)
+    assert result.result == "0", result.error
+
+
+async def test_thread_pools_follow_the_cpu_quota_and_yield_to_the_sandboxs_own_env() -> None:
+    assert thread_pool_env(SandboxSpec()) == dict.fromkeys(THREAD_POOL_VARIABLES, "1")
+    assert thread_pool_env(SandboxSpec(limits=SandboxLimits(cpus=2.5))) == dict.fromkeys(
+        THREAD_POOL_VARIABLES, "3"
+    )
+    spec = SandboxSpec(limits=SandboxLimits(cpus=0.5), env={"OMP_NUM_THREADS": "8"})
+    assert thread_pool_env(spec) == {"OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+
+
+async def test_the_sandboxs_own_thread_pool_setting_reaches_the_kernel() -> None:
+    with open_sandbox(SandboxSpec(backend="bubblewrap", env={"OPENBLAS_NUM_THREADS": "2"})) as sb:
+        async with IPythonKernel(sb) as k:
+            result = await k.execute(
+                "import os\n(os.environ['OPENBLAS_NUM_THREADS'], os.environ['OMP_NUM_THREADS'])"
+            )
+    assert result.result == "('2', '1')"
+
+
+async def test_a_workspace_file_named_like_a_kernel_module_does_not_stop_the_start(sandbox: Sandbox) -> None:
+    """The workspace is off sys.path while ipykernel loads, and back on it for the cells."""
+    sandbox.write_file("zmq.py", "raise SystemExit('the workspace shadowed zmq')\n")
+    sandbox.write_file("helper_module.py", "VALUE = 7\n")
+    async with IPythonKernel(sandbox, timeout=30.0) as k:
+        result = await k.execute(
+            "import sys, helper_module\n(helper_module.VALUE, sys.argv[0].endswith('ipykernel_launcher.py'))"
+        )
+    assert result.result == "(7, True)", result.error
+
+
+# -- the kernel stays inside its own rollout's sandbox, whichever launcher starts it ----------------
+_NAMESPACES = ("mnt", "pid", "net", "ipc", "uts")
+# What a cell sees: its namespaces, the pids in its /proc, its own pid.
+_SEEN = (
+    "import os\n"
+    f"namespaces = {{n: os.readlink('/proc/self/ns/' + n) for n in {_NAMESPACES!r}}}\n"
+    "(namespaces, sorted(int(p) for p in os.listdir('/proc') if p.isdigit()), os.getpid())"
+)
+
+
+@pytest.mark.parametrize("launcher", ["lean", "ipykernel"])
+async def test_the_kernel_is_confined_as_every_sandbox_process_is(
+    sandbox: Sandbox, launcher: KernelLauncher
+) -> None:
+    """Unprivileged (the sandbox's identity), every capability set empty, the syscall filter on,
+    nothing setuid, no host path in pid 1; namespaces of its own; it sees bubblewrap and itself."""
+    probe = f"import io, sys\nsys.stdin = io.StringIO({request()!r})\nexec(compile({PROBE!r}, 'probe', 'exec'), {{}})"
+    async with IPythonKernel(sandbox, timeout=60.0, launcher=launcher) as k:
+        probed = await k.execute(probe)
+        assert probed.ok, probed.error
+        seen = await k.execute(_SEEN)
+    verdict(json.loads(probed.stdout.strip().splitlines()[-1]), host_dir=sandbox.workspace,
+            hidden=host_paths(sandbox.workspace, sandbox.tmp_dir.parent))  # fmt: skip
+    assert seen.result is not None
+    namespaces, pids, own = ast.literal_eval(seen.result)
+    for name in _NAMESPACES:
+        assert namespaces[name] != os.readlink(f"/proc/self/ns/{name}"), name
+    assert pids == [1, own]
+
+
+async def test_kernels_of_two_rollouts_share_no_namespace_and_no_workspace(sandbox: Sandbox) -> None:
+    with open_sandbox(SandboxSpec(backend="bubblewrap")) as other:
+        async with IPythonKernel(sandbox) as mine, IPythonKernel(other) as theirs:
+            await mine.execute("open('mine.txt', 'w').write('secret')")
+            seen_mine, seen_theirs = (await mine.execute(_SEEN)).result, (await theirs.execute(_SEEN)).result
+            found = await theirs.execute("import os\nos.path.exists('mine.txt')")
+    assert seen_mine is not None and seen_theirs is not None
+    for name in _NAMESPACES:
+        assert ast.literal_eval(seen_mine)[0][name] != ast.literal_eval(seen_theirs)[0][name], name
+    assert found.result == "False"
