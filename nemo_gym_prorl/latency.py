@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 
 """Process-wide latency histograms: how late the event loop runs, how long sandboxes take to
-open and to close.
+open and to close, how long an agent's turn takes.
 
 They are measured where they happen (the service's own loop, the sandbox layer) and read by
 `GET /metrics` as Prometheus histograms, so a load test sees the service from inside: a
@@ -66,7 +66,11 @@ SANDBOX_CLOSE = Histogram(
     "prorl_sandbox_close_seconds",
     "Time to close a sandbox: its processes gone, its files and cgroup removed.",
 )
-ALL: tuple[Histogram, ...] = (EVENT_LOOP_LAG, SANDBOX_OPEN, SANDBOX_CLOSE)
+TURN = Histogram(
+    "prorl_agent_turn_seconds",
+    "One turn of the built-in agent loop: its model call (slot wait included) and its tool calls.",
+)
+ALL: tuple[Histogram, ...] = (EVENT_LOOP_LAG, SANDBOX_OPEN, SANDBOX_CLOSE, TURN)
 
 
 def quantile(buckets: list[tuple[str, float]], q: float) -> float | None:

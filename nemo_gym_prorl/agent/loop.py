@@ -28,6 +28,7 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from nemo_gym_prorl.latency import TURN
 from nemo_gym_prorl.llm.errors import InferenceError
 from nemo_gym_prorl.llm.records import ChatMessage, ToolCall, TrajectoryTokens, TurnRecord
 from nemo_gym_prorl.llm.slot_wait import SlotWaitClock, listen
@@ -151,7 +152,11 @@ async def run_agent(
             return None
         return limits.max_time_s - (time.monotonic() - started - clock.waited_s())
 
+    turn_started: float | None = None
     for _ in range(limits.max_turns):
+        if turn_started is not None:  # the previous turn: its model call and its tools
+            TURN.observe(time.monotonic() - turn_started)
+        turn_started = time.monotonic()
         remaining = time_left()
         if remaining is not None and remaining <= 0:
             stop = "time_budget"
@@ -191,6 +196,8 @@ async def run_agent(
             stop = "token_budget"
             break
 
+    if turn_started is not None:
+        TURN.observe(time.monotonic() - turn_started)
     return AgentTrajectory(
         tokens=session.record(),
         steps=steps,

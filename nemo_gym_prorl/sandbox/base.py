@@ -28,7 +28,7 @@ import ptyprocess
 from pydantic import BaseModel
 
 from nemo_gym_prorl.latency import SANDBOX_CLOSE
-from nemo_gym_prorl.sandbox.identity import HostIdentity, SandboxIdentityError, sandbox_identity
+from nemo_gym_prorl.sandbox.identity import HostIdentity, SandboxIdentityError, nice_prefix, sandbox_identity
 from nemo_gym_prorl.sandbox.launch import Launch
 from nemo_gym_prorl.sandbox.limits import (
     PidsCgroup,
@@ -261,6 +261,8 @@ class Sandbox(ABC):
             limits = limits.model_copy(update={"max_processes": None})
         inner = wrap_with_rlimits(list(argv), limits) if apply_limits else list(argv)
         launch = self._isolate(inner, cwd=cwd or self.spec.workspace_mount, env=full_env)
+        if limits.nice:
+            launch = launch.wrap(nice_prefix(limits.nice))
         return launch.wrap(self._cgroup.wrap_prefix()) if self._cgroup else launch
 
     # -- running processes --------------------------------------------------------------------

@@ -22,12 +22,15 @@ from __future__ import annotations
 import fcntl
 import functools
 import grp
+import logging
 import os
 import pwd
 import subprocess
 from pathlib import Path
 
 from pydantic import BaseModel
+
+logger = logging.getLogger(__name__)
 
 USER_VARIABLE = "PRORL_SANDBOX_USER"
 DEFAULT_USER = "prorl-sandbox"
@@ -83,6 +86,17 @@ def system_program(name: str) -> str | None:
         if os.access(candidate, os.X_OK):
             return candidate
     return None
+
+
+@functools.cache
+def nice_prefix(niceness: int) -> list[str]:
+    """A host command prefix that lowers the CPU priority of what it execs (coreutils `nice`;
+    any user may lower its own priority). Without `nice` on the host: no prefix, said once."""
+    found = system_program("nice")
+    if found is None:
+        logger.warning("nice (coreutils) is not installed: sandboxes run at the service's own CPU priority")
+        return []
+    return [found, "-n", str(niceness)]
 
 
 def find_setpriv() -> str:

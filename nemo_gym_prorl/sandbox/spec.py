@@ -62,6 +62,15 @@ class SandboxLimits(BaseModel):
         description="CPU time of the whole sandbox, in CPUs (cpu cgroup quota: 1.5 = one and a half "
         "cores' time each period). Enforced where a cpu cgroup is writable; elsewhere logged and not enforced.",
     )
+    nice: int | None = Field(
+        10,
+        ge=0,
+        le=19,
+        description="CPU priority of everything the sandbox runs, as nice(1): 0 is the service's own, 19 the "
+        "lowest. The service drives every rollout from one event loop; at 10 a sandbox that computes hard "
+        "yields the CPU to it rather than stalling every other rollout's turns. Its processes cannot lower "
+        "it again (that needs CAP_SYS_NICE). None: unchanged.",
+    )
     accept_no_process_limit: bool = Field(
         False,
         description="Start even where `max_processes` cannot be enforced (running as root, where "
