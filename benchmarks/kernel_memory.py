@@ -11,21 +11,28 @@
   `/proc/<pid>/smaps_rollup`: PSS (shared pages split among their users, so the sum over all
   processes on the host is the real use) and USS (pages no other process maps: what closing that
   sandbox would free at least);
-- the host's used memory (MemTotal - MemAvailable) before and after, which also counts what no
-  process's smaps shows (page tables, namespaces, the kernel's socket buffers); other work on the
-  machine makes it noisy, so it is a cross-check, not the figure;
+- each sandbox's memory cgroup (the benchmark gives every sandbox one, with a limit far above a
+  kernel's use): what the host charges the sandbox, anonymous memory plus the kernel memory no
+  smaps shows (page tables, thread stacks, socket buffers); absent where no memory cgroup is
+  writable;
+- the host's used memory (MemTotal - MemAvailable) before and after; other work on the machine
+  makes it noisy, so it is a cross-check, not the figure;
 - the service's side (this process): threads, file descriptors and USS it adds per kernel.
 
     .venv/bin/python benchmarks/kernel_memory.py --kernels 1 8 32
 
-prints one line per `n`; `--json` prints the models. Reuse: `await measure_kernels(n)` in a
-benchmark, with `kernel_options` for `IPythonKernel`'s keyword arguments.
+prints, for each `n`, a line for kernels started as before (`ipykernel`: ipykernel's own
+launcher, the host's thread pools) and one for the lean launcher, the default (`lean`);
+`--cell 'import numpy, sympy'` measures kernels that have done some math, `--json` prints the
+models. Reuse: `await measure_kernels(n)` in a benchmark, with `kernel_options` for
+`IPythonKernel`'s keyword arguments.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import statistics
 import sys
@@ -37,10 +44,12 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from nemo_gym_prorl.sandbox import Sandbox, SandboxSpec, open_sandbox
+from nemo_gym_prorl.sandbox import Sandbox, SandboxLimits, SandboxSpec, open_sandbox
 from nemo_gym_prorl.tools.ipython_kernel import IPythonKernel
 
 _KIB = 1024
+# Each sandbox gets a memory cgroup, to read what the host charges it; far above a kernel's use.
+_CGROUP_LIMIT_MB = 4096
 
 
 class ProcessMemory(BaseModel):
@@ -83,6 +92,7 @@ class KernelMemory(BaseModel):
     rss_mib_per_kernel: float  # counts shared pages in full: an upper bound, not a cost
     kernel_pss_mib: float  # the python (ipykernel) process alone, mean
     kernel_uss_mib: float
+    cgroup_mib_per_kernel: float | None  # memory cgroup charge, mean; None without one
     host_used_mib_per_kernel: float  # (MemTotal - MemAvailable) growth / kernels: noisy
     processes_per_kernel: float
     threads_per_kernel: float  # inside the sandbox, all its processes
@@ -93,10 +103,12 @@ class KernelMemory(BaseModel):
     process_names: list[str]  # one sandbox's processes, outermost first
 
     def line(self) -> str:
+        charged = self.cgroup_mib_per_kernel
         return (
             f"{self.label + ' ' if self.label else ''}kernels={self.kernels:>3}  "
             f"PSS {self.pss_mib_per_kernel:6.1f} MiB  USS {self.uss_mib_per_kernel:6.1f} MiB  "
             f"(kernel process PSS {self.kernel_pss_mib:5.1f} / USS {self.kernel_uss_mib:5.1f})  "
+            f"cgroup {f'{charged:5.1f}' if charged is not None else '  n/a'} MiB  "
             f"host {self.host_used_mib_per_kernel:6.1f} MiB  "
             f"procs {self.processes_per_kernel:.1f}  threads {self.threads_per_kernel:.1f}  "
             f"service: +{self.service_threads_per_kernel:.2f} threads "
@@ -173,6 +185,17 @@ def sandbox_memory(roots: Iterable[int], children: Mapping[int, list[int]] | Non
     return SandboxMemory(processes=processes)
 
 
+def cgroup_memory_kib(sandbox: Sandbox) -> int | None:
+    """What the sandbox's memory cgroup is charged (v1 `memory.usage_in_bytes`, v2
+    `memory.current`), or None where it has none."""
+    cgroup = sandbox._cgroup  # the groups its processes joined: the benchmark reads, never writes
+    for path in cgroup.paths if cgroup is not None else []:
+        for name in ("memory.usage_in_bytes", "memory.current"):
+            with contextlib.suppress(OSError, ValueError):
+                return int((path / name).read_text()) // _KIB
+    return None
+
+
 def _host_used_kib() -> int:
     info = {}
     for line in Path("/proc/meminfo").read_text().splitlines():
@@ -201,7 +224,9 @@ async def measure_kernels(
     (see the module). The default cell leaves the kernel as idle as a started one; a cell such as
     `import numpy, sympy` shows what a math rollout's kernel grows to."""
     with tempfile.TemporaryDirectory(prefix="prorl-kmem-", dir="/tmp") as root:
-        base_spec = spec or SandboxSpec(backend="bubblewrap")
+        base_spec = spec or SandboxSpec(
+            backend="bubblewrap", limits=SandboxLimits(sandbox_memory_mb=_CGROUP_LIMIT_MB)
+        )
         sandboxes: list[Sandbox] = []
         kernels: list[IPythonKernel] = []
         # A first kernel, closed again, before the baseline: the service's own one-time costs
@@ -229,6 +254,7 @@ async def measure_kernels(
             threads1, fds1, uss1 = _service_counts()
             host1 = _host_used_kib()
             children = _children_map()
+            charged = [cgroup_memory_kib(sb) for sb in sandboxes]
             per_sandbox: list[SandboxMemory] = []
             kernel_procs: list[ProcessMemory] = []
             for kernel in kernels:
@@ -254,6 +280,7 @@ async def measure_kernels(
         rss_mib_per_kernel=mean_mib(sum(p.rss_kib for p in s.processes) for s in per_sandbox),
         kernel_pss_mib=mean_mib(p.pss_kib for p in kernel_procs),
         kernel_uss_mib=mean_mib(p.uss_kib for p in kernel_procs),
+        cgroup_mib_per_kernel=None if None in charged else mean_mib(c or 0 for c in charged),
         host_used_mib_per_kernel=round((host1 - host0) / n / _KIB, 2),
         processes_per_kernel=statistics.fmean(len(s.processes) for s in per_sandbox),
         threads_per_kernel=statistics.fmean(s.threads for s in per_sandbox),

@@ -32,6 +32,8 @@ async def test_the_lean_kernel_costs_less_than_ipykernels_launcher(
         assert measured.service_threads_per_kernel == 0  # one zmq context for every kernel
     # debugpy and pydevd alone are about 7 MiB of each kernel's private memory.
     assert after.uss_mib_per_kernel < before.uss_mib_per_kernel - 4, (before, after)
+    if before.cgroup_mib_per_kernel is not None and after.cgroup_mib_per_kernel is not None:
+        assert after.cgroup_mib_per_kernel < before.cgroup_mib_per_kernel - 4, (before, after)
     # The heartbeat's thread and its zmq context's two.
     assert after.threads_per_kernel == before.threads_per_kernel - 3, (before, after)
     assert after.service_fds_per_kernel <= before.service_fds_per_kernel
