@@ -82,17 +82,26 @@ class Tombstone:
     budget: Budget | None  # the budget that pushed it out; None: not known (a previous run's)
     digest: str | None  # what was submitted under the id, so a resubmission is recognised
     spilled: bool  # a journal holds it: a fetch reads it back from there
+    pruned: bool = False  # it was spilled, and the journal has pruned it since
 
 
 class JobNotFoundError(LookupError):
     def __init__(
-        self, job_id: str, *, evicted: bool, budget: Budget | None = None, limit: int | None = None
+        self,
+        job_id: str,
+        *,
+        evicted: bool,
+        budget: Budget | None = None,
+        limit: int | None = None,
+        pruned: bool = False,
     ) -> None:
         self.job_id = job_id
         self.evicted = evicted
         self.budget = budget
         if evicted:
             msg = f"job {job_id!r} finished and its result was evicted " + _why(budget, limit)
+            if pruned:
+                msg += "; the journal it was spilled to has pruned it since (raise journal.keep_results)"
         else:
             msg = f"no job with id {job_id!r} (never submitted, or evicted long ago)"
         super().__init__(msg)
@@ -212,7 +221,7 @@ class ResultStore:
         """The journal no longer holds a spilled result (it prunes its oldest): answer 410."""
         tomb = self._tombstones.get(job_id)
         if tomb is not None:
-            tomb.spilled = False
+            tomb.spilled, tomb.pruned = False, True
 
     def not_found(self, job_id: str) -> JobNotFoundError:
         """The error a fetch of an id neither live nor held gets."""
@@ -222,7 +231,7 @@ class ResultStore:
         limit = (
             None if tomb.budget is None else self.max_results if tomb.budget == "count" else self.max_bytes
         )
-        return JobNotFoundError(job_id, evicted=True, budget=tomb.budget, limit=limit)
+        return JobNotFoundError(job_id, evicted=True, budget=tomb.budget, limit=limit, pruned=tomb.pruned)
 
     def remember_evicted(self, job_id: str, *, spilled: bool = False, digest: str | None = None) -> None:
         self._bury(job_id, Tombstone(None, digest, spilled))

@@ -107,6 +107,7 @@ def test_with_a_journal_an_evicted_result_is_spilled_with_its_digest() -> None:
     assert (s.evicted_total, s.spilled_total) == (1, 1)
     s.mark_lost("old")  # the journal pruned it since
     assert not s.spilled("old") and s.not_found("old").evicted
+    assert "journal.keep_results" in str(s.not_found("old"))
 
 
 def test_a_results_size_is_its_json_size_within_a_tenth() -> None:

@@ -150,6 +150,7 @@ async def test_a_spilled_result_the_journal_has_pruned_answers_410(tmp_path: Pat
         gone = await http.get("/v1/rollouts/r0")
         assert gone.status_code == 410 and gone.json()["error"] == "evicted"
         assert "pipeline.max_retained_bytes" in gone.json()["reason"]
+        assert "journal.keep_results" in gone.json()["reason"]
         waited = (await http.post("/v1/rollouts/wait", json={"ids": ["r0", "r4"], "timeout_s": 5})).json()
         assert [r["id"] for r in waited["results"]] == ["r4"] and list(waited["missing"]) == ["r0"]
         assert waited["pending"] == []
