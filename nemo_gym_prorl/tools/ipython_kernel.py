@@ -100,7 +100,10 @@ class _RefuseDebugpy:
         return None
 sys.meta_path.insert(0, _RefuseDebugpy)
 import importlib.util
-sys.argv[0] = importlib.util.find_spec("ipykernel_launcher").origin
+_launcher = importlib.util.find_spec("ipykernel_launcher")
+if _launcher is not None and _launcher.origin:
+    sys.argv[0] = _launcher.origin
+del _launcher
 from ipykernel.kernelapp import IPKernelApp
 def _no_heartbeat(self):
     self.heartbeat = None
