@@ -13,6 +13,10 @@ place inside every backend, including local_unsafe where the workspace is not re
 Interrupts: the kernel runs under bwrap (and its pid namespace), so the host cannot signal the
 kernel process itself, and signalling the sandbox's process group would hit bwrap too. The
 kernel's own `interrupt_request` on the control channel makes it send SIGINT to itself.
+
+Cost: a node runs hundreds of these, each in its own sandbox, so the kernel starts lean
+(`_LEAN_LAUNCHER`: no debugger, no heartbeat; one-thread numeric pools): about 27 MiB of private
+memory and 8 threads for an idle kernel instead of 34 MiB and 11 (benchmarks/kernel_memory.py).
 """
 
 from __future__ import annotations
