@@ -4,7 +4,7 @@
 """Rootless sandboxes: bubblewrap (default), Apptainer/Singularity (HPC), local_unsafe (debug)."""
 
 from nemo_gym_prorl.sandbox.base import ExecResult, Sandbox, SandboxError, SandboxPathError
-from nemo_gym_prorl.sandbox.factory import open_sandbox
+from nemo_gym_prorl.sandbox.factory import aopen_sandbox, open_sandbox
 from nemo_gym_prorl.sandbox.spec import BACKENDS, BackendName, SandboxLimits, SandboxSpec
 
 __all__ = [
@@ -16,5 +16,6 @@ __all__ = [
     "SandboxLimits",
     "SandboxPathError",
     "SandboxSpec",
+    "aopen_sandbox",
     "open_sandbox",
 ]

@@ -39,6 +39,7 @@ from nemo_gym_prorl.sandbox.limits import (
 from nemo_gym_prorl.sandbox.output import CappedBuffer
 from nemo_gym_prorl.sandbox.runtime import RuntimeSetupError, installed_runtime
 from nemo_gym_prorl.sandbox.spec import SandboxSpec
+from nemo_gym_prorl.sandbox.threads import in_sandbox_thread
 from nemo_gym_prorl.sandbox.workspace_fs import read_no_follow, write_no_follow
 
 
@@ -481,7 +482,7 @@ class Sandbox(ABC):
         for proc in list(self._processes):
             if not isinstance(proc, ptyprocess.PtyProcess):  # a terminal's close sleeps: in the thread
                 self._kill(proc)
-        await asyncio.to_thread(self.close)
+        await in_sandbox_thread(self.close)
         for proc in started:
             with contextlib.suppress(ProcessLookupError, TimeoutError):
                 await asyncio.wait_for(proc.wait(), 10)

@@ -11,13 +11,12 @@ way on both paths.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from nemo_gym_prorl.sandbox import Sandbox, SandboxSpec, open_sandbox
+from nemo_gym_prorl.sandbox import Sandbox, SandboxSpec, aopen_sandbox
 from nemo_gym_prorl.tasks.base import TaskDomain
 from nemo_gym_prorl.tools.dispatch import ToolBox, ToolBoxConfig
 
@@ -52,7 +51,7 @@ async def open_workspace(
     each) with `tools`' limits. On any failure the sandbox is closed before the error rises."""
     spec = domain.sandbox_spec(row, sandbox)
     # Apptainer's instance start blocks for seconds: keep the event loop free.
-    box = await asyncio.to_thread(open_sandbox, spec)
+    box = await aopen_sandbox(spec)
     try:
         facts = await domain.setup_workspace(box, row)
         config = tools.model_copy(update={"tools": list(dict.fromkeys(tool_names))})

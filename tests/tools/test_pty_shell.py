@@ -302,7 +302,7 @@ async def test_cancelled_commands_never_leak_into_the_next_ones(shell: PtyShell)
         with pytest.raises(asyncio.CancelledError):
             await task
         result = await shell.run("echo next")
-        assert (result.output.splitlines()[-1:], result.exit_code) == (["next"], 0)
+        assert (result.output.splitlines()[-1:], result.exit_code) == (["next"], 0), result
 
 
 async def test_cancelled_command_is_stopped_and_the_next_one_runs(shell: PtyShell) -> None:

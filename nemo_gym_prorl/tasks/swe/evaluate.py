@@ -19,7 +19,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from nemo_gym_prorl.sandbox import Sandbox, SandboxError, open_sandbox
+from nemo_gym_prorl.sandbox import Sandbox, SandboxError, aopen_sandbox
+from nemo_gym_prorl.sandbox.threads import in_sandbox_thread
 from nemo_gym_prorl.sandbox.workspace_fs import write_no_follow
 from nemo_gym_prorl.tasks.base import EvalOutcome
 from nemo_gym_prorl.tasks.swe.config import REPO_MOUNT, SweConfig
@@ -48,10 +49,10 @@ async def open_instance_sandbox(config: SweConfig, row: Mapping[str, Any]) -> Sa
             f"the repository of {row.get('instance_id')} is not built on this server: run `prorl swe build` "
             "(offline instances) or set image_template/sif_dir (images)"
         )
-    sandbox = await asyncio.to_thread(open_sandbox, spec)
+    sandbox = await aopen_sandbox(spec)
     try:
         if source is not None:
-            await asyncio.to_thread(sandbox.copy_into_workspace, source)
+            await in_sandbox_thread(sandbox.copy_into_workspace, source)
     except BaseException:
         await sandbox.aclose()
         raise

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from nemo_gym_prorl.sandbox import open_sandbox
+from nemo_gym_prorl.sandbox import aopen_sandbox
 from nemo_gym_prorl.sandbox.workspace_fs import read_no_follow, write_no_follow
 from nemo_gym_prorl.tasks.swe.build import pythonpath_inside
 from nemo_gym_prorl.tasks.swe.config import REPO_MOUNT, SweConfig
@@ -69,7 +69,7 @@ async def run_project_tests(
 ) -> RunResult:
     """Run `files` of the project's tests on a copy of `tree` with `replace` (path -> text) applied."""
     started = time.perf_counter()
-    sandbox = await asyncio.to_thread(open_sandbox, config.sandbox_spec({}))
+    sandbox = await aopen_sandbox(config.sandbox_spec({}))
     try:
 
         def prepare() -> None:

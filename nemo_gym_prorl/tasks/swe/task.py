@@ -14,6 +14,7 @@ from typing import Any
 
 from nemo_gym_prorl.pipeline.handler import InvalidInstanceError
 from nemo_gym_prorl.sandbox import Sandbox, SandboxError, SandboxSpec
+from nemo_gym_prorl.sandbox.threads import in_sandbox_thread
 from nemo_gym_prorl.tasks.base import BASH, EDITOR, EvalOutcome, TaskDomain
 from nemo_gym_prorl.tasks.swe.build import ensure_built, load_instances, recipe_ids
 from nemo_gym_prorl.tasks.swe.config import REPO_MOUNT, SweConfig
@@ -65,7 +66,7 @@ class SweTask(TaskDomain):
                 raise SandboxError(
                     f"the repository of {row.get('instance_id')} is not built on this server: run `prorl swe build`"
                 )
-            await asyncio.to_thread(sandbox.copy_into_workspace, source)
+            await in_sandbox_thread(sandbox.copy_into_workspace, source)
         base = str(row.get("base_commit") or "")
         # SWE-bench's images commit their environment set-up on top of base_commit ("SWE-bench"),
         # so the repository is at base_commit or a descendant of it.
