@@ -37,6 +37,9 @@ class SimBackendSpec(BaseModel):
     decode_ms_per_token: float = 0.35
     cache_trajectories: int = 256
 
+    def build(self) -> _Backend:
+        return _Backend(self)
+
 
 def _chatml_ids(messages: list[dict[str, Any]], add_generation_prompt: bool) -> list[int]:
     ids: list[int] = []
@@ -68,6 +71,16 @@ class _Backend:
         load = max(1.0, self.active / self.spec.batch_knee)
         return work_ms * self.spec.slowdown * load / 1000.0
 
+    async def respond(self, method: str, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        if method == "POST" and path == "/generate":
+            self.active += 1
+            try:
+                await asyncio.sleep(self.service_s(body))
+            finally:
+                self.active -= 1
+            return {"ok": True}
+        return self.answer(path, body)
+
     def answer(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         if path == "/tokenize":
             if "messages" in body:
@@ -91,7 +104,8 @@ class _Backend:
         return {"ok": True}
 
 
-async def _handle(backend: _Backend, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+async def _handle(backend: Any, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    """HTTP/1.1 keep-alive, JSON in and out; `backend.respond(method, path, body)` answers."""
     try:
         while True:
             head = await reader.readuntil(b"\r\n\r\n")
@@ -102,15 +116,7 @@ async def _handle(backend: _Backend, reader: asyncio.StreamReader, writer: async
                 if line.lower().startswith("content-length:"):
                     length = int(line.split(":", 1)[1])
             body = json.loads(await reader.readexactly(length)) if length else {}
-            if method == "POST" and path == "/generate":
-                backend.active += 1
-                try:
-                    await asyncio.sleep(backend.service_s(body))
-                finally:
-                    backend.active -= 1
-                payload = b'{"ok":true}'
-            else:
-                payload = json.dumps(backend.answer(path, body)).encode()
+            payload = json.dumps(await backend.respond(method, path, body)).encode()
             writer.write(
                 b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: "
                 + str(len(payload)).encode()
@@ -124,12 +130,12 @@ async def _handle(backend: _Backend, reader: asyncio.StreamReader, writer: async
         writer.close()
 
 
-async def _serve(specs: list[SimBackendSpec], conn: multiprocessing.connection.Connection) -> None:
+async def _serve(specs: list[Any], conn: multiprocessing.connection.Connection) -> None:
     servers = []
     for spec in specs:
-        backend = _Backend(spec)
+        backend = spec.build()
         server = await asyncio.start_server(
-            lambda r, w, b=backend: _handle(b, r, w), "127.0.0.1", 0, backlog=1024
+            lambda r, w, b=backend: _handle(b, r, w), "127.0.0.1", 0, backlog=4096
         )
         servers.append(server)
     conn.send([s.sockets[0].getsockname()[1] for s in servers])
@@ -137,8 +143,7 @@ async def _serve(specs: list[SimBackendSpec], conn: multiprocessing.connection.C
     await loop.run_in_executor(None, conn.recv)  # any message (or the parent's exit) stops us
 
 
-def _child(specs_json: str, conn: multiprocessing.connection.Connection) -> None:
-    specs = [SimBackendSpec.model_validate(s) for s in json.loads(specs_json)]
+def _child(specs: list[Any], conn: multiprocessing.connection.Connection) -> None:
     try:
         asyncio.run(_serve(specs, conn))
     except (EOFError, KeyboardInterrupt):
@@ -146,9 +151,10 @@ def _child(specs_json: str, conn: multiprocessing.connection.Connection) -> None
 
 
 class SimulatedBackends:
-    """`with SimulatedBackends([spec, ...]) as urls:` -> one base URL per backend."""
+    """`with SimulatedBackends([spec, ...]) as urls:` -> one base URL per backend. A spec is any
+    picklable model with `build()` -> an object with `async respond(method, path, body)`."""
 
-    def __init__(self, specs: list[SimBackendSpec]) -> None:
+    def __init__(self, specs: list[Any]) -> None:
         self.specs = specs
         self._proc: multiprocessing.process.BaseProcess | None = None
         self._conn: multiprocessing.connection.Connection | None = None
@@ -156,8 +162,7 @@ class SimulatedBackends:
     def __enter__(self) -> list[str]:
         ctx = multiprocessing.get_context("spawn")  # no inherited event loop or threads
         parent, child = ctx.Pipe()
-        specs_json = json.dumps([s.model_dump() for s in self.specs])
-        self._proc = ctx.Process(target=_child, args=(specs_json, child), daemon=True)
+        self._proc = ctx.Process(target=_child, args=(self.specs, child), daemon=True)
         self._proc.start()
         self._conn = parent
         if not parent.poll(60):

@@ -1,0 +1,363 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
+"""The service at the load its users run: `prorl serve` in its own process, real sandboxes, a
+ramp of concurrent multi-turn rollouts, measured from inside the service.
+
+Each level starts a fresh `prorl serve` (journal on, as by default) whose RUN pool holds
+`level` rollouts at once, submits `jobs_per_level` jobs and streams every result back. Two
+series:
+- shell: `command_output` rollouts (bash in a persistent PTY shell, then `submit`), with a
+  share of SWE rollouts (a repository copied into the sandbox, bash, graded by its tests);
+- ipython: math rollouts (a direct IPython kernel per rollout, then `submit`), up to the
+  level memory holds.
+
+SIMULATED: the model. `sim_vllm` backends return real-size replies (token ids in a real
+vocabulary's range, a log-prob each) at vLLM-like speed with a `max_num_seqs` cap; every
+sandbox, shell, kernel, grader and the service itself are real.
+
+Measured per level: rollouts/s (all, and steady state: the middle half of the finishes), agent
+turn p50/p99 and event-loop lag p99/max (the service's own histograms on /metrics), time
+waiting for a model slot, sandbox open/close p50/p99, the service's RSS, threads and fds, host
+processes, memory in use on the host, disk under the sandbox root, failures and timeouts by
+cause.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import collections
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+from prometheus_client.parser import text_string_to_metric_families
+from sim_vllm import AgentBackendSpec
+
+import provenance  # first: it notes the load average the run starts under
+from balancer_sim import SimulatedBackends
+from nemo_gym_prorl.latency import quantile
+from nemo_gym_prorl.tasks.command_output import make_rows
+from scripted_handlers import subprocess_env
+
+ROOT = Path(__file__).resolve().parents[1]
+SIMULATED = [
+    "model: simulated vLLM backends (sim_vllm: scripted tool-using replies of real size, vLLM-like "
+    "latency and max_num_seqs); sandboxes, shells, kernels, graders and the service are real",
+]
+SERIES_LEVELS = {"shell": (64, 256, 1024, 2048), "ipython": (64, 128, 256)}
+SWE_SHARE = 16  # one SWE rollout in this many shell-series rollouts
+BACKENDS = 4
+MAX_NUM_SEQS = 256
+
+
+def _rows(series: str, n: int) -> list[dict[str, Any]]:
+    if series == "ipython":
+        math = _jsonl(ROOT / "environments" / "math" / "data" / "example.jsonl")
+        return [math[i % len(math)] for i in range(n)]
+    swe = _jsonl(ROOT / "resources_servers" / "prorl_swe" / "data" / "example.jsonl")
+    shell = make_rows(n)
+    return [
+        swe[(i // SWE_SHARE) % len(swe)] if i % SWE_SHARE == SWE_SHARE - 1 else shell[i] for i in range(n)
+    ]
+
+
+def _jsonl(path: Path) -> list[dict[str, Any]]:
+    import json
+
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def _start_service(level: int, workdir: Path, backends: list[str]) -> tuple[subprocess.Popen[str], str]:
+    from nemo_gym_prorl.cli.serve import READY_PREFIX
+
+    side = max(16, level // 4)  # INIT and EVAL: not where a rollout spends its time
+    overrides = [
+        "server.port=0", "server.log_level=warning", f"+sandbox.root_dir={workdir / 'sandboxes'}",
+        f"journal.path={workdir / 'journal.sqlite3'}", f"llm.backends=[{','.join(backends)}]",
+        f"llm.balancer.max_in_flight={MAX_NUM_SEQS}", "llm.sampling.max_tokens=512",
+        f"pipeline.init_workers={side}", f"pipeline.run_workers={level}", f"pipeline.eval_workers={side}",
+        "pipeline.max_queued=100000", "pipeline.active_time_s=600",
+    ]  # fmt: skip
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "nemo_gym_prorl.cli.serve", *overrides],
+        stdout=subprocess.PIPE, text=True, env=subprocess_env({**os.environ, "PRORL_API_TOKEN": ""}),
+    )  # fmt: skip
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        if line.startswith(READY_PREFIX):
+            return proc, line[len(READY_PREFIX) :].split()[0]
+    raise RuntimeError(f"prorl serve did not start (exit {proc.wait()})")
+
+
+def _stop(proc: subprocess.Popen[str]) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=120)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+async def _histograms(http: httpx.AsyncClient) -> dict[str, list[tuple[str, float]]]:
+    text = (await http.get("/metrics")).text
+    out: dict[str, list[tuple[str, float]]] = {}
+    for family in text_string_to_metric_families(text):
+        if family.type == "histogram":
+            out[family.name] = [
+                (s.labels["le"], s.value) for s in family.samples if s.name.endswith("_bucket")
+            ]
+    return out
+
+
+def _delta(after: list[tuple[str, float]], before: list[tuple[str, float]]) -> list[tuple[str, float]]:
+    was = dict(before)
+    return [(bound, value - was.get(bound, 0.0)) for bound, value in after]
+
+
+def _quantiles(buckets: list[tuple[str, float]]) -> dict[str, float | None]:
+    """p50, p99 and the largest bucket reached, as bucket upper bounds (seconds)."""
+    return {
+        "p50": quantile(buckets, 0.5),
+        "p99": quantile(buckets, 0.99),
+        "max_bucket": quantile(buckets, 1.0),
+    }
+
+
+class _Sampler:
+    """The service process and the host, sampled once a second while a level runs."""
+
+    def __init__(self, pid: int, sandbox_root: Path) -> None:
+        self.pid = pid
+        self.sandbox_root = sandbox_root
+        self.rss: list[int] = []
+        self.threads: list[int] = []
+        self.fds: list[int] = []
+        self.processes: list[int] = []
+        self.mem_used: list[int] = []
+        self.disk: list[int] = []
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._run())
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+
+    async def _run(self) -> None:
+        tick = 0
+        while True:
+            self.sample(disk=tick % 5 == 0)
+            tick += 1
+            await asyncio.sleep(1.0)
+
+    def sample(self, *, disk: bool) -> None:
+        status = Path(f"/proc/{self.pid}/status").read_text().splitlines()
+        fields = dict(line.split(":", 1) for line in status if ":" in line)
+        self.rss.append(int(fields["VmRSS"].split()[0]) * 1024)
+        self.threads.append(int(fields["Threads"]))
+        self.fds.append(len(os.listdir(f"/proc/{self.pid}/fd")))
+        self.processes.append(sum(1 for name in os.listdir("/proc") if name.isdigit()))
+        meminfo = dict(line.split(":", 1) for line in Path("/proc/meminfo").read_text().splitlines())
+        self.mem_used.append(
+            (int(meminfo["MemTotal"].split()[0]) - int(meminfo["MemAvailable"].split()[0])) * 1024
+        )
+        if disk and self.sandbox_root.exists():
+            done = subprocess.run(["du", "-sxb", str(self.sandbox_root)], capture_output=True, text=True)
+            if done.returncode == 0 and done.stdout:
+                self.disk.append(int(done.stdout.split()[0]))
+
+
+def _cause(result: dict[str, Any]) -> str:
+    if result["state"] == "done":
+        stop = (result.get("trajectory") or {}).get("stop_reason")
+        return "ok" if stop in ("submitted", "answered") else f"stopped:{stop}"
+    error = str(result.get("error") or "")
+    return f"{result['state']}:{error[:80]}"
+
+
+async def run_level(series: str, level: int, jobs: int, say: provenance.Say) -> dict[str, Any]:
+    spec = AgentBackendSpec(max_num_seqs=MAX_NUM_SEQS)
+    workdir = Path(tempfile.mkdtemp(prefix="prorl-bench-load-"))
+    idle_mem = _Sampler(os.getpid(), workdir)
+    idle_mem.sample(disk=False)
+    try:
+        with SimulatedBackends([spec] * BACKENDS) as urls:
+            proc, url = _start_service(level, workdir, urls)
+            try:
+                return await _drive(series, level, jobs, url, proc.pid, workdir, idle_mem.mem_used[0], say)
+            finally:
+                _stop(proc)
+    finally:
+        left = list((workdir / "sandboxes").glob("*")) if (workdir / "sandboxes").exists() else []
+        shutil.rmtree(workdir, ignore_errors=True)
+        if left:
+            say(
+                f"{series} {level}: {len(left)} entries were left under the sandbox root after the service stopped"
+            )
+
+
+async def _drive(
+    series: str, level: int, jobs: int, url: str, pid: int, workdir: Path, idle_mem: int, say: provenance.Say
+) -> dict[str, Any]:
+    rows = _rows(series, jobs)
+    sampler = _Sampler(pid, workdir / "sandboxes")
+    async with httpx.AsyncClient(base_url=url, timeout=httpx.Timeout(600, connect=30)) as http:
+        before = await _histograms(http)
+        sampler.start()
+        started = time.monotonic()
+        finishes: list[float] = []
+        causes: collections.Counter[str] = collections.Counter()
+        slot_waits: list[float] = []
+        ids: list[str] = []
+        for i in range(0, jobs, 1000):
+            chunk = [{"instance": row} for row in rows[i : i + 1000]]
+            reply = await http.post("/v1/rollouts", json={"jobs": chunk})
+            reply.raise_for_status()
+            ids += reply.json()["ids"]
+        import json
+
+        async with http.stream("POST", "/v1/rollouts/stream", json={"ids": ids, "timeout_s": 3600}) as stream:
+            async for line in stream.aiter_lines():
+                if not line:
+                    continue
+                event = json.loads(line)
+                if event["type"] == "missing":
+                    causes[f"missing:{event.get('reason')}"] += 1
+                    continue
+                if event["type"] == "end":
+                    causes["never_finished"] += len(event.get("pending") or [])
+                    continue
+                result = event["result"]
+                finishes.append(time.monotonic() - started)
+                causes[_cause(result)] += 1
+                slot_waits.append(float((result.get("timing") or {}).get("model_wait_s", 0.0)))
+                if len(finishes) % max(1, jobs // 4) == 0:
+                    say(f"{series} {level}: {len(finishes)}/{jobs} finished")
+        makespan = time.monotonic() - started
+        await sampler.stop()
+        after = await _histograms(http)
+    lo, hi = len(finishes) // 4, (3 * len(finishes)) // 4
+    steady = (
+        (hi - lo) / (finishes[hi - 1] - finishes[lo])
+        if hi - 1 > lo and finishes[hi - 1] > finishes[lo]
+        else None
+    )
+    hist = {name.removeprefix("prorl_").removesuffix("_seconds"): _quantiles(_delta(after[name], before.get(name, [])))
+            for name in after}  # fmt: skip
+    return {
+        "series": series,
+        "concurrent_rollouts": level,
+        "jobs": jobs,
+        "finished": len(finishes),
+        "makespan_s": makespan,
+        "rollouts_per_s": len(finishes) / makespan,
+        "steady_rollouts_per_s": steady,
+        "turn_s": hist.get("agent_turn"),
+        "event_loop_lag_s": hist.get("event_loop_lag"),
+        "sandbox_open_s": hist.get("sandbox_open"),
+        "sandbox_close_s": hist.get("sandbox_close"),
+        "model_slot_wait_s": {
+            "mean": statistics.fmean(slot_waits) if slot_waits else None,
+            "p99": sorted(slot_waits)[int(0.99 * (len(slot_waits) - 1))] if slot_waits else None,
+        },
+        "service_rss_max_bytes": max(sampler.rss, default=0),
+        "service_threads_max": max(sampler.threads, default=0),
+        "service_fds_max": max(sampler.fds, default=0),
+        "host_processes_max": max(sampler.processes, default=0),
+        "host_memory_in_use_max_bytes": max(sampler.mem_used, default=0) - idle_mem,
+        "sandbox_root_disk_max_bytes": max(sampler.disk, default=0),
+        "outcomes": dict(causes),
+        "service_failures": sum(n for cause, n in causes.items() if cause != "ok"),
+    }
+
+
+async def benchmark(
+    say: provenance.Say, levels: dict[str, tuple[int, ...]], jobs_factor: int
+) -> dict[str, Any]:
+    curve = []
+    for series, series_levels in levels.items():
+        for level in series_levels:
+            jobs = max(256, jobs_factor * level)
+            say(f"{series}: {level} concurrent rollouts, {jobs} jobs")
+            point = await run_level(series, level, jobs, say)
+            say(format_point(point))
+            curve.append(point)
+    return {
+        "curve": curve,
+        "backends": {"count": BACKENDS, "spec": AgentBackendSpec(max_num_seqs=MAX_NUM_SEQS).model_dump()},
+        "swe_share": 1 / SWE_SHARE,
+        "cpu_count": os.cpu_count(),
+        "memory_total_bytes": os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"),
+        "simulated": SIMULATED,
+    }
+
+
+def _ms(seconds: float | None) -> str:
+    return "-" if seconds is None else f"{seconds * 1000:.0f}"
+
+
+def format_point(p: dict[str, Any]) -> str:
+    lag, turn = p["event_loop_lag_s"] or {}, p["turn_s"] or {}
+    opened, closed = p["sandbox_open_s"] or {}, p["sandbox_close_s"] or {}
+    return (
+        f"{p['series']:>7} {p['concurrent_rollouts']:>5} concurrent: {p['rollouts_per_s']:.1f} rollouts/s "
+        f"(steady {p['steady_rollouts_per_s'] or 0:.1f}); turn p50/p99 {_ms(turn.get('p50'))}/{_ms(turn.get('p99'))} ms; "
+        f"loop lag p99 {_ms(lag.get('p99'))} ms, max <= {_ms(lag.get('max_bucket'))} ms; "
+        f"slot wait mean {p['model_slot_wait_s']['mean'] or 0:.2f} s; open/close p99 "
+        f"{_ms(opened.get('p99'))}/{_ms(closed.get('p99'))} ms; RSS {p['service_rss_max_bytes'] / 2**20:.0f} MiB, "
+        f"{p['service_threads_max']} threads, {p['service_fds_max']} fds; host +{p['host_memory_in_use_max_bytes'] / 2**30:.1f} GiB, "
+        f"{p['host_processes_max']} processes; disk {p['sandbox_root_disk_max_bytes'] / 2**20:.0f} MiB; "
+        f"service failures {p['service_failures']}; outcomes {p['outcomes']}"
+    )  # fmt: skip
+
+
+def format_report(r: dict[str, Any]) -> str:
+    head = (
+        f"load benchmark ({BACKENDS} simulated backends, max_num_seqs {MAX_NUM_SEQS}; {r['cpu_count']} cores)"
+    )
+    return "\n".join([head, *(format_point(p) for p in r["curve"])])
+
+
+def summary(r: dict[str, Any]) -> str:
+    shell = {p["concurrent_rollouts"]: p for p in r["curve"] if p["series"] == "shell"}
+    point = shell.get(1024) or (
+        max(shell.values(), key=lambda p: p["concurrent_rollouts"]) if shell else None
+    )
+    if point is None:
+        return "no shell level ran"
+    return (
+        f"{point['concurrent_rollouts']} concurrent shell rollouts: {point['rollouts_per_s']:.1f} rollouts/s, "
+        f"event-loop lag p99 <= {_ms(point['event_loop_lag_s']['p99'])} ms, {point['service_failures']} service failures"
+    )
+
+
+def main(as_json: bool = False, argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="prorl bench load")
+    parser.add_argument("--shell", type=int, nargs="*", default=list(SERIES_LEVELS["shell"]),
+                        help="concurrent rollouts of the shell series")  # fmt: skip
+    parser.add_argument("--ipython", type=int, nargs="*", default=list(SERIES_LEVELS["ipython"]),
+                        help="concurrent rollouts of the IPython series")  # fmt: skip
+    parser.add_argument("--jobs-factor", type=int, default=2, help="jobs per level: this times the level")
+    args = parser.parse_args(argv or [])
+    levels = {"shell": tuple(args.shell), "ipython": tuple(args.ipython)}
+
+    def say(message: str) -> None:
+        print(f"[bench load] {message}", file=sys.stderr if as_json else sys.stdout, flush=True)
+
+    figures = asyncio.run(benchmark(say, levels, args.jobs_factor))
+    return provenance.publish(
+        "load", figures, as_json=as_json, render=format_report, summary=summary, simulated=SIMULATED,
+        ours="prorl serve in its own process, real sandboxes, concurrent rollouts ramped",
+        against="the targets: no service failure, event-loop lag p99 < 50 ms",
+    )  # fmt: skip
