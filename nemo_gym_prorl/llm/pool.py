@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Self
 
+import aiohttp
 import httpx
 from pydantic import BaseModel, Field
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential
@@ -182,6 +183,11 @@ class LLMBackendPool:
         self._api_key = self.config.resolved_api_key()
         # The policy versions the backends serve; the probe admits none without the current one.
         self.policy = PolicyVersions(self.balancer, self._client, api_key=self._api_key)
+        # Model calls (generation, /tokenize) go through aiohttp, not httpx: httpx's pool walks
+        # every connection and every request in flight on each request it starts and ends, so
+        # at hundreds of calls in flight it took half the event loop. aiohttp's connector takes
+        # an idle connection off a per-host queue. Made on first use (it needs the running loop).
+        self._calls: aiohttp.ClientSession | None = None
         self._started = False
 
     @property
@@ -208,6 +214,9 @@ class LLMBackendPool:
     async def aclose(self) -> None:
         await self.balancer.close()
         await self.policy.aclose()
+        if self._calls is not None:
+            await self._calls.close()
+            self._calls = None
         if self._own_client:
             await self._client.aclose()
 
@@ -403,41 +412,48 @@ class LLMBackendPool:
         )
         return value, reply
 
+    def _call_session(self) -> aiohttp.ClientSession:
+        if self._calls is None or self._calls.closed:
+            self._calls = aiohttp.ClientSession(
+                # No connection cap here: the balancer's per-backend caps are the limit that
+                # matters, and a second, hidden queue would make waits unbounded.
+                connector=aiohttp.TCPConnector(limit=0, keepalive_timeout=30),
+                timeout=aiohttp.ClientTimeout(
+                    total=self.config.request_timeout_s, sock_connect=self.config.connect_timeout_s
+                ),
+            )
+        return self._calls
+
     async def _post_once(self, address: str, path: str, body: dict[str, Any], timeout_s: float | None) -> Any:
         kwargs: dict[str, Any] = {"json": body, "headers": self.auth_headers}
-        if timeout_s is not None:
-            kwargs["timeout"] = httpx.Timeout(timeout_s, connect=self.config.connect_timeout_s)
+        if timeout_s is not None:  # else the session's (an explicit None would mean none at all)
+            kwargs["timeout"] = aiohttp.ClientTimeout(
+                total=timeout_s, sock_connect=self.config.connect_timeout_s
+            )
         try:
-            response = await self._client.post(address + path, **kwargs)
-        except httpx.TimeoutException as exc:
+            async with self._call_session().post(address + path, **kwargs) as response:
+                status = response.status
+                text = await response.text(errors="replace")
+        except TimeoutError as exc:
             raise BackendTimeoutError(f"timed out: {exc!r}", backend=address) from exc
-        except (httpx.ConnectError, httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as exc:
+        except aiohttp.ClientConnectionError as exc:
             raise BackendUnavailableError(f"connection failed: {exc!r}", backend=address) from exc
-        except httpx.HTTPError as exc:
+        except aiohttp.ClientError as exc:
             raise BackendUnavailableError(f"HTTP error: {exc!r}", backend=address) from exc
-        text = response.text
-        if response.status_code >= 500:
+        if status >= 500:
             raise BackendServerError(
-                f"HTTP {response.status_code}: {text[:300]}",
-                backend=address,
-                status=response.status_code,
-                body=text,
+                f"HTTP {status}: {text[:300]}", backend=address, status=status, body=text
             )
-        if response.status_code >= 400:
+        if status >= 400:
             cls = ContextLengthExceededError if _CONTEXT_RE.search(text) else BackendRejectedError
-            raise cls(
-                f"HTTP {response.status_code}: {text[:500]}",
-                backend=address,
-                status=response.status_code,
-                body=text,
-            )
+            raise cls(f"HTTP {status}: {text[:500]}", backend=address, status=status, body=text)
         try:
             return json.loads(text)
         except ValueError as exc:
             raise BackendProtocolError(
-                f"HTTP {response.status_code} with a body that is not JSON: {text[:200]!r}",
+                f"HTTP {status} with a body that is not JSON: {text[:200]!r}",
                 backend=address,
-                status=response.status_code,
+                status=status,
                 body=text,
             ) from exc
 

@@ -354,7 +354,7 @@ class Sandbox(ABC):
         self._processes.append(proc)
         return proc
 
-    def spawn_pty(
+    async def spawn_pty(
         self,
         argv: Sequence[str],
         *,
@@ -362,7 +362,15 @@ class Sandbox(ABC):
         env: Mapping[str, str] | None = None,
         dimensions: tuple[int, int] = (40, 200),
     ) -> ptyprocess.PtyProcess:
-        """Start a process on a pseudo-terminal (ptyprocess calls setsid: its own session)."""
+        """Start a process on a pseudo-terminal (ptyprocess calls setsid: its own session).
+
+        In a thread: ptyprocess forks and then waits until the child has exec'd, which on a
+        busy machine takes long enough to stall every other rollout on the event loop."""
+        return await in_sandbox_thread(self._spawn_pty, list(argv), cwd, env, dimensions)
+
+    def _spawn_pty(
+        self, argv: list[str], cwd: str | None, env: Mapping[str, str] | None, dimensions: tuple[int, int]
+    ) -> ptyprocess.PtyProcess:
         with self.command(argv, cwd=cwd, env=env) as launch:
             proc = ptyprocess.PtyProcess.spawn(
                 launch.argv,
@@ -373,6 +381,10 @@ class Sandbox(ABC):
                 pass_fds=launch.fds,
             )
         self._processes.append(proc)
+        if self._closed:  # closed while this thread started it: nobody else will stop it
+            self._kill(proc)
+            self._forget(proc)
+            raise SandboxError(f"sandbox {self.id} was closed while a terminal process started")
         return proc
 
     def kill_process(self, proc: asyncio.subprocess.Process | ptyprocess.PtyProcess) -> None:

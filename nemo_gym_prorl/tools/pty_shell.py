@@ -144,7 +144,7 @@ class PtyShell:
         loop = asyncio.get_running_loop()
         # --noediting: no readline (a tab in a heredoc must not trigger completion);
         # +H: no history expansion of `!`.
-        proc = self.sandbox.spawn_pty(
+        proc = await self.sandbox.spawn_pty(
             ["bash", "--noprofile", "--norc", "--noediting", "+H"],
             cwd=cwd,
             env={**self._markers.shell_env(), **self._user_env},

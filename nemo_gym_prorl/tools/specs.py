@@ -6,6 +6,8 @@ pydantic models that validate the model's arguments, so schema and validation ca
 
 from __future__ import annotations
 
+import copy
+import functools
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -95,7 +97,13 @@ def _clean(schema: Any) -> Any:
 
 
 def tool_spec(name: ToolName) -> dict[str, Any]:
-    """One OpenAI function tool: {"type": "function", "function": {name, description, parameters}}."""
+    """One OpenAI function tool: {"type": "function", "function": {name, description, parameters}}.
+    A fresh copy each time (callers may change it); the schema itself is built once."""
+    return copy.deepcopy(_tool_spec(name))
+
+
+@functools.cache
+def _tool_spec(name: ToolName) -> dict[str, Any]:
     parameters = _clean(ARGUMENT_MODELS[name].model_json_schema())
     parameters.pop("description", None)  # a model docstring, meant for us, not the policy
     parameters.setdefault("required", [])

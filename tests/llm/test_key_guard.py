@@ -17,6 +17,7 @@ from typing import Any
 
 import httpx
 import pytest
+from aiohttp import web
 
 from nemo_gym_prorl.llm.access import LLMAccess
 from nemo_gym_prorl.llm.dialects import VLLMCompletionsDialect
@@ -124,23 +125,37 @@ def test_the_pool_takes_the_key_from_its_file(tmp_path: Path) -> None:
 
 
 async def test_every_client_of_the_backend_sends_the_key() -> None:
+    # A real server on loopback: the pool's model calls and its one-off requests use different
+    # HTTP clients, and each must carry the key.
     seen: list[tuple[str, str | None]] = []
 
-    def backend(request: httpx.Request) -> httpx.Response:
-        seen.append((request.url.path, request.headers.get("authorization")))
-        if request.url.path == "/v1/models":
-            return httpx.Response(200, json={"data": [{"id": "m"}]})
-        if request.url.path == "/openapi.json":
-            return httpx.Response(200, json={"paths": {"/v1/load_lora_adapter": {}, "/collective_rpc": {}}})
-        return httpx.Response(200, json={"tokens": [1, 2]})
+    async def backend(request: web.Request) -> web.Response:
+        seen.append((request.path, request.headers.get("authorization")))
+        if request.path == "/v1/models":
+            return web.json_response({"data": [{"id": "m"}]})
+        if request.path == "/openapi.json":
+            return web.json_response({"paths": {"/v1/load_lora_adapter": {}, "/collective_rpc": {}}})
+        return web.json_response({"tokens": [1, 2]})
 
-    client = httpx.AsyncClient(transport=httpx.MockTransport(backend))
-    config = PoolConfig(backends=["http://vllm:1"], api_key=KEY, health_path=None)
-    async with LLMBackendPool(config, client=client) as pool:
-        await pool.post_json("/tokenize", {"prompt": "x"})
-        assert await LLMAccess(pool=pool, dialect=VLLMCompletionsDialect(), model=None).model_name() == "m"
-        await restore_launch_weights(client, "http://vllm:1", served_name="m", weights_path="/w", api_key=KEY)
-    await client.aclose()
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", backend)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    url = f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}"  # type: ignore[union-attr]
+    try:
+        client = httpx.AsyncClient()
+        config = PoolConfig(backends=[url], api_key=KEY, health_path=None)
+        async with LLMBackendPool(config, client=client) as pool:
+            await pool.post_json("/tokenize", {"prompt": "x"})
+            assert (
+                await LLMAccess(pool=pool, dialect=VLLMCompletionsDialect(), model=None).model_name() == "m"
+            )
+            await restore_launch_weights(client, url, served_name="m", weights_path="/w", api_key=KEY)
+        await client.aclose()
+    finally:
+        await runner.cleanup()
     paths = {path for path, _ in seen}
     assert {"/tokenize", "/v1/models", "/openapi.json", "/collective_rpc", "/reset_prefix_cache"} <= paths
     assert all(auth == f"Bearer {KEY}" for _, auth in seen), seen

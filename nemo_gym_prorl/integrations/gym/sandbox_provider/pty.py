@@ -96,7 +96,7 @@ class BubblewrapPtySession:
 
     async def start(self) -> Self:
         if self._pty:
-            self._ptyproc = self._sandbox.spawn_pty(
+            self._ptyproc = await self._sandbox.spawn_pty(
                 self._argv, cwd=self._cwd, env=self._env, dimensions=self._size
             )
             os.set_blocking(self._ptyproc.fd, False)
