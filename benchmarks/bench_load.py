@@ -255,9 +255,11 @@ async def _drive(
     )
     hist = {name.removeprefix("prorl_").removesuffix("_seconds"): _quantiles(_delta(after[name], before.get(name, [])))
             for name in after}  # fmt: skip
+    lag_buckets = _delta(after["prorl_event_loop_lag_seconds"], before.get("prorl_event_loop_lag_seconds", []))
     return {
         "series": series,
         "concurrent_rollouts": level,
+        "event_loop_lag_buckets": lag_buckets,
         "jobs": jobs,
         "finished": len(finishes),
         "makespan_s": makespan,

@@ -24,7 +24,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePosixPath
 from typing import Any, Self
 
-import ptyprocess
 from pydantic import BaseModel
 
 from nemo_gym_prorl.latency import SANDBOX_CLOSE
@@ -39,6 +38,7 @@ from nemo_gym_prorl.sandbox.limits import (
 from nemo_gym_prorl.sandbox.output import CappedBuffer
 from nemo_gym_prorl.sandbox.runtime import RuntimeSetupError, installed_runtime
 from nemo_gym_prorl.sandbox.spec import SandboxSpec
+from nemo_gym_prorl.sandbox.terminal import TerminalProcess
 from nemo_gym_prorl.sandbox.threads import in_sandbox_thread
 from nemo_gym_prorl.sandbox.workspace_fs import read_no_follow, write_no_follow
 
@@ -147,7 +147,7 @@ class Sandbox(ABC):
         self._dir = root / f"{self.backend}-{self.id}"
         self._owns_workspace = spec.workspace is None
         self._closed = False
-        self._processes: list[asyncio.subprocess.Process | ptyprocess.PtyProcess] = []
+        self._processes: list[asyncio.subprocess.Process | TerminalProcess] = []
         self._cgroup: PidsCgroup | None = None
         self.workspace: Path = (spec.workspace or self._dir / "workspace").resolve()
         self.tmp_dir = self._dir / "tmp"  # /tmp inside, shared by this sandbox's processes only
@@ -361,18 +361,18 @@ class Sandbox(ABC):
         cwd: str | None = None,
         env: Mapping[str, str] | None = None,
         dimensions: tuple[int, int] = (40, 200),
-    ) -> ptyprocess.PtyProcess:
-        """Start a process on a pseudo-terminal (ptyprocess calls setsid: its own session).
+    ) -> TerminalProcess:
+        """Start a process on a pseudo-terminal, in a session of its own (`terminal.py`).
 
-        In a thread: ptyprocess forks and then waits until the child has exec'd, which on a
-        busy machine takes long enough to stall every other rollout on the event loop."""
+        In a thread: the start waits until the child has exec'd, which on a busy machine is
+        long enough to stall every other rollout on the event loop."""
         return await in_sandbox_thread(self._spawn_pty, list(argv), cwd, env, dimensions)
 
     def _spawn_pty(
         self, argv: list[str], cwd: str | None, env: Mapping[str, str] | None, dimensions: tuple[int, int]
-    ) -> ptyprocess.PtyProcess:
+    ) -> TerminalProcess:
         with self.command(argv, cwd=cwd, env=env) as launch:
-            proc = ptyprocess.PtyProcess.spawn(
+            proc = TerminalProcess.spawn(
                 launch.argv,
                 cwd=str(self._dir),
                 env=LAUNCH_ENV,
@@ -387,20 +387,20 @@ class Sandbox(ABC):
             raise SandboxError(f"sandbox {self.id} was closed while a terminal process started")
         return proc
 
-    def kill_process(self, proc: asyncio.subprocess.Process | ptyprocess.PtyProcess) -> None:
+    def kill_process(self, proc: asyncio.subprocess.Process | TerminalProcess) -> None:
         """Kill one process this sandbox started, with its whole process group."""
         self._kill(proc)
         self._forget(proc)
 
     @staticmethod
-    def _kill(proc: asyncio.subprocess.Process | ptyprocess.PtyProcess) -> None:
+    def _kill(proc: asyncio.subprocess.Process | TerminalProcess) -> None:
         # Only signal a group whose leader we have not reaped yet: until then its pid (and so
         # the group id) cannot have been reused by anyone else's process.
-        alive = proc.isalive() if isinstance(proc, ptyprocess.PtyProcess) else proc.returncode is None
+        alive = proc.isalive() if isinstance(proc, TerminalProcess) else proc.returncode is None
         if alive:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(proc.pid, signal.SIGKILL)
-        if isinstance(proc, ptyprocess.PtyProcess):
+        if isinstance(proc, TerminalProcess):
             with contextlib.suppress(Exception):
                 proc.close(force=True)
 
@@ -492,7 +492,7 @@ class Sandbox(ABC):
         the garbage collector after the loop has closed raises at exit."""
         started = [p for p in self._processes if isinstance(p, asyncio.subprocess.Process)]
         for proc in list(self._processes):
-            if not isinstance(proc, ptyprocess.PtyProcess):  # a terminal's close sleeps: in the thread
+            if not isinstance(proc, TerminalProcess):  # a terminal's close sleeps: in the thread
                 self._kill(proc)
         await in_sandbox_thread(self.close)
         for proc in started:

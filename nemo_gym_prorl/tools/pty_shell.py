@@ -20,10 +20,10 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Self
 
-import ptyprocess
-
 from nemo_gym_prorl.sandbox.base import Sandbox, SandboxError
 from nemo_gym_prorl.sandbox.output import CappedBuffer
+from nemo_gym_prorl.sandbox.terminal import TerminalProcess
+from nemo_gym_prorl.sandbox.threads import in_sandbox_thread
 from nemo_gym_prorl.tools.shell_protocol import (
     Exited,
     MarkerScanner,
@@ -86,7 +86,7 @@ class PtyShell:
         self._user_env = dict(env or {})
         self._token = secrets.token_hex(8)  # makes this shell's markers its own
         self._markers = MarkerScanner(self._token)
-        self._proc: ptyprocess.PtyProcess | None = None
+        self._proc: TerminalProcess | None = None
         self._fd = -1
         self._shell_pgrp: int | None = None
         self._buf = CappedBuffer(self.max_output_bytes)
@@ -176,10 +176,10 @@ class PtyShell:
             self._shell_pgrp = os.tcgetpgrp(self._fd)
         self._buf = CappedBuffer(self.max_output_bytes)  # drop start-up noise
 
-    def _detach(self) -> ptyprocess.PtyProcess | None:
+    def _detach(self) -> TerminalProcess | None:
         """Stop reading the terminal and forget the process; returns it for the caller to end.
 
-        A reaper still polling it is cancelled: two threads asking ptyprocess whether one child
+        A reaper still polling it is cancelled: two threads asking whether one child
         is alive race on its exit status, and the loser raises."""
         if self._fd >= 0:
             with contextlib.suppress(Exception):
@@ -194,13 +194,13 @@ class PtyShell:
             self.sandbox.kill_process(proc)  # its whole process group, then closes the fd
 
     async def _ateardown_process(self) -> None:
-        """`_teardown_process` off the event loop: ptyprocess's close sleeps (0.1 s and more
-        while the child lingers), so the group is killed here at once and the terminal is
-        closed in a thread."""
+        """`_teardown_process` off the event loop: a terminal's close waits for the exit status
+        (up to a second while the child lingers), so the group is killed here at once and the
+        terminal is closed in a thread."""
         if (proc := self._detach()) is None:
             return
         _kill_group(proc)
-        await asyncio.to_thread(self.sandbox.kill_process, proc)
+        await in_sandbox_thread(self.sandbox.kill_process, proc)
 
     def _close_state(self) -> bool:
         """Mark the shell closed and fail a pending run(); False if it was closed already."""
@@ -262,7 +262,7 @@ class PtyShell:
         if self._eof_task is None or self._eof_task.done():
             self._eof_task = loop.create_task(self._reap(self._proc))
 
-    async def _reap(self, proc: ptyprocess.PtyProcess | None) -> None:
+    async def _reap(self, proc: TerminalProcess | None) -> None:
         """Collect bash's exit status. The terminal closes a moment before the process can be
         reaped; and a process that merely closed its terminal is useless, so it is killed."""
         status: int | None = None
@@ -526,7 +526,7 @@ class PtyShell:
         )
 
 
-def _kill_group(proc: ptyprocess.PtyProcess) -> None:
+def _kill_group(proc: TerminalProcess) -> None:
     """SIGKILL the process group of a shell not reaped yet (until then its pid, and so its group
     id, cannot belong to anyone else). Never blocks."""
     with contextlib.suppress(Exception):

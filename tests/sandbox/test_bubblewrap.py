@@ -371,7 +371,7 @@ async def test_closing_a_sandbox_never_stalls_the_event_loop(tmp_path: Path) -> 
     """What a close waits on (a terminal's close, the cgroup's removal, the tree) runs in a thread:
     the loop goes on serving other rollouts meanwhile."""
     sb = open_sandbox(SandboxSpec(root_dir=tmp_path))
-    await sb.spawn_pty(["/bin/sh", "-c", "sleep 100"])  # ptyprocess's close sleeps
+    await sb.spawn_pty(["/bin/sh", "-c", "sleep 100"])  # a terminal's close waits for its exit status
     async with loop_ticks() as ticks:
         await sb.aclose()
     during = ticks.count

@@ -14,12 +14,12 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import ptyprocess
 import pytest
 from support.loop_ticks import loop_ticks
 
 from nemo_gym_prorl.sandbox import SandboxSpec, open_sandbox
 from nemo_gym_prorl.sandbox.limits import PidsCgroup
+from nemo_gym_prorl.sandbox.terminal import TerminalProcess
 from nemo_gym_prorl.tasks.workspace import Workspace
 from nemo_gym_prorl.tools.dispatch import ToolBox
 
@@ -33,7 +33,7 @@ class BlockingCalls:
         self.calls: list[tuple[str, int]] = []
         self._wrap(monkeypatch, time, "sleep", "time.sleep")
         self._wrap(monkeypatch, shutil, "rmtree", "shutil.rmtree")
-        self._wrap(monkeypatch, ptyprocess.PtyProcess, "close", "PtyProcess.close")
+        self._wrap(monkeypatch, TerminalProcess, "close", "terminal close")
         self._wrap(monkeypatch, PidsCgroup, "remove", "cgroup removal")
 
     def _wrap(self, monkeypatch: pytest.MonkeyPatch, owner: Any, attr: str, name: str) -> None:
@@ -68,7 +68,7 @@ async def test_closing_a_workspace_with_a_shell_and_a_kernel_leaves_the_event_lo
 
     loop_thread = threading.get_ident()
     # The blocking parts did run (the terminal closed, the tree was removed)...
-    assert {"PtyProcess.close", "shutil.rmtree"} <= blocking.names()
+    assert {"terminal close", "shutil.rmtree"} <= blocking.names()
     # ...and none of them on the event loop, which kept ticking meanwhile.
     assert blocking.on(loop_thread) == []
     assert during > 0

@@ -3,7 +3,7 @@
 
 """Gym's interactive terminal (`SandboxPtySession`) over a process of the sandbox.
 
-PTY mode runs the process on a pseudo-terminal from `Sandbox.spawn_pty` (ptyprocess, the same
+PTY mode runs the process on a pseudo-terminal from `Sandbox.spawn_pty` (`TerminalProcess`, the same
 machinery as the project's `PtyShell`); pipe mode (`pty=False`) runs it with three pipes from
 `Sandbox.spawn`. Either way the process joined the sandbox's namespaces like any exec.
 """
@@ -19,10 +19,10 @@ import uuid
 from collections.abc import AsyncIterator
 from typing import Any, Self
 
-import ptyprocess
 from nemo_gym.sandbox.providers.base import SandboxPtyError
 
 from nemo_gym_prorl.sandbox.base import Sandbox
+from nemo_gym_prorl.sandbox.terminal import TerminalProcess
 
 _CHUNK = 65536
 _EXIT_POLL_S = 0.01
@@ -88,7 +88,7 @@ class BubblewrapPtySession:
         self._argv, self._cwd, self._env = argv, cwd, env
         self._size = (rows, cols)
         self._pty = pty
-        self._ptyproc: ptyprocess.PtyProcess | None = None
+        self._ptyproc: TerminalProcess | None = None
         self._proc: asyncio.subprocess.Process | None = None
         self._out: _Stream | _PipeStream | None = None
         self._err: _Stream | _PipeStream | None = None
@@ -175,7 +175,7 @@ class BubblewrapPtySession:
         async with asyncio.timeout(timeout_s):
             if self._proc is not None:
                 await self._proc.wait()
-            # ptyprocess reports exit only when asked (no event to await): poll it.
+            # A terminal process reports its exit only when asked (no event to await): poll it.
             while (code := self._exit_code()) is None:  # noqa: ASYNC110
                 await asyncio.sleep(_EXIT_POLL_S)
         return code
@@ -195,7 +195,7 @@ class BubblewrapPtySession:
                 stream.stop()
         process: Any = self._ptyproc or self._proc
         if process is not None:
-            # A terminal's close waits (ptyprocess sleeps): in a thread, never on the loop.
+            # A terminal's close waits for the exit status: in a thread, never on the loop.
             await asyncio.to_thread(self._sandbox.kill_process, process)
         if self._proc is not None:
             with contextlib.suppress(ProcessLookupError, TimeoutError):
