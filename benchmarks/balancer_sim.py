@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import multiprocessing
 import multiprocessing.connection
 from collections import OrderedDict
@@ -143,7 +144,9 @@ async def _serve(specs: list[Any], conn: multiprocessing.connection.Connection) 
     await loop.run_in_executor(None, conn.recv)  # any message (or the parent's exit) stops us
 
 
-def _child(specs: list[Any], conn: multiprocessing.connection.Connection) -> None:
+def _child(specs: list[Any], conn: multiprocessing.connection.Connection, niceness: int) -> None:
+    if niceness:
+        os.nice(niceness)
     try:
         asyncio.run(_serve(specs, conn))
     except (EOFError, KeyboardInterrupt):
@@ -154,15 +157,18 @@ class SimulatedBackends:
     """`with SimulatedBackends([spec, ...]) as urls:` -> one base URL per backend. A spec is any
     picklable model with `build()` -> an object with `async respond(method, path, body)`."""
 
-    def __init__(self, specs: list[Any]) -> None:
+    def __init__(self, specs: list[Any], *, niceness: int = 0) -> None:
         self.specs = specs
+        # On a machine that also runs what is measured, a simulated backend (a GPU server in
+        # real life) can yield the CPU to it.
+        self.niceness = niceness
         self._proc: multiprocessing.process.BaseProcess | None = None
         self._conn: multiprocessing.connection.Connection | None = None
 
     def __enter__(self) -> list[str]:
         ctx = multiprocessing.get_context("spawn")  # no inherited event loop or threads
         parent, child = ctx.Pipe()
-        self._proc = ctx.Process(target=_child, args=(self.specs, child), daemon=True)
+        self._proc = ctx.Process(target=_child, args=(self.specs, child, self.niceness), daemon=True)
         self._proc.start()
         self._conn = parent
         if not parent.poll(60):

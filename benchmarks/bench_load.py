@@ -57,6 +57,7 @@ SERIES_LEVELS = {"shell": (64, 256, 1024, 2048), "ipython": (64, 128, 256)}
 SWE_SHARE = 16  # one SWE rollout in this many shell-series rollouts
 BACKENDS = 4
 MAX_NUM_SEQS = 256
+SIM_NICENESS = 10  # the simulated backends stand for GPU servers elsewhere: they yield this machine's CPU
 
 
 def _rows(series: str, n: int) -> list[dict[str, Any]]:
@@ -79,7 +80,7 @@ def _jsonl(path: Path) -> list[dict[str, Any]]:
 def _start_service(level: int, workdir: Path, backends: list[str]) -> tuple[subprocess.Popen[str], str]:
     from nemo_gym_prorl.cli.serve import READY_PREFIX
 
-    side = max(16, level // 4)  # INIT and EVAL: not where a rollout spends its time
+    side = min(64, level)  # INIT and EVAL: the service's defaults (64 each); RUN holds `level` rollouts
     overrides = [
         "server.port=0", "server.log_level=warning", f"+sandbox.root_dir={workdir / 'sandboxes'}",
         f"journal.path={workdir / 'journal.sqlite3'}", f"llm.backends=[{','.join(backends)}]",
@@ -192,7 +193,7 @@ async def run_level(series: str, level: int, jobs: int, say: provenance.Say) -> 
     idle_mem = _Sampler(os.getpid(), workdir)
     idle_mem.sample(disk=False)
     try:
-        with SimulatedBackends([spec] * BACKENDS) as urls:
+        with SimulatedBackends([spec] * BACKENDS, niceness=SIM_NICENESS) as urls:
             proc, url = _start_service(level, workdir, urls)
             try:
                 return await _drive(series, level, jobs, url, proc.pid, workdir, idle_mem.mem_used[0], say)

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from bench_load import MAX_NUM_SEQS, _Sampler, _start_service, _stop
+from bench_load import MAX_NUM_SEQS, SIM_NICENESS, _Sampler, _start_service, _stop
 from sim_vllm import AgentBackendSpec
 
 import provenance  # first: it notes the load average the run starts under
@@ -119,7 +119,7 @@ async def soak(jobs: int, sample_every: int, say: provenance.Say) -> dict[str, A
     sandbox_root = workdir / "sandboxes"
     spec = AgentBackendSpec(max_num_seqs=MAX_NUM_SEQS, ttft_s=0.05, decode_tokens_per_s=2000.0)
     try:
-        with SimulatedBackends([spec] * 4) as urls:
+        with SimulatedBackends([spec] * 4, niceness=SIM_NICENESS) as urls:
             proc, url = _start_service(CONCURRENT, workdir, urls)
             try:
                 series, dapo, done, wall = await _drive(url, proc.pid, sandbox_root, jobs, sample_every, say)

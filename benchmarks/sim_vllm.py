@@ -80,8 +80,9 @@ class AgentBackendSpec(BaseModel):
     """One simulated backend (see the module doc)."""
 
     max_num_seqs: int = 256
-    ttft_s: float = 0.2
-    decode_tokens_per_s: float = 400.0
+    # A 256-sequence batch on one GPU: time to first token, then tokens per second per sequence.
+    ttft_s: float = 0.5
+    decode_tokens_per_s: float = 40.0
     reply_tokens: int = 256
     tool_turns: int = 3
     max_model_len: int = 32768

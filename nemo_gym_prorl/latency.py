@@ -13,8 +13,11 @@ long the process runs.
 
 from __future__ import annotations
 
+import asyncio
 import bisect
 import threading
+import time
+from collections import deque
 from dataclasses import dataclass, field
 
 # Seconds: fine below 50 ms (the event loop's target), coarse above.
@@ -84,3 +87,35 @@ def quantile(buckets: list[tuple[str, float]], q: float) -> float | None:
         if running >= rank:
             return float(bound)
     return float("inf")
+
+
+# The last few ticks of the service's loop monitor: how late the loop runs right now.
+_recent_lag: deque[float] = deque(maxlen=5)
+
+
+def note_loop_lag(seconds: float) -> None:
+    EVENT_LOOP_LAG.observe(seconds)
+    _recent_lag.append(seconds)
+
+
+def forget_loop_lag() -> None:
+    """The monitor stopped: what it saw last no longer says anything."""
+    _recent_lag.clear()
+
+
+def recent_loop_lag() -> float:
+    return max(_recent_lag, default=0.0)
+
+
+async def wait_for_calm_loop(
+    threshold_s: float | None, *, poll_s: float = 0.02, at_most_s: float = 10.0
+) -> None:
+    """Return once the loop's recent lag is at most `threshold_s` (at once when None, or when no
+    monitor runs), or after `at_most_s` whatever it is: a pace, never a stop."""
+    if threshold_s is None:
+        return
+    give_up = time.monotonic() + at_most_s
+    # Polled, not an Event: the lag changes on the monitor's ticks, and a waiter that finds it
+    # high must itself let the loop run before it can look again.
+    while recent_loop_lag() > threshold_s and time.monotonic() < give_up:  # noqa: ASYNC110
+        await asyncio.sleep(poll_s)

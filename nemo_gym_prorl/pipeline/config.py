@@ -34,6 +34,14 @@ class PipelineConfig(BaseModel):
     wall_time_s: float | None = Field(
         None, gt=0, description="Default per-request deadline including queue waits (None: none)."
     )
+    init_pace_lag_s: float | None = Field(
+        0.05,
+        ge=0,
+        description="INIT starts no new rollout while the service's event loop runs later than this "
+        "(its last few ticks), for at most 10 s per rollout: a burst of rollouts then starts as fast as the "
+        "loop can drive them, and the loop stays responsive to the rollouts already running. Counted as "
+        "INIT queue time. None: no pacing.",
+    )
     max_retained_results: int = Field(10_000, ge=1, description="Finished results kept for fetching.")
     max_retained_bytes: int = Field(
         2 << 30,

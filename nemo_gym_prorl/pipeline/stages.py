@@ -18,6 +18,7 @@ import logging
 import time
 import traceback
 
+from nemo_gym_prorl.latency import wait_for_calm_loop
 from nemo_gym_prorl.llm.slot_wait import SlotWaitClock, listen
 from nemo_gym_prorl.pipeline.config import PipelineConfig
 from nemo_gym_prorl.pipeline.executor import InfrastructureError, StageExecutor
@@ -179,6 +180,8 @@ class StageRunner:
         cancelled meanwhile (and is finished here: it holds nothing yet)."""
         try:
             await self.executor.wait_for_capacity()
+            # A burst of rollouts starts no faster than the event loop can drive them.
+            await wait_for_calm_loop(self.config.init_pace_lag_s)
         except asyncio.CancelledError:
             if rec.cancel_reason is None:
                 self._end_interrupted(rec)

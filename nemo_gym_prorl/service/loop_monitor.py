@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 
-from nemo_gym_prorl.latency import EVENT_LOOP_LAG, Histogram
+from nemo_gym_prorl.latency import EVENT_LOOP_LAG, Histogram, forget_loop_lag, note_loop_lag
 
 
 class LoopMonitor:
@@ -31,10 +31,16 @@ class LoopMonitor:
         while True:
             due = loop.time() + self.interval_s
             await asyncio.sleep(self.interval_s)
-            self.histogram.observe(max(0.0, loop.time() - due))
+            lag = max(0.0, loop.time() - due)
+            if self.histogram is EVENT_LOOP_LAG:
+                note_loop_lag(lag)  # also what INIT paces new rollouts by
+            else:
+                self.histogram.observe(lag)
 
     async def stop(self) -> None:
         task, self._task = self._task, None
+        if self.histogram is EVENT_LOOP_LAG:
+            forget_loop_lag()
         if task is not None:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
