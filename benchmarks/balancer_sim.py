@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import multiprocessing
 import multiprocessing.connection
+import os
 from collections import OrderedDict
 from typing import Any
 

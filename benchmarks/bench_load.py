@@ -77,7 +77,9 @@ def _jsonl(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-def _start_service(level: int, workdir: Path, backends: list[str]) -> tuple[subprocess.Popen[str], str]:
+def _start_service(
+    level: int, workdir: Path, backends: list[str], extra: list[str] | None = None
+) -> tuple[subprocess.Popen[str], str]:
     from nemo_gym_prorl.cli.serve import READY_PREFIX
 
     side = min(64, level)  # INIT and EVAL: the service's defaults (64 each); RUN holds `level` rollouts
@@ -86,7 +88,7 @@ def _start_service(level: int, workdir: Path, backends: list[str]) -> tuple[subp
         f"journal.path={workdir / 'journal.sqlite3'}", f"llm.backends=[{','.join(backends)}]",
         f"llm.balancer.max_in_flight={MAX_NUM_SEQS}", "llm.sampling.max_tokens=512",
         f"pipeline.init_workers={side}", f"pipeline.run_workers={level}", f"pipeline.eval_workers={side}",
-        "pipeline.max_queued=100000", "pipeline.active_time_s=600",
+        "pipeline.max_queued=100000", "pipeline.active_time_s=600", *(extra or []),
     ]  # fmt: skip
     proc = subprocess.Popen(
         [sys.executable, "-m", "nemo_gym_prorl.cli.serve", *overrides],
@@ -256,7 +258,9 @@ async def _drive(
     )
     hist = {name.removeprefix("prorl_").removesuffix("_seconds"): _quantiles(_delta(after[name], before.get(name, [])))
             for name in after}  # fmt: skip
-    lag_buckets = _delta(after["prorl_event_loop_lag_seconds"], before.get("prorl_event_loop_lag_seconds", []))
+    lag_buckets = _delta(
+        after["prorl_event_loop_lag_seconds"], before.get("prorl_event_loop_lag_seconds", [])
+    )
     return {
         "series": series,
         "concurrent_rollouts": level,

@@ -47,6 +47,9 @@ OUTSTANDING = 2 * CONCURRENT  # plain jobs submitted and not yet finished
 CHUNK = 128
 DAPO_GROUPS, DAPO_G = 8, 4
 FLAT_MIB = 64.0
+# Finished results kept in memory (the rest are served from the journal): small, so the soak
+# reaches the budget early and shows memory held at it.
+RESULTS_BUDGET = 128 << 20
 
 
 async def _plain(http: httpx.AsyncClient, target: int, done: list[int], rows: list[dict[str, Any]]) -> None:
@@ -120,7 +123,9 @@ async def soak(jobs: int, sample_every: int, say: provenance.Say) -> dict[str, A
     spec = AgentBackendSpec(max_num_seqs=MAX_NUM_SEQS, ttft_s=0.05, decode_tokens_per_s=2000.0)
     try:
         with SimulatedBackends([spec] * 4, niceness=SIM_NICENESS) as urls:
-            proc, url = _start_service(CONCURRENT, workdir, urls)
+            proc, url = _start_service(
+                CONCURRENT, workdir, urls, [f"pipeline.max_retained_bytes={RESULTS_BUDGET}"]
+            )
             try:
                 series, dapo, done, wall = await _drive(url, proc.pid, sandbox_root, jobs, sample_every, say)
             finally:
@@ -154,6 +159,7 @@ async def soak(jobs: int, sample_every: int, say: provenance.Say) -> dict[str, A
         "flat": abs(growth) < FLAT_MIB and after[-1]["fds"] <= after[0]["fds"] + 32,
         "leftovers": leftovers,
         "nothing_left": not any(leftovers.values()),
+        "results_budget_bytes": RESULTS_BUDGET,
         "cpu_count": os.cpu_count(),
         "simulated": SIMULATED,
     }
