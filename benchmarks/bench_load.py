@@ -78,13 +78,13 @@ def _jsonl(path: Path) -> list[dict[str, Any]]:
 
 
 def _start_service(
-    level: int, workdir: Path, backends: list[str], extra: list[str] | None = None
+    level: int, workdir: Path, backends: list[str], extra: list[str] | None = None, *, port: int = 0
 ) -> tuple[subprocess.Popen[str], str]:
     from nemo_gym_prorl.cli.serve import READY_PREFIX
 
     side = min(64, level)  # INIT and EVAL: the service's defaults (64 each); RUN holds `level` rollouts
     overrides = [
-        "server.port=0", "server.log_level=warning", f"+sandbox.root_dir={workdir / 'sandboxes'}",
+        f"server.port={port}", "server.log_level=warning", f"+sandbox.root_dir={workdir / 'sandboxes'}",
         f"journal.path={workdir / 'journal.sqlite3'}", f"llm.backends=[{','.join(backends)}]",
         f"llm.balancer.max_in_flight={MAX_NUM_SEQS}", "llm.sampling.max_tokens=512",
         f"pipeline.init_workers={side}", f"pipeline.run_workers={level}", f"pipeline.eval_workers={side}",
@@ -215,6 +215,7 @@ async def _drive(
 ) -> dict[str, Any]:
     rows = _rows(series, jobs)
     sampler = _Sampler(pid, workdir / "sandboxes")
+    baseline_processes = sum(1 for name in os.listdir("/proc") if name.isdigit())
     async with httpx.AsyncClient(base_url=url, timeout=httpx.Timeout(600, connect=30)) as http:
         before = await _histograms(http)
         sampler.start()
@@ -284,6 +285,9 @@ async def _drive(
         "host_processes_max": max(sampler.processes, default=0),
         "host_memory_in_use_max_bytes": max(sampler.mem_used, default=0) - idle_mem,
         "sandbox_root_disk_max_bytes": max(sampler.disk, default=0),
+        # Per rollout live at once: what one more concurrent rollout costs this machine.
+        "host_memory_per_rollout_mib": (max(sampler.mem_used, default=0) - idle_mem) / level / 2**20,
+        "host_processes_per_rollout": (max(sampler.processes, default=0) - baseline_processes) / level,
         "outcomes": dict(causes),
         "service_failures": sum(n for cause, n in causes.items() if cause != "ok"),
     }
