@@ -251,19 +251,27 @@ class JournalStore:
         )
         return [Unfinished(job_spec(Job.model_validate_json(job)), runs) for job, runs in rows]
 
-    def finished(self, max_results: int, max_bytes: int) -> tuple[list[JobResult], list[str]]:
-        """The newest results, oldest first, up to `max_results` and `max_bytes` (compressed), and
-        the ids of the rest (newest first), which are answered as evicted."""
+    def finished(
+        self, max_results: int, max_bytes: int, max_memory_bytes: int | None = None
+    ) -> tuple[list[JobResult], list[str]]:
+        """The newest results, oldest first, up to `max_results`, `max_bytes` (compressed, as
+        stored) and `max_memory_bytes` (their JSON, as the memory budget measures them), and the
+        ids of the rest (newest first), which stay in the journal only. SWE results compress
+        well: the compressed bound alone would parse gigabytes before the memory budget trimmed
+        them."""
         kept: list[JobResult] = []
         evicted: list[str] = []
-        used = 0
+        used = used_in_memory = 0
         rows = self._db.execute("SELECT id, body FROM results ORDER BY seq DESC")
         for job_id, body in rows:
             if len(kept) < max_results and used + len(body) <= max_bytes:
-                used += len(body)
-                kept.append(JobResult.model_validate_json(zlib.decompress(body)))
-            else:
-                evicted.append(job_id)
+                text = zlib.decompress(body)
+                if max_memory_bytes is None or used_in_memory + len(text) <= max_memory_bytes:
+                    used += len(body)
+                    used_in_memory += len(text)
+                    kept.append(JobResult.model_validate_json(text))
+                    continue
+            evicted.append(job_id)
         kept.reverse()
         return kept, evicted
 

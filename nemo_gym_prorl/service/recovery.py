@@ -136,6 +136,7 @@ async def recover(pipeline: Pipeline, durability: Durability) -> tuple[Journal, 
             journal.store,
             pipeline.config.max_retained_results,
             durability.restore_max_bytes,
+            pipeline.config.max_retained_bytes,
         )
         pipeline.restore_results(results, reversed(evicted[: pipeline.config.max_evicted_ids]))
         done.restored_results, done.evicted_results = len(results), len(evicted)

@@ -130,6 +130,20 @@ def test_reading_back_is_bounded_by_count_and_bytes(tmp_path: Path) -> None:
         store.close()
 
 
+def test_reading_back_also_stays_within_the_memory_budget_of_the_uncompressed_results(tmp_path: Path) -> None:
+    store = JournalStore(tmp_path / "journal.sqlite3")
+    try:
+        store.apply([("result", result(f"j{i}")) for i in range(6)])
+        one = len(result("j0").model_dump_json())
+        finished, evicted = store.finished(
+            max_results=10, max_bytes=1 << 20, max_memory_bytes=2 * one + one // 2
+        )
+        assert [r.id for r in finished] == ["j4", "j5"], "the newest that fit, however well they compress"
+        assert evicted == ["j3", "j2", "j1", "j0"]
+    finally:
+        store.close()
+
+
 async def test_the_event_loop_side_commits_in_order_and_flush_waits_for_it(tmp_path: Path) -> None:
     journal = await Journal.open(tmp_path / "journal.sqlite3")
     journal.accepted([job(f"j{i}") for i in range(50)])
