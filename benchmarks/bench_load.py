@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import collections
+import contextlib
 import os
 import shutil
 import statistics
@@ -181,6 +182,14 @@ class _Sampler:
                 self.disk.append(int(done.stdout.split()[0]))
 
 
+async def _watch_live(http: httpx.AsyncClient, live: list[int]) -> None:
+    while True:
+        with contextlib.suppress(httpx.HTTPError, KeyError, ValueError):
+            stages = (await http.get("/v1/status")).json()["pipeline"]["stages"]
+            live.append(sum(int(stage["in_flight"]) for stage in stages.values()))
+        await asyncio.sleep(1.0)
+
+
 def _cause(result: dict[str, Any]) -> str:
     if result["state"] == "done":
         stop = (result.get("trajectory") or {}).get("stop_reason")
@@ -219,6 +228,8 @@ async def _drive(
     async with httpx.AsyncClient(base_url=url, timeout=httpx.Timeout(600, connect=30)) as http:
         before = await _histograms(http)
         sampler.start()
+        live: list[int] = []
+        watching = asyncio.create_task(_watch_live(http, live))
         started = time.monotonic()
         finishes: list[float] = []
         causes: collections.Counter[str] = collections.Counter()
@@ -250,6 +261,8 @@ async def _drive(
                     say(f"{series} {level}: {len(finishes)}/{jobs} finished")
         makespan = time.monotonic() - started
         await sampler.stop()
+        watching.cancel()
+        await asyncio.gather(watching, return_exceptions=True)
         after = await _histograms(http)
     lo, hi = len(finishes) // 4, (3 * len(finishes)) // 4
     steady = (
@@ -265,6 +278,8 @@ async def _drive(
     return {
         "series": series,
         "concurrent_rollouts": level,
+        # What the service really held at once (INIT + RUN + EVAL in flight), sampled each second.
+        "live_rollouts_max": max(live, default=0),
         "event_loop_lag_buckets": lag_buckets,
         "jobs": jobs,
         "finished": len(finishes),
@@ -322,7 +337,8 @@ def format_point(p: dict[str, Any]) -> str:
     lag, turn = p["event_loop_lag_s"] or {}, p["turn_s"] or {}
     opened, closed = p["sandbox_open_s"] or {}, p["sandbox_close_s"] or {}
     return (
-        f"{p['series']:>7} {p['concurrent_rollouts']:>5} concurrent: {p['rollouts_per_s']:.1f} rollouts/s "
+        f"{p['series']:>7} {p['concurrent_rollouts']:>5} concurrent (live max {p['live_rollouts_max']}): "
+        f"{p['rollouts_per_s']:.1f} rollouts/s "
         f"(steady {p['steady_rollouts_per_s'] or 0:.1f}); turn p50/p99 {_ms(turn.get('p50'))}/{_ms(turn.get('p99'))} ms; "
         f"loop lag p99 {_ms(lag.get('p99'))} ms, max <= {_ms(lag.get('max_bucket'))} ms; "
         f"slot wait mean {p['model_slot_wait_s']['mean'] or 0:.2f} s; open/close p99 "
