@@ -145,7 +145,10 @@ def recording_command(d: Mapping[str, Any]) -> str:
         words = ["prorl", "bench", legacy.group(1), *(["--", *options] if options else [])]
     if words[:2] == ["prorl", "bench"]:
         cut = words.index("--") if "--" in words else len(words)
-        own, options = [w for w in words[3:cut] if w != "--json"], words[cut:]
+        head = [w for w in words[2:cut] if w != "--json"]  # NAME and its flags, --json anywhere
+        name = next((w for w in head if not w.startswith("-")), "")
+        own, options = [w for w in head if w != name], words[cut:]
+        words = [*words[:2], name]
         # argparse takes NAME and the options after `--` as one run of positionals: a flag between
         # them (`prorl bench harness --json -- ...`) leaves `-- ...` unrecognised, so --json goes first
         words = (
