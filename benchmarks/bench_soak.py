@@ -50,6 +50,7 @@ FLAT_MIB = 64.0
 # Finished results kept in memory (the rest are served from the journal): small, so the soak
 # reaches the budget early and shows memory held at it.
 RESULTS_BUDGET = 128 << 20
+BATCH_BUDGET = 64 << 20  # DAPO batch records' samples, likewise
 
 
 async def _plain(http: httpx.AsyncClient, target: int, done: list[int], rows: list[dict[str, Any]]) -> None:
@@ -124,7 +125,10 @@ async def soak(jobs: int, sample_every: int, say: provenance.Say) -> dict[str, A
     try:
         with SimulatedBackends([spec] * 4, niceness=SIM_NICENESS) as urls:
             proc, url = _start_service(
-                CONCURRENT, workdir, urls, [f"pipeline.max_retained_bytes={RESULTS_BUDGET}"]
+                CONCURRENT,
+                workdir,
+                urls,
+                [f"pipeline.max_retained_bytes={RESULTS_BUDGET}", f"service.max_batch_bytes={BATCH_BUDGET}"],
             )
             try:
                 series, dapo, done, wall = await _drive(url, proc.pid, sandbox_root, jobs, sample_every, say)
@@ -160,6 +164,7 @@ async def soak(jobs: int, sample_every: int, say: provenance.Say) -> dict[str, A
         "leftovers": leftovers,
         "nothing_left": not any(leftovers.values()),
         "results_budget_bytes": RESULTS_BUDGET,
+        "batch_budget_bytes": BATCH_BUDGET,
         "cpu_count": os.cpu_count(),
         "simulated": SIMULATED,
     }

@@ -214,8 +214,63 @@ def render_scaleout(results_dir: Path | None = None) -> str:
     return "\n".join(rows)
 
 
+def _ms(seconds: float | None) -> str:
+    return "-" if seconds is None else f"{seconds * 1000:.0f}"
+
+
+def render_load(results_dir: Path | None = None) -> str:
+    """One node under load, a row per level of `load.json`, with the soak and the kill -9 under it."""
+    by_name = {d["benchmark"]: d for d in load_results(results_dir)}
+    load = by_name.get("load")
+    if load is None:
+        return "(no load results: run `prorl bench --json load`)"
+    rows = [
+        "| series | RUN pool | live at most | rollouts/s (steady) | service failures | event-loop lag p50 / p99 / max "
+        "| agent turn p50 / p99 | sandbox open / close p99 | host memory per rollout | processes per rollout "
+        "| service RSS, threads, fds |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for p in load["figures"]["curve"]:
+        lag, turn = p["event_loop_lag_s"], p["turn_s"]
+        rows.append(
+            f"| {p['series']} | {p['concurrent_rollouts']} | {p.get('live_rollouts_max', '-')} "
+            f"| {p['rollouts_per_s']:.1f} ({p['steady_rollouts_per_s'] or 0:.1f}) | {p['service_failures']} "
+            f"| <= {_ms(lag['p50'])} / {_ms(lag['p99'])} / {_ms(lag['max_bucket'])} ms "
+            f"| <= {_ms(turn['p50'])} / {_ms(turn['p99'])} ms "
+            f"| <= {_ms(p['sandbox_open_s']['p99'])} / {_ms(p['sandbox_close_s']['p99'])} ms "
+            f"| {p['host_memory_per_rollout_mib']:.1f} MiB | {p['host_processes_per_rollout']:.1f} "
+            f"| {p['service_rss_max_bytes'] / 2**20:.0f} MiB, {p['service_threads_max']}, {p['service_fds_max']} |"
+        )
+    rows += [
+        "",
+        f"Load measured {load['measured_at'][:10]} on {_where(load)}. Lag and times are bucket upper bounds.",
+    ]
+    soak = by_name.get("soak")
+    if soak is not None:
+        f = soak["figures"]
+        rss = f["rss_after_warmup_mib"]
+        rows.append(
+            f"Soak ({_where(soak)}): {f['jobs']} plain rollouts and {f['dapo'].get('batches', 0)} DAPO batches in "
+            f"{f['wall_s']:.0f} s, {f['concurrent_rollouts']} at once, results budget "
+            f"{f['results_budget_bytes'] >> 20} MiB, DAPO batch budget {f.get('batch_budget_bytes', 1 << 30) >> 20} MiB; "
+            f"service RSS after warm-up {rss['first']:.0f} -> {rss['last']:.0f} MiB "
+            f"(max {rss['max']:.0f}), fds {f['fds_after_warmup']['first']} -> {f['fds_after_warmup']['last']}; "
+            f"left behind: {f['leftovers']}."
+        )
+    recovery = by_name.get("recovery")
+    if recovery is not None:
+        f = recovery["figures"]
+        rows.append(
+            f"kill -9 ({_where(recovery)}): {f['in_flight_at_kill']} rollouts in flight, restart in "
+            f"{f['restart_s']:.1f} s; lost {f['lost']}, duplicated {f['duplicated']}, not done {f['not_done']}; "
+            f"run again {f['resumed'].get('1', 0)}; the dead service's debris at the kill {f['dead_service_left_at_kill']}, "
+            f"after the restart {f['dead_service_left_after_restart']}."
+        )
+    return "\n".join(rows)
+
+
 # README blocks this module writes: marker name -> renderer.
-BLOCKS = {"bench-table": render_table, "scaleout-table": render_scaleout}
+BLOCKS = {"bench-table": render_table, "scaleout-table": render_scaleout, "load-table": render_load}
 
 
 def _markers(name: str) -> tuple[str, str]:
