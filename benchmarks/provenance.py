@@ -226,19 +226,21 @@ def render_load(results_dir: Path | None = None) -> str:
         return "(no load results: run `prorl bench --json load`)"
     rows = [
         "| series | RUN pool | live at most | rollouts/s (steady) | service failures | event-loop lag p50 / p99 / max "
-        "| agent turn p50 / p99 | sandbox open / close p99 | host memory per rollout | processes per rollout "
+        "| agent turn p50 / p99 | sandbox open / close p99 | host memory per live rollout | processes per live rollout "
         "| service RSS, threads, fds |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for p in load["figures"]["curve"]:
         lag, turn = p["event_loop_lag_s"], p["turn_s"]
+        # Per rollout the service really held (the file divides by the RUN pool's size).
+        per_live = p["concurrent_rollouts"] / p["live_rollouts_max"] if p.get("live_rollouts_max") else 1.0
         rows.append(
             f"| {p['series']} | {p['concurrent_rollouts']} | {p.get('live_rollouts_max', '-')} "
             f"| {p['rollouts_per_s']:.1f} ({p['steady_rollouts_per_s'] or 0:.1f}) | {p['service_failures']} "
             f"| <= {_ms(lag['p50'])} / {_ms(lag['p99'])} / {_ms(lag['max_bucket'])} ms "
             f"| <= {_ms(turn['p50'])} / {_ms(turn['p99'])} ms "
             f"| <= {_ms(p['sandbox_open_s']['p99'])} / {_ms(p['sandbox_close_s']['p99'])} ms "
-            f"| {p['host_memory_per_rollout_mib']:.1f} MiB | {p['host_processes_per_rollout']:.1f} "
+            f"| {p['host_memory_per_rollout_mib'] * per_live:.1f} MiB | {p['host_processes_per_rollout'] * per_live:.1f} "
             f"| {p['service_rss_max_bytes'] / 2**20:.0f} MiB, {p['service_threads_max']}, {p['service_fds_max']} |"
         )
     rows += [

@@ -34,6 +34,9 @@ MODULES = [
     "tests/sandbox/test_persistent_bubblewrap.py",
     "tests/sandbox/test_local_unsafe.py",
     "tests/tools/test_pty_shell.py",
+    "tests/tools/test_ipython_kernel.py",
+    "tests/sandbox/test_terminal.py",
+    "tests/sandbox/test_cpu_priority.py",
 ]
 
 pytestmark = [
