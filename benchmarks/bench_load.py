@@ -47,7 +47,7 @@ import provenance  # first: it notes the load average the run starts under
 from balancer_sim import SimulatedBackends
 from nemo_gym_prorl.latency import quantile
 from nemo_gym_prorl.tasks.command_output import make_rows
-from scripted_handlers import subprocess_env
+from scripted_handlers import start_service, stop_service
 
 ROOT = Path(__file__).resolve().parents[1]
 SIMULATED = [
@@ -81,34 +81,14 @@ def _jsonl(path: Path) -> list[dict[str, Any]]:
 def _start_service(
     level: int, workdir: Path, backends: list[str], extra: list[str] | None = None, *, port: int = 0
 ) -> tuple[subprocess.Popen[str], str]:
-    from nemo_gym_prorl.cli.serve import READY_PREFIX
-
     side = min(64, level)  # INIT and EVAL: the service's defaults (64 each); RUN holds `level` rollouts
-    overrides = [
+    return start_service([
         f"server.port={port}", "server.log_level=warning", f"+sandbox.root_dir={workdir / 'sandboxes'}",
         f"journal.path={workdir / 'journal.sqlite3'}", f"llm.backends=[{','.join(backends)}]",
         f"llm.balancer.max_in_flight={MAX_NUM_SEQS}", "llm.sampling.max_tokens=512",
         f"pipeline.init_workers={side}", f"pipeline.run_workers={level}", f"pipeline.eval_workers={side}",
         "pipeline.max_queued=100000", "pipeline.active_time_s=600", *(extra or []),
-    ]  # fmt: skip
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "nemo_gym_prorl.cli.serve", *overrides],
-        stdout=subprocess.PIPE, text=True, env=subprocess_env({**os.environ, "PRORL_API_TOKEN": ""}),
-    )  # fmt: skip
-    assert proc.stdout is not None
-    for line in proc.stdout:
-        if line.startswith(READY_PREFIX):
-            return proc, line[len(READY_PREFIX) :].split()[0]
-    raise RuntimeError(f"prorl serve did not start (exit {proc.wait()})")
-
-
-def _stop(proc: subprocess.Popen[str]) -> None:
-    proc.terminate()
-    try:
-        proc.wait(timeout=120)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
+    ])  # fmt: skip
 
 
 async def _histograms(http: httpx.AsyncClient) -> dict[str, list[tuple[str, float]]]:
@@ -209,7 +189,7 @@ async def run_level(series: str, level: int, jobs: int, say: provenance.Say) -> 
             try:
                 return await _drive(series, level, jobs, url, proc.pid, workdir, idle_mem.mem_used[0], say)
             finally:
-                _stop(proc)
+                stop_service(proc)
     finally:
         left = list((workdir / "sandboxes").glob("*")) if (workdir / "sandboxes").exists() else []
         shutil.rmtree(workdir, ignore_errors=True)

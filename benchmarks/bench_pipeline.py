@@ -23,7 +23,6 @@ from __future__ import annotations
 import asyncio
 import os
 import statistics
-import subprocess
 import time
 from typing import Any
 
@@ -35,7 +34,7 @@ from nemo_gym_prorl.pipeline.engine import Pipeline
 from nemo_gym_prorl.pipeline.handler import HandlerRegistry
 from nemo_gym_prorl.pipeline.job import Job, JobResult, JobSpec, JobState
 from nemo_gym_prorl.sandbox import SandboxSpec
-from scripted_handlers import SandboxScriptedHandler, ScriptedHandler, start_scripted_service
+from scripted_handlers import SandboxScriptedHandler, ScriptedHandler, start_scripted_service, stop_service
 
 INIT_S, RUN_S, EVAL_S, TURNS = 0.1, 1.0, 1.0, 4
 SIMULATED = [
@@ -151,12 +150,7 @@ async def measure_http_overhead(n: int = 200) -> dict[str, float]:
     try:
         http_seq, http_batch = await _http_round_trips(url, n)
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_service(proc, timeout_s=30)
     local_seq, local_batch = await _inprocess_round_trips(n)
     return {
         # Per job when jobs come as a batch (one POST, results streamed), as trainers submit them.

@@ -30,13 +30,14 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from bench_load import MAX_NUM_SEQS, SIM_NICENESS, _Sampler, _start_service, _stop
+from bench_load import MAX_NUM_SEQS, SIM_NICENESS, _Sampler, _start_service
 from sim_vllm import AgentBackendSpec
 
 import provenance  # first: it notes the load average the run starts under
 from balancer_sim import SimulatedBackends
 from nemo_gym_prorl.sandbox.limits import writable_controllers
 from nemo_gym_prorl.tasks.command_output import make_rows
+from scripted_handlers import stop_service
 
 SIMULATED = [
     "model: simulated vLLM backends (sim_vllm, right about half the time); the service, sandboxes, "
@@ -133,7 +134,7 @@ async def soak(jobs: int, sample_every: int, say: provenance.Say) -> dict[str, A
             try:
                 series, dapo, done, wall = await _drive(url, proc.pid, sandbox_root, jobs, sample_every, say)
             finally:
-                _stop(proc)
+                stop_service(proc)
             leftovers = _leftovers(sandbox_root, proc.pid)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)

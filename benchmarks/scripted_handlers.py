@@ -27,16 +27,11 @@ def subprocess_env(env: Mapping[str, str]) -> dict[str, str]:
     return {**env, "PYTHONPATH": os.pathsep.join(paths)}
 
 
-def start_scripted_service(workers: int = 16) -> tuple[subprocess.Popen[str], str]:
-    """`prorl serve` over the scripted tasks in a child process, no token, on a free loopback
-    port: (the process, its URL). The caller terminates it."""
+def start_service(overrides: list[str]) -> tuple[subprocess.Popen[str], str]:
+    """`prorl serve OVERRIDES` in a child process, no token: (the process, its URL) once it
+    listens. The caller ends it with `stop_service`."""
     from nemo_gym_prorl.cli.serve import READY_PREFIX
 
-    overrides = [
-        *SCRIPTED_TASKS, "server.port=0", "server.log_level=warning", "service.require_backend=false",
-        "llm.health_path=null", f"pipeline.init_workers={workers}", f"pipeline.run_workers={workers}",
-        f"pipeline.eval_workers={workers}",
-    ]  # fmt: skip
     proc = subprocess.Popen(
         [sys.executable, "-m", "nemo_gym_prorl.cli.serve", *overrides],
         stdout=subprocess.PIPE,
@@ -47,7 +42,26 @@ def start_scripted_service(workers: int = 16) -> tuple[subprocess.Popen[str], st
     for line in proc.stdout:
         if line.startswith(READY_PREFIX):
             return proc, line[len(READY_PREFIX) :].split()[0]
-    raise RuntimeError(f"the scripted service did not start (exit {proc.wait()})")
+    raise RuntimeError(f"prorl serve did not start (exit {proc.wait()})")
+
+
+def stop_service(proc: subprocess.Popen[str], timeout_s: float = 120.0) -> None:
+    """SIGTERM (the service cancels and releases every rollout), then SIGKILL past `timeout_s`."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def start_scripted_service(workers: int = 16) -> tuple[subprocess.Popen[str], str]:
+    """`prorl serve` over the scripted tasks, on a free loopback port."""
+    return start_service([
+        *SCRIPTED_TASKS, "server.port=0", "server.log_level=warning", "service.require_backend=false",
+        "llm.health_path=null", f"pipeline.init_workers={workers}", f"pipeline.run_workers={workers}",
+        f"pipeline.eval_workers={workers}",
+    ])  # fmt: skip
 
 
 __all__ = [
@@ -56,5 +70,7 @@ __all__ = [
     "SandboxScriptedHandler",
     "ScriptedHandler",
     "start_scripted_service",
+    "start_service",
+    "stop_service",
     "subprocess_env",
 ]
