@@ -251,13 +251,16 @@ def render_load(results_dir: Path | None = None) -> str:
     if soak is not None:
         f = soak["figures"]
         rss = f["rss_after_warmup_mib"]
+        series = f["series"]
+        marks = [series[round(k * (len(series) - 1) / 4)] for k in range(5)] if series else []
+        curve = ", ".join(f"{m['rss_bytes'] / 2**20:.0f} MiB at {m['rollouts']}" for m in marks)
         rows.append(
             f"Soak ({_where(soak)}): {f['jobs']} plain rollouts and {f['dapo'].get('batches', 0)} DAPO batches in "
             f"{f['wall_s']:.0f} s, {f['concurrent_rollouts']} at once, results budget "
             f"{f['results_budget_bytes'] >> 20} MiB, DAPO batch budget {f.get('batch_budget_bytes', 1 << 30) >> 20} MiB; "
             f"service RSS after warm-up {rss['first']:.0f} -> {rss['last']:.0f} MiB "
             f"(max {rss['max']:.0f}), fds {f['fds_after_warmup']['first']} -> {f['fds_after_warmup']['last']}; "
-            f"left behind: {f['leftovers']}."
+            f"service RSS along the run: {curve}; left behind: {f['leftovers']}."
         )
     recovery = by_name.get("recovery")
     if recovery is not None:
