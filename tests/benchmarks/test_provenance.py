@@ -28,7 +28,9 @@ def test_record_writes_figures_with_commit_machine_versions_and_simulated_parts(
     assert len(machine["load_avg_start"]) == 3 and isinstance(machine["contended"], bool)
     assert data["versions"]["python"] and "pydantic" in data["versions"]["packages"]
     table = provenance.render_table(tmp_path)
-    assert "`prorl bench demo --json`" in table and "the model" in table and data["commit"]["sha"][:8] in table
+    assert (
+        "`prorl bench demo --json`" in table and "the model" in table and data["commit"]["sha"][:8] in table
+    )
 
 
 def test_a_run_records_the_commit_it_started_at_even_when_head_moves(monkeypatch) -> None:
