@@ -18,6 +18,7 @@ budget and the setting to raise, rather than a puzzling "unknown" (404).
 
 from __future__ import annotations
 
+import sys
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -40,39 +41,32 @@ _SAMPLED_LIST = 64
 _SAMPLE = 16
 
 
-def json_size(value: Any) -> int:
-    """About how many bytes `value` takes as JSON (within some 10% for rollout results), in
-    well under a millisecond for a result of tens of megabytes: containers are walked, strings
-    counted (characters, not UTF-8 bytes), long lists sized from evenly spaced items. It runs on
-    the event loop for every result, so it must not cost what serialising the result would."""
+def memory_size(value: Any) -> int:
+    """About how many bytes `value` holds in this process, its containers walked (long lists
+    sized from evenly spaced items, so it costs well under a millisecond on the event loop). What a memory budget must count: in memory a rollout's
+    result takes several times its JSON, every token id being an int object and a list slot.
+    Shared objects (small ints, None, interned keys) are counted as if not shared: an estimate
+    from above."""
     kind = type(value)
-    if kind is str:
-        return len(value) + 2
-    if kind is dict:  # braces; per item its quoted key, a colon and a comma
-        return 2 + sum(len(key) + 4 + json_size(item) for key, item in value.items())
-    if kind is list or kind is tuple:  # brackets; per item a comma
+    if kind is dict:  # its keys are mostly field names every result shares: not counted
+        return sys.getsizeof(value) + sum(memory_size(item) for item in value.values())
+    if kind is list or kind is tuple:
         count = len(value)
         if count <= _SAMPLED_LIST:
-            return 2 + sum(json_size(item) + 1 for item in value)
+            return sys.getsizeof(value) + sum(memory_size(item) for item in value)
         step = count / _SAMPLE
-        sampled = sum(json_size(value[int(i * step)]) + 1 for i in range(_SAMPLE))
-        return 2 + sampled * count // _SAMPLE
+        sampled = sum(memory_size(value[int(i * step)]) for i in range(_SAMPLE))
+        return sys.getsizeof(value) + sampled * count // _SAMPLE
     if isinstance(value, BaseModel):
-        size = json_size(value.__dict__)
+        size = sys.getsizeof(value) + memory_size(value.__dict__)
         extra = value.__pydantic_extra__
-        return size + json_size(extra) if extra else size
-    if kind is int:
-        return len(str(value))
-    if kind is float:
-        return len(repr(value))
-    if value is None or kind is bool:
-        return 5
-    return len(str(value)) + 2  # enums, dates: written as short strings
+        return size + memory_size(extra) if extra else size
+    return sys.getsizeof(value)
 
 
 def result_size(result: JobResult) -> int:
-    """A finished result's size for the byte budget (see `json_size`)."""
-    return json_size(result)
+    """A finished result's size for the memory budget (see `memory_size`)."""
+    return memory_size(result)
 
 
 @dataclass(slots=True)

@@ -31,7 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from nemo_gym_prorl.pipeline.dapo import BatchEvent, BatchStats, DapoConfig, DapoScheduler
 from nemo_gym_prorl.pipeline.groups import GroupResult
 from nemo_gym_prorl.pipeline.prompt_source import CyclingSource, PromptSource, iter_jsonl
-from nemo_gym_prorl.pipeline.store import json_size
+from nemo_gym_prorl.pipeline.store import memory_size
 from nemo_gym_prorl.service.batch_resume import prompts_in_flight, skip_prompts
 from nemo_gym_prorl.service.core import RolloutService
 from nemo_gym_prorl.service.errors import ApiError, as_api_error
@@ -210,7 +210,7 @@ class BatchRun:
         self.done = asyncio.Event()
         self._changed = asyncio.Condition()
         self.task: asyncio.Task[None] | None = None
-        self.bytes = 0  # its groups' samples and rows (JSON size, estimated as each arrives)
+        self.bytes = 0  # its groups' samples and rows (memory, estimated as each arrives)
         self.delivered = False  # read whole once it ended: its samples are the first to go
         self.followers = 0  # streams replaying it now: its samples are kept while they read
         self.samples_dropped: str | None = None
@@ -242,7 +242,7 @@ class BatchRun:
             self.events.append(event)
             self._changed.notify_all()
         if event.group is not None and (event.group.samples or event.group.row):
-            self.bytes += json_size(event.group.samples) + json_size(event.group.row)
+            self.bytes += memory_size(event.group.samples) + memory_size(event.group.row)
             self.grown()
 
     def follow(self) -> AsyncIterator[BatchEvent]:

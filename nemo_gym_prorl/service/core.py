@@ -65,7 +65,7 @@ class ServiceOptions(BaseModel):
     max_batch_bytes: int = Field(
         1 << 30,
         ge=1,
-        description="Bytes of DAPO batch records kept (1 GiB; their groups' samples, JSON size "
+        description="Bytes of DAPO batch records kept (1 GiB; their groups' samples, in memory, "
         "estimated). Beyond it the samples of the oldest ended batches are dropped, delivered ones "
         "first; such a batch still answers with its stats, and with 410 for its groups.",
     )

@@ -23,6 +23,7 @@ from support.scripted_stages import ScriptedHandler
 from nemo_gym_prorl.llm.access import LLMConfig
 from nemo_gym_prorl.pipeline import HandlerRegistry, Job, JobResult, JobSpec, JobState, PipelineConfig
 from nemo_gym_prorl.pipeline.dapo import DapoConfig
+from nemo_gym_prorl.pipeline.store import memory_size
 from nemo_gym_prorl.service.batch_manager import BatchManager, BatchRequest, SourceSpec
 from nemo_gym_prorl.service.journal import Journal, JournalConfig, JournalError, JournalStore, job_spec
 from nemo_gym_prorl.service.recovery import Durability, dead_sandbox_dirs
@@ -130,15 +131,17 @@ def test_reading_back_is_bounded_by_count_and_bytes(tmp_path: Path) -> None:
         store.close()
 
 
-def test_reading_back_also_stays_within_the_memory_budget_of_the_uncompressed_results(tmp_path: Path) -> None:
+def test_reading_back_also_stays_within_the_memory_budget(tmp_path: Path) -> None:
     store = JournalStore(tmp_path / "journal.sqlite3")
     try:
         store.apply([("result", result(f"j{i}")) for i in range(6)])
-        one = len(result("j0").model_dump_json())
+        one = memory_size(result("j0"))
         finished, evicted = store.finished(
             max_results=10, max_bytes=1 << 20, max_memory_bytes=2 * one + one // 2
         )
-        assert [r.id for r in finished] == ["j4", "j5"], "the newest that fit, however well they compress"
+        assert [r.id for r in finished] == ["j4", "j5"], (
+            "the newest that fit in memory, however well they compress"
+        )
         assert evicted == ["j3", "j2", "j1", "j0"]
     finally:
         store.close()
