@@ -8,24 +8,15 @@ gone, and a fetch of a gone one is told which budget pushed it out and what to r
 from __future__ import annotations
 
 import random
-import time
 import tracemalloc
 
 import pytest
+from support.finished_results import finished_result
 
-from nemo_gym_prorl.pipeline.job import JobResult, JobState, Trajectory
+from nemo_gym_prorl.pipeline.job import JobResult, Trajectory
 from nemo_gym_prorl.pipeline.store import JobNotFoundError, ResultStore, result_size
 
-
-def result(job_id: str, *, digest: str | None = None) -> JobResult:
-    return JobResult(
-        id=job_id,
-        task="s",
-        state=JobState.DONE,
-        submitted_at=time.time(),
-        finished_at=time.time(),
-        digest=digest,
-    )
+result = finished_result
 
 
 def store(*, max_results: int = 100, max_bytes: int = 1000, spills: bool = False) -> ResultStore:

@@ -13,11 +13,11 @@ from __future__ import annotations
 import asyncio
 import os
 import sqlite3
-import time
 from pathlib import Path
 
 import pytest
 from service_helpers import until
+from support.finished_results import finished_result
 from support.scripted_stages import ScriptedHandler
 
 from nemo_gym_prorl.llm.access import LLMConfig
@@ -45,14 +45,7 @@ def job(job_id: str, **instance: object) -> Job:
 
 
 def result(job_id: str, reward: float = 1.0) -> JobResult:
-    return JobResult(
-        id=job_id,
-        task="s",
-        state=JobState.DONE,
-        submitted_at=time.time(),
-        finished_at=time.time(),
-        reward=reward,
-    )
+    return finished_result(job_id, reward=reward)
 
 
 def test_what_is_written_is_read_back_after_reopening(tmp_path: Path) -> None:
