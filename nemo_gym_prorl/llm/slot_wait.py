@@ -19,7 +19,14 @@ from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from typing import Protocol
 
-__all__ = ["SlotWaitClock", "SlotWaitListener", "listen", "waiting_for_slot"]
+__all__ = [
+    "SlotWaitClock",
+    "SlotWaitListener",
+    "current_listeners",
+    "listen",
+    "listening_as",
+    "waiting_for_slot",
+]
 
 
 class SlotWaitListener(Protocol):
@@ -35,6 +42,22 @@ _LISTENERS: ContextVar[tuple[SlotWaitListener, ...]] = ContextVar("prorl_slot_wa
 def listen(listener: SlotWaitListener) -> Iterator[None]:
     """Tell `listener` about every slot wait of this context (tasks started in it included)."""
     token = _LISTENERS.set((*_LISTENERS.get(), listener))
+    try:
+        yield
+    finally:
+        _LISTENERS.reset(token)
+
+
+def current_listeners() -> tuple[SlotWaitListener, ...]:
+    """This context's listeners: to hand over to work done for it elsewhere (a harness's model
+    calls arrive as the recording endpoint's own requests, in tasks of their own)."""
+    return _LISTENERS.get()
+
+
+@contextlib.contextmanager
+def listening_as(listeners: tuple[SlotWaitListener, ...]) -> Iterator[None]:
+    """Report this context's slot waits to `listeners` (from `current_listeners` elsewhere)."""
+    token = _LISTENERS.set(listeners)
     try:
         yield
     finally:

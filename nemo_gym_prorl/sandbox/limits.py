@@ -28,6 +28,9 @@ logger = logging.getLogger(__name__)
 _CGROUP_ROOT = Path("/sys/fs/cgroup")
 _CPU_PERIOD_US = 100_000
 _MIN_CPU_QUOTA_US = 1_000  # the kernel refuses a smaller quota
+# The kernel's weight of each nice level, 0 to 19 (sched_prio_to_weight): what a v1 cpu.shares of
+# the same standing is. v2 takes the nice value itself (cpu.weight.nice).
+_NICE_WEIGHT = (1024, 820, 655, 526, 423, 335, 272, 215, 172, 137, 110, 87, 70, 56, 45, 36, 29, 23, 18, 15)
 Controller = Literal["pids", "memory", "cpu"]
 CONTROLLERS: tuple[Controller, ...] = get_args(Controller)
 
@@ -135,11 +138,37 @@ def _settings(controller: Controller, limits: SandboxLimits, v2: bool) -> list[t
     return []
 
 
+def _uses(controller: Controller, limits: SandboxLimits) -> bool:
+    """Whether a sandbox with these limits gets a group of `controller`. Every niced sandbox gets a
+    cpu group, quota or not: see `_parent_settings`."""
+    return bool(_settings(controller, limits, v2=False)) or (controller == "cpu" and bool(limits.nice))
+
+
+def _parent_settings(controller: Controller, limits: SandboxLimits, v2: bool) -> list[tuple[str, str]]:
+    """What the parent of every sandbox group gets. For cpu: the weight of the sandboxes' nice.
+
+    Why a group and not nice alone: a task's nice ranks it only among the tasks of its own
+    scheduling group. With the kernel's autogroups on (most desktops and many servers), every
+    session (and each sandbox starts its own) is such a group, weighing as much as the whole
+    service; in a cgroup of their own, each sandbox would do the same. In one parent group
+    weighted like a process at that nice, all the sandboxes together yield to the event loop that
+    drives them, however many are computing; when the service idles, they have every core.
+    """
+    if controller == "cpu" and limits.nice:
+        if v2:
+            return [("cpu.weight.nice", str(limits.nice))]
+        return [("cpu.shares", str(_NICE_WEIGHT[limits.nice]))]
+    return []
+
+
 def _make_group(parent: Path, path: Path, controller: Controller, limits: SandboxLimits) -> None:
     v2 = (parent.parent / "cgroup.controllers").exists()  # only the unified hierarchy has the file
     parent.mkdir(exist_ok=True)
     if v2 and controller not in _words(parent / "cgroup.subtree_control"):
         (parent / "cgroup.subtree_control").write_text(f"+{controller}")  # hand it down to the groups
+    for name, value in _parent_settings(controller, limits, v2):
+        if _words(parent / name) != [value]:  # one write per service, not per sandbox
+            (parent / name).write_text(value)
     path.mkdir(exist_ok=True)
     for name, value in _settings(controller, limits, v2):
         target = path / name
@@ -172,11 +201,13 @@ class PidsCgroup:
         parents = writable_controllers()
         groups: dict[Controller, Path] = {}
         for controller in CONTROLLERS:
-            if not _settings(controller, limits, v2=False):  # these limits do not use it
+            if not _uses(controller, limits):
                 continue
             parent = parents.get(controller)
             if parent is None:
-                if controller != "pids":  # without a pids group the caller decides (RLIMIT_NPROC)
+                # Without a pids group the caller decides (RLIMIT_NPROC); without a cpu group a
+                # niced sandbox still has its nice, so only a quota goes unenforced.
+                if controller != "pids" and _settings(controller, limits, v2=False):
                     logger.warning("no writable %s cgroup: the sandbox's %s limit is not enforced",
                                    controller, controller)  # fmt: skip
                 continue

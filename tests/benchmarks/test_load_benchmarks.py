@@ -9,6 +9,7 @@ Shape and sanity only, never timings."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -62,7 +63,7 @@ def test_token_ids_are_in_a_real_vocabularys_range(bench: Any) -> None:
 
 @pytest.mark.slow
 @pytest.mark.bwrap
-async def test_a_load_level_reports_every_figure_and_no_service_failure(bench: Any) -> None:
+async def test_a_load_level_reports_every_figure_and_no_service_failure(bench: Any, tmp_path: Path) -> None:
     load = bench("bench_load")
     point = await load.run_level("shell", 8, 16, lambda message: None)
     assert point["finished"] == 16 and point["service_failures"] == 0, point["outcomes"]
@@ -70,6 +71,8 @@ async def test_a_load_level_reports_every_figure_and_no_service_failure(bench: A
         assert point[name]["p99"] is not None and point[name]["p99"] > 0, name
     assert point["service_rss_max_bytes"] > 0 and point["host_processes_max"] > 0
     assert point["rollouts_per_s"] > 0
+    picture = load.plot({"curve": [point], "cpu_count": 2}, tmp_path / "load.png")
+    assert picture.read_bytes().startswith(b"\x89PNG"), "the curve is drawn"
 
 
 @pytest.mark.slow

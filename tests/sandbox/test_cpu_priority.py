@@ -6,11 +6,14 @@ that computes hard never starves the event loop that drives every other rollout.
 
 from __future__ import annotations
 
+import asyncio
 import shutil
+from pathlib import Path
 
 import pytest
 
 from nemo_gym_prorl.sandbox import SandboxLimits, SandboxSpec, open_sandbox
+from nemo_gym_prorl.sandbox.limits import writable_controllers
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap (`bwrap`) is not installed")
 
@@ -36,3 +39,44 @@ async def test_the_priority_is_a_setting() -> None:
         assert (await sb.exec(NICENESS)).stdout.strip() == "19"
     with open_sandbox(SandboxSpec(limits=SandboxLimits(nice=None))) as sb:
         assert (await sb.exec(NICENESS)).stdout.strip() == "0"
+
+
+def _cpu_group_of(pid: int) -> Path | None:
+    for line in Path(f"/proc/{pid}/cgroup").read_text().splitlines():
+        _, controllers, path = line.split(":", 2)
+        if "cpu" in controllers.split(","):
+            return Path("/sys/fs/cgroup/cpu") / path.lstrip("/")
+    return None
+
+
+@pytest.mark.skipif(
+    "cpu" not in writable_controllers(), reason="no writable cpu cgroup here (v1 cpu or delegated v2)"
+)
+async def test_all_sandboxes_together_weigh_as_one_process_at_their_nice(tmp_path: Path) -> None:
+    # nice ranks a process only within its scheduling group; with autogroups every sandbox's
+    # session would weigh as much as the whole service. One parent group, weighted like a
+    # process at nice 10, holds them all, so together they yield to the service.
+    async with (
+        open_sandbox(SandboxSpec(root_dir=tmp_path)) as a,
+        open_sandbox(SandboxSpec(root_dir=tmp_path)) as b,
+    ):
+        sleepers = [
+            await sb.spawn(["sh", "-c", "echo up; sleep 30"], stdout=asyncio.subprocess.PIPE) for sb in (a, b)
+        ]
+        try:
+            for p in sleepers:  # running inside: every group joined
+                assert p.stdout is not None and await asyncio.wait_for(p.stdout.readline(), 30) == b"up\n"
+            groups = [_cpu_group_of(p.pid) for p in sleepers]
+        finally:
+            for p in sleepers:
+                p.kill()
+                await p.wait()
+    assert None not in groups and groups[0] != groups[1], "each sandbox has its own cpu group"
+    parents = {group.parent for group in groups if group is not None}
+    assert len(parents) == 1, "below one parent"
+    (parent,) = parents
+    weight = parent / "cpu.shares"
+    if weight.exists():  # v1: the kernel's weight of nice 10
+        assert weight.read_text().strip() == "110"
+    else:  # v2: the nice itself
+        assert (parent / "cpu.weight.nice").read_text().strip() == "10"

@@ -41,6 +41,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from nemo_gym_prorl.agent.harness.base import CommandsClosed, SandboxCommands
 from nemo_gym_prorl.llm.errors import InferenceError
 from nemo_gym_prorl.llm.recording import BudgetExhausted, ChatRequest, RecordingRefusal, RecordingSession
+from nemo_gym_prorl.llm.slot_wait import SlotWaitListener, current_listeners, listening_as
 from nemo_gym_prorl.serving import Served, serving
 
 ROUTE_PREFIX = "/rollouts"
@@ -56,6 +57,9 @@ class Door:
     session: RecordingSession
     commands: SandboxCommands | None = None  # the rollout's sandbox, when the door runs commands
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    # Whoever budgets the rollout's time, from the context that opened the door: a call waiting
+    # for a model slot stops their clocks, as the service's own agent loop's calls do.
+    slot_wait_listeners: tuple[SlotWaitListener, ...] = field(default_factory=current_listeners)
 
     @property
     def commands_url(self) -> str:
@@ -210,7 +214,8 @@ class RecordingEndpoint:
                 return _error(400, f"not a chat-completions request: {exc}", "invalid_request_error")
             async with door.lock:
                 try:
-                    reply = await door.session.complete(call)
+                    with listening_as(door.slot_wait_listeners):
+                        reply = await door.session.complete(call)
                 except BudgetExhausted as exc:
                     # 403, not 400: harnesses retry a 400 and give up on a 403.
                     return _error(403, str(exc), "budget_exhausted")

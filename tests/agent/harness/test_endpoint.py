@@ -17,10 +17,12 @@ from support.fake_llm import FakeLLM
 
 from nemo_gym_prorl.agent.harness.endpoint import RecordingEndpoint
 from nemo_gym_prorl.llm.access import LLMAccess
+from nemo_gym_prorl.llm.balancer import BalancerConfig
 from nemo_gym_prorl.llm.dialects.vllm import VLLMCompletionsDialect
 from nemo_gym_prorl.llm.pool import LLMBackendPool, PoolConfig
 from nemo_gym_prorl.llm.recording import RecordingSession
 from nemo_gym_prorl.llm.records import SamplingParams
+from nemo_gym_prorl.llm.slot_wait import SlotWaitClock, listen
 
 TASK = {"role": "user", "content": "Fix the bug."}
 
@@ -109,3 +111,28 @@ async def test_a_request_no_trajectory_can_record_is_a_400_the_harness_can_read(
             assert garbage.status_code == 400
             await client.close()
     assert door.session.calls == 0
+
+
+async def test_a_call_waiting_for_a_model_slot_stops_the_clock_of_the_rollout_that_opened_the_door() -> None:
+    # The harness's calls arrive as the endpoint's own requests, in tasks of their own; the wait
+    # is still told to whoever budgets the rollout (its stage runner), as the agent loop's is.
+    backend = await FakeLLM(responder=lambda prompt: "done").start()
+    config = PoolConfig(backends=[backend.url], request_timeout_s=5, balancer=BalancerConfig(max_in_flight=1))
+    async with LLMBackendPool(config) as pool:
+        llm = LLMAccess(pool=pool, dialect=VLLMCompletionsDialect(), model="fake")
+        held = await pool.balancer.acquire()  # the only slot, taken by someone else
+        clock = SlotWaitClock()
+        async with RecordingEndpoint() as endpoint:
+            with listen(clock), endpoint.opened(session(llm)) as door:
+                client = openai.AsyncOpenAI(base_url=door.base_url, api_key=door.token, max_retries=0)
+                call = asyncio.create_task(client.chat.completions.create(model="fake", messages=[TASK]))
+                for _ in range(200):
+                    if clock.waiting:
+                        break
+                    await asyncio.sleep(0.01)
+                assert clock.waiting and not call.done()
+                pool.balancer.release(held)
+                reply = await call
+    await backend.kill()
+    assert reply.choices[0].message.content == "done"
+    assert not clock.waiting and clock.waited_s() > 0
