@@ -5,6 +5,7 @@
 
 from nemo_gym_prorl.sandbox.base import ExecResult, Sandbox, SandboxError, SandboxPathError
 from nemo_gym_prorl.sandbox.factory import aopen_sandbox, open_sandbox
+from nemo_gym_prorl.sandbox.process import SandboxProcess
 from nemo_gym_prorl.sandbox.spec import BACKENDS, BackendName, SandboxLimits, SandboxSpec
 
 __all__ = [
@@ -15,6 +16,7 @@ __all__ = [
     "SandboxError",
     "SandboxLimits",
     "SandboxPathError",
+    "SandboxProcess",
     "SandboxSpec",
     "aopen_sandbox",
     "open_sandbox",

@@ -36,6 +36,7 @@ from nemo_gym_prorl.sandbox.limits import (
     wrap_with_rlimits,
 )
 from nemo_gym_prorl.sandbox.output import CappedBuffer
+from nemo_gym_prorl.sandbox.process import SandboxProcess
 from nemo_gym_prorl.sandbox.runtime import RuntimeSetupError, installed_runtime
 from nemo_gym_prorl.sandbox.spec import SandboxSpec
 from nemo_gym_prorl.sandbox.terminal import TerminalProcess
@@ -147,7 +148,7 @@ class Sandbox(ABC):
         self._dir = root / f"{self.backend}-{self.id}"
         self._owns_workspace = spec.workspace is None
         self._closed = False
-        self._processes: list[asyncio.subprocess.Process | TerminalProcess] = []
+        self._processes: list[SandboxProcess | TerminalProcess] = []
         self._cgroup: PidsCgroup | None = None
         self.workspace: Path = (spec.workspace or self._dir / "workspace").resolve()
         self.tmp_dir = self._dir / "tmp"  # /tmp inside, shared by this sandbox's processes only
@@ -338,20 +339,20 @@ class Sandbox(ABC):
         stdin: bool = False,
         stdout: int | None = asyncio.subprocess.PIPE,
         stderr: int | None = asyncio.subprocess.PIPE,
-    ) -> asyncio.subprocess.Process:
-        """Start a long-lived process (e.g. a kernel). It is killed when the sandbox closes."""
+    ) -> SandboxProcess:
+        """Start a long-lived process (e.g. a kernel), in a session of its own (its process group
+        is the unit close() kills), off the event loop (`process.py`). It is killed when the
+        sandbox closes."""
         with self.command(argv, cwd=cwd, env=env) as launch:
-            proc = await asyncio.create_subprocess_exec(
-                *launch.argv,
-                stdin=asyncio.subprocess.PIPE if stdin else asyncio.subprocess.DEVNULL,
-                stdout=stdout,
-                stderr=stderr,
-                start_new_session=True,  # own process group: the unit close() kills
-                cwd=self._dir,
-                env=LAUNCH_ENV,
+            proc = await SandboxProcess.start(
+                launch.argv, cwd=str(self._dir), env=LAUNCH_ENV, stdin=stdin, stdout=stdout, stderr=stderr,
                 pass_fds=launch.fds,
-            )
+            )  # fmt: skip
         self._processes.append(proc)
+        if self._closed:  # closed while a thread started it: nobody else will stop it
+            self._kill(proc)
+            self._forget(proc)
+            raise SandboxError(f"sandbox {self.id} was closed while a process started")
         return proc
 
     async def spawn_pty(
@@ -387,13 +388,13 @@ class Sandbox(ABC):
             raise SandboxError(f"sandbox {self.id} was closed while a terminal process started")
         return proc
 
-    def kill_process(self, proc: asyncio.subprocess.Process | TerminalProcess) -> None:
+    def kill_process(self, proc: SandboxProcess | TerminalProcess) -> None:
         """Kill one process this sandbox started, with its whole process group."""
         self._kill(proc)
         self._forget(proc)
 
     @staticmethod
-    def _kill(proc: asyncio.subprocess.Process | TerminalProcess) -> None:
+    def _kill(proc: SandboxProcess | TerminalProcess) -> None:
         # Only signal a group whose leader we have not reaped yet: until then its pid (and so
         # the group id) cannot have been reused by anyone else's process.
         alive = proc.isalive() if isinstance(proc, TerminalProcess) else proc.returncode is None
@@ -488,9 +489,9 @@ class Sandbox(ABC):
     async def aclose(self) -> None:
         """close() without blocking the event loop: the processes are killed at once, and what
         waits (a terminal's close, the cgroup's removal, the directory tree) runs in a thread.
-        Then reap its asyncio processes while the loop still runs: a subprocess transport left to
-        the garbage collector after the loop has closed raises at exit."""
-        started = [p for p in self._processes if isinstance(p, asyncio.subprocess.Process)]
+        Then wait for its processes' exits while the loop still runs: their pipes and exit watches
+        are the loop's, and must not outlive it."""
+        started = [p for p in self._processes if isinstance(p, SandboxProcess)]
         for proc in list(self._processes):
             if not isinstance(proc, TerminalProcess):  # a terminal's close sleeps: in the thread
                 self._kill(proc)

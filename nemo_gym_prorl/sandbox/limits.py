@@ -28,9 +28,6 @@ logger = logging.getLogger(__name__)
 _CGROUP_ROOT = Path("/sys/fs/cgroup")
 _CPU_PERIOD_US = 100_000
 _MIN_CPU_QUOTA_US = 1_000  # the kernel refuses a smaller quota
-# The kernel's weight of each nice level, 0 to 19 (sched_prio_to_weight): what a v1 cpu.shares of
-# the same standing is. v2 takes the nice value itself (cpu.weight.nice).
-_NICE_WEIGHT = (1024, 820, 655, 526, 423, 335, 272, 215, 172, 137, 110, 87, 70, 56, 45, 36, 29, 23, 18, 15)
 Controller = Literal["pids", "memory", "cpu"]
 CONTROLLERS: tuple[Controller, ...] = get_args(Controller)
 
@@ -139,26 +136,18 @@ def _settings(controller: Controller, limits: SandboxLimits, v2: bool) -> list[t
 
 
 def _uses(controller: Controller, limits: SandboxLimits) -> bool:
-    """Whether a sandbox with these limits gets a group of `controller`. Every niced sandbox gets a
-    cpu group, quota or not: see `_parent_settings`."""
-    return bool(_settings(controller, limits, v2=False)) or (controller == "cpu" and bool(limits.nice))
+    """Whether a sandbox with these limits gets a group of `controller`.
 
-
-def _parent_settings(controller: Controller, limits: SandboxLimits, v2: bool) -> list[tuple[str, str]]:
-    """What the parent of every sandbox group gets. For cpu: the weight of the sandboxes' nice.
-
-    Why a group and not nice alone: a task's nice ranks it only among the tasks of its own
-    scheduling group. With the kernel's autogroups on (most desktops and many servers), every
-    session (and each sandbox starts its own) is such a group, weighing as much as the whole
-    service; in a cgroup of their own, each sandbox would do the same. In one parent group
-    weighted like a process at that nice, all the sandboxes together yield to the event loop that
-    drives them, however many are computing; when the service idles, they have every core.
+    Every niced sandbox gets a cpu group, quota or not. A nice ranks a process only within its
+    scheduling group, and with the kernel's autogroups on (most desktops, many servers) every
+    session is such a group: each sandbox starts its own, so each weighed as much as the whole
+    service, and a few hundred busy ones left the event loop that drives every rollout a sliver
+    of a core. In cpu groups, all below one parent of the default weight, the sandboxes together
+    weigh as one program beside the service. Not less: a group weighted lower is starved by every
+    other busy program on the machine (a trainer, a model server), and its killed processes then
+    take seconds to exit.
     """
-    if controller == "cpu" and limits.nice:
-        if v2:
-            return [("cpu.weight.nice", str(limits.nice))]
-        return [("cpu.shares", str(_NICE_WEIGHT[limits.nice]))]
-    return []
+    return bool(_settings(controller, limits, v2=False)) or (controller == "cpu" and bool(limits.nice))
 
 
 def _make_group(parent: Path, path: Path, controller: Controller, limits: SandboxLimits) -> None:
@@ -166,9 +155,6 @@ def _make_group(parent: Path, path: Path, controller: Controller, limits: Sandbo
     parent.mkdir(exist_ok=True)
     if v2 and controller not in _words(parent / "cgroup.subtree_control"):
         (parent / "cgroup.subtree_control").write_text(f"+{controller}")  # hand it down to the groups
-    for name, value in _parent_settings(controller, limits, v2):
-        if _words(parent / name) != [value]:  # one write per service, not per sandbox
-            (parent / name).write_text(value)
     path.mkdir(exist_ok=True)
     for name, value in _settings(controller, limits, v2):
         target = path / name

@@ -69,10 +69,10 @@ class SandboxLimits(BaseModel):
         description="CPU priority of everything the sandbox runs, as nice(1): 0 is the service's own, 19 the "
         "lowest. The service drives every rollout from one event loop; at 10 a sandbox that computes hard "
         "yields the CPU to it rather than stalling every other rollout's turns. Its processes cannot lower "
-        "it again (that needs CAP_SYS_NICE). Where a cpu cgroup is writable, all sandboxes also sit in one "
-        "group weighted as one process at this nice: a nice ranks a process only within its scheduling "
-        "group, and the kernel's autogroups would make each sandbox's session weigh as much as the whole "
-        "service. None: unchanged.",
+        "it again (that needs CAP_SYS_NICE). Where a cpu cgroup is writable, all niced sandboxes also sit "
+        "in cpu groups below one parent, weighing together as one program beside the service: a nice ranks "
+        "a process only within its scheduling group, and the kernel's autogroups would make each sandbox's "
+        "session weigh as much as the whole service. None: unchanged.",
     )
     accept_no_process_limit: bool = Field(
         False,

@@ -31,7 +31,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from nemo_gym_prorl.pipeline.handler import InvalidInstanceError
-from nemo_gym_prorl.sandbox import Sandbox, SandboxLimits, SandboxSpec, open_sandbox
+from nemo_gym_prorl.sandbox import Sandbox, SandboxLimits, SandboxProcess, SandboxSpec, open_sandbox
 from nemo_gym_prorl.tasks.base import IPYTHON, SUBMIT, EvalOutcome, TaskDomain, strip_thinking
 
 logger = logging.getLogger(__name__)
@@ -170,7 +170,7 @@ class _Worker:
     def __init__(self, sandboxed: bool) -> None:
         self.sandboxed = sandboxed
         self.sandbox: Sandbox | None = None
-        self.proc: asyncio.subprocess.Process | None = None
+        self.proc: SandboxProcess | None = None
 
     async def start(self) -> None:
         if self.proc is not None and self.proc.returncode is None:

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from nemo_gym_prorl.sandbox import Sandbox, SandboxLimits, SandboxSpec, open_sandbox
+from nemo_gym_prorl.sandbox import Sandbox, SandboxLimits, SandboxProcess, SandboxSpec, open_sandbox
 
 logger = logging.getLogger(__name__)
 
@@ -79,7 +79,7 @@ class ForkRunner:
     def __init__(self, spec: SandboxSpec | None = None) -> None:
         self.spec = spec or default_runner_spec()
         self.sandbox: Sandbox | None = None
-        self._proc: asyncio.subprocess.Process | None = None
+        self._proc: SandboxProcess | None = None
         self._lock = asyncio.Lock()
         self.tests_run = 0
 

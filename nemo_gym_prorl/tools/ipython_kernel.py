@@ -37,6 +37,7 @@ from pydantic import BaseModel
 
 from nemo_gym_prorl.sandbox.base import Sandbox
 from nemo_gym_prorl.sandbox.output import CappedBuffer, strip_ansi
+from nemo_gym_prorl.sandbox.process import SandboxProcess
 from nemo_gym_prorl.sandbox.spec import SandboxSpec
 from nemo_gym_prorl.sandbox.workspace_fs import write_no_follow
 from nemo_gym_prorl.tools.zmq_context import shared_context
@@ -271,7 +272,7 @@ class IPythonKernel:
         self.interrupt_grace_s = interrupt_grace_s
         self.python = python
         self.launcher = launcher
-        self._proc: asyncio.subprocess.Process | None = None
+        self._proc: SandboxProcess | None = None
         self._exited: asyncio.Task[int] | None = None
         self._client: AsyncKernelClient | None = None
         self._files: list[Path] = []
@@ -401,7 +402,7 @@ class IPythonKernel:
             f"the IPython kernel did not answer within {self.start_timeout:g}s: {self._stderr.text()[-2000:]}"
         )
 
-    async def _drain_stderr(self, proc: asyncio.subprocess.Process) -> None:
+    async def _drain_stderr(self, proc: SandboxProcess) -> None:
         if proc.stderr is None:
             return
         with contextlib.suppress(Exception):

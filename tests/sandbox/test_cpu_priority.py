@@ -76,7 +76,7 @@ async def test_all_sandboxes_together_weigh_as_one_process_at_their_nice(tmp_pat
     assert len(parents) == 1, "below one parent"
     (parent,) = parents
     weight = parent / "cpu.shares"
-    if weight.exists():  # v1: the kernel's weight of nice 10
-        assert weight.read_text().strip() == "110"
-    else:  # v2: the nice itself
-        assert (parent / "cpu.weight.nice").read_text().strip() == "10"
+    if weight.exists():  # v1
+        assert weight.read_text().strip() == "1024"
+    else:  # v2
+        assert (parent / "cpu.weight").read_text().strip() == "100"

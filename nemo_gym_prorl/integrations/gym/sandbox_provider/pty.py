@@ -22,6 +22,7 @@ from typing import Any, Self
 from nemo_gym.sandbox.providers.base import SandboxPtyError
 
 from nemo_gym_prorl.sandbox.base import Sandbox
+from nemo_gym_prorl.sandbox.process import SandboxProcess
 from nemo_gym_prorl.sandbox.terminal import TerminalProcess
 
 _CHUNK = 65536
@@ -89,7 +90,7 @@ class BubblewrapPtySession:
         self._size = (rows, cols)
         self._pty = pty
         self._ptyproc: TerminalProcess | None = None
-        self._proc: asyncio.subprocess.Process | None = None
+        self._proc: SandboxProcess | None = None
         self._out: _Stream | _PipeStream | None = None
         self._err: _Stream | _PipeStream | None = None
         self._closed = False
