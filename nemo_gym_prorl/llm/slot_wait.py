@@ -64,17 +64,25 @@ def listening_as(listeners: tuple[SlotWaitListener, ...]) -> Iterator[None]:
         _LISTENERS.reset(token)
 
 
+def tell_slot_wait(began: bool) -> None:
+    """Tell this context's listeners that a slot wait began or ended: for a wait seen elsewhere
+    (a Ray node's pool, whose stage reports its waits to the service that budgets the job)."""
+    listeners = _LISTENERS.get()
+    for listener in listeners if began else reversed(listeners):
+        if began:
+            listener.slot_wait_began()
+        else:
+            listener.slot_wait_ended()
+
+
 @contextlib.contextmanager
 def waiting_for_slot() -> Iterator[None]:
     """Around a wait for a slot (the balancer's): the context's listeners stop their clocks."""
-    listeners = _LISTENERS.get()
-    for listener in listeners:
-        listener.slot_wait_began()
+    tell_slot_wait(True)
     try:
         yield
     finally:
-        for listener in reversed(listeners):
-            listener.slot_wait_ended()
+        tell_slot_wait(False)
 
 
 class SlotWaitClock:

@@ -29,6 +29,7 @@ import logging
 import time
 from typing import Any
 
+from nemo_gym_prorl.llm.slot_wait import tell_slot_wait
 from nemo_gym_prorl.pipeline.backend_changes import BackendChanges
 from nemo_gym_prorl.pipeline.executor import (
     InfrastructureError,
@@ -320,12 +321,31 @@ class RayExecutor:
     async def _await(ref: Any) -> Any:
         return await ref
 
+    async def _stream_stage(self, method: Any, *args: Any) -> Any:
+        """A stage on its node, as the stream of events it sends (`RolloutNode._stage`): each
+        model-slot wait there is told to this context's listeners (the stage runner's budget
+        clock), and the stage's result is returned. A wait still open when the stream ends
+        (the node lost, the call cancelled) is closed here, so no clock stays stopped."""
+        open_waits = 0
+        try:
+            async for ref in method.options(num_returns="streaming").remote(*args):
+                kind, value = await self._await(ref)
+                if kind == "result":
+                    return value
+                if value or open_waits:
+                    open_waits += 1 if value else -1
+                    tell_slot_wait(bool(value))
+        finally:
+            for _ in range(open_waits):
+                tell_slot_wait(False)
+        raise InfrastructureError("the node's stage ended without a result")
+
     async def _call(self, node: PlacedNode, job: Job, method: str, *args: Any) -> Any:
         """One actor call that fails with InfrastructureError when the node is lost, and aborts
         the job's stage on the node when cancelled."""
         if not node.alive:
             raise InfrastructureError(f"node {node.id} was lost: {node.lost.result()}", node.id)
-        call = asyncio.ensure_future(self._await(getattr(node.actor, method).remote(*args)))
+        call = asyncio.ensure_future(self._stream_stage(getattr(node.actor, method), *args))
         try:
             await asyncio.wait({call, node.lost}, return_when=asyncio.FIRST_COMPLETED)
         except asyncio.CancelledError:

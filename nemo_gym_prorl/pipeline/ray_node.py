@@ -18,10 +18,11 @@ import logging
 import math
 import os
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from nemo_gym_prorl.llm.slot_wait import listen
 from nemo_gym_prorl.pipeline.executor import NodeStatus, as_evaluation, as_trajectory
 from nemo_gym_prorl.pipeline.handler import HandlerRegistry, RolloutHandler
 from nemo_gym_prorl.pipeline.job import Evaluation, Job, Trajectory
@@ -53,6 +54,24 @@ class NodeShare:
 
 NodeBuilder = Callable[[NodeShare], Awaitable[NodeRuntime]]
 """Picklable (a module-level function or a functools.partial of one): runs on the node."""
+
+
+StageEvent = tuple[str, Any]
+"""What a stage streams to the service: ("slot_wait", True|False) as a model-slot wait begins or
+ends, then ("result", the stage's result)."""
+
+
+class _QueuedSlotWaits:
+    """A stage's slot waits (True: began, False: ended), queued for the service."""
+
+    def __init__(self) -> None:
+        self.events: asyncio.Queue[bool] = asyncio.Queue()
+
+    def slot_wait_began(self) -> None:
+        self.events.put_nowait(True)
+
+    def slot_wait_ended(self) -> None:
+        self.events.put_nowait(False)
 
 
 @dataclass(frozen=True)
@@ -95,19 +114,52 @@ class RolloutNode:
             if self._tasks.get(job_id) is task:
                 del self._tasks[job_id]
 
-    async def init(self, job: Job) -> None:
-        handler = self._handler(job.task)
-        state = await self._tracked(job.id, handler.init(job))
-        self._states[job.id] = (job.task, state)
+    async def _stage(self, job_id: str, coro: Awaitable[Any]) -> AsyncIterator[StageEvent]:
+        """Run one stage of a job (`_tracked`), streaming its model-slot waits as they begin and
+        end, then its result: the job's budget is kept by the service, whose clock must stand
+        still while a turn here waits for a slot, as it does for a turn in its own process."""
+        waits = _QueuedSlotWaits()
+        with listen(waits):
+            stage = asyncio.ensure_future(self._tracked(job_id, coro))
+        try:
+            while True:
+                while not waits.events.empty():
+                    yield ("slot_wait", waits.events.get_nowait())
+                if stage.done():
+                    break
+                event = asyncio.ensure_future(waits.events.get())
+                await asyncio.wait({stage, event}, return_when=asyncio.FIRST_COMPLETED)
+                if event.done():
+                    yield ("slot_wait", event.result())
+                else:
+                    event.cancel()
+            yield ("result", stage.result())
+        finally:
+            if not stage.done():  # the caller went away: so does the stage
+                stage.cancel()
 
-    async def run(self, job: Job) -> Trajectory:
-        _, state = self._states[job.id]
-        return as_trajectory(await self._tracked(job.id, self._handler(job.task).run(job, state)))
+    async def init(self, job: Job) -> AsyncIterator[StageEvent]:
+        async def init() -> None:
+            self._states[job.id] = (job.task, await self._handler(job.task).init(job))
 
-    async def evaluate(self, job: Job, with_state: bool, trajectory: Trajectory) -> Evaluation:
-        state = self._states[job.id][1] if with_state else None
-        handler = self._handler(job.task)
-        return as_evaluation(await self._tracked(job.id, handler.evaluate(job, state, trajectory)))
+        async for event in self._stage(job.id, init()):
+            yield event
+
+    async def run(self, job: Job) -> AsyncIterator[StageEvent]:
+        async def run() -> Trajectory:
+            _, state = self._states[job.id]
+            return as_trajectory(await self._handler(job.task).run(job, state))
+
+        async for event in self._stage(job.id, run()):
+            yield event
+
+    async def evaluate(self, job: Job, with_state: bool, trajectory: Trajectory) -> AsyncIterator[StageEvent]:
+        async def evaluate() -> Evaluation:
+            state = self._states[job.id][1] if with_state else None
+            return as_evaluation(await self._handler(job.task).evaluate(job, state, trajectory))
+
+        async for event in self._stage(job.id, evaluate()):
+            yield event
 
     async def release(self, job_id: str) -> None:
         held = self._states.pop(job_id, None)

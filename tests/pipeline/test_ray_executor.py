@@ -114,6 +114,25 @@ async def test_every_process_of_the_local_cluster_listens_on_loopback_only(
         await service.close()
 
 
+async def test_a_turn_waiting_for_a_model_slot_on_its_node_is_not_charged_to_the_job(
+    cluster: Any, tmp_path: Path
+) -> None:
+    # The node's pool is where the turn waits; the job's budget is kept here. The node streams
+    # each wait as it begins and ends, and the budget's clock stands still meanwhile.
+    service, _, _ = await _service(tmp_path)
+    try:
+        script = {"slot_wait_s": 1.5, "run_s": 0.1}
+        (job_id,) = service.pipeline.submit(
+            [JobSpec(task="box", instance={"script": script}, budget={"active_time_s": 1.0})]
+        )
+        (result,), _ = await service.pipeline.wait([job_id], timeout=120)
+    finally:
+        await service.close()
+    assert result.state is JobState.DONE, result.error
+    assert result.timing.model_wait_s >= 1.4, "the wait is reported..."
+    assert not result.timing.timeout_triggered, "...and not charged to the active budget"
+
+
 async def test_cancel_reaches_the_actor_and_closes_the_sandbox(cluster: Any, tmp_path: Path) -> None:
     service, executor, record = await _service(tmp_path)
     actors = executor.actor_pids()

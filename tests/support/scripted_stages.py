@@ -9,7 +9,9 @@ opens a real sandbox in INIT, runs real tool processes in RUN and a real "test" 
 with scripted think-time in between: the workload of `benchmarks/bench_pipeline.py`.
 
 Per job, `instance["script"]` may override any default: `init_s`, `run_s`, `eval_s`, `fail`
-("init"|"run"|"eval"), `reward`, `turns`, `keepalive` (spawn a long-lived process in INIT).
+("init"|"run"|"eval"), `reward`, `turns`, `keepalive` (spawn a long-lived process in INIT),
+`slot_wait_s` (RUN first waits this long as a turn waits for a model slot, told as the balancer
+tells it).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from nemo_gym_prorl.llm.slot_wait import waiting_for_slot
 from nemo_gym_prorl.pipeline.job import Evaluation, Job, Stage, Trajectory
 from nemo_gym_prorl.sandbox import Sandbox, SandboxSpec, open_sandbox
 
@@ -47,6 +50,7 @@ class Script(BaseModel):
     reward: float = 1.0
     turns: int = Field(1, ge=1, le=100)
     keepalive: bool = False
+    slot_wait_s: float = Field(0.0, ge=0, le=3600)
 
     def merged(self, job: Job) -> Script:
         override = job.instance.get("script")
@@ -125,6 +129,9 @@ class ScriptedHandler:
         version = self.policy_version() if self.policy_version is not None else job.policy_version or 0
         messages: list[dict[str, Any]] = []
         think = script.run_s / script.turns
+        if script.slot_wait_s:
+            with waiting_for_slot():
+                await asyncio.sleep(script.slot_wait_s)
         for turn in range(script.turns):
             started = time.monotonic()
             observation = await self._tool_call(state, f"turn {turn}")
