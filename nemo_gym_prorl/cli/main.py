@@ -52,7 +52,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        # A flag between a command's name and its `-- OPTION...` (`prorl bench load --json -- ...`)
+        # leaves argparse with the options unparsed: they are still the command's own.
+        if extra[0] == "--" and getattr(args, "options", None) == []:
+            args.options = extra[1:]
+        else:
+            parser.error(f"unrecognized arguments: {' '.join(extra)}")
     try:
         return int(args.func(args) or 0)
     except KeyboardInterrupt:

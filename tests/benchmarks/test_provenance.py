@@ -133,6 +133,12 @@ def test_a_benchmark_gets_its_own_options_after_the_separator_and_one_without_an
     # rl_families reads its policy from them, not from the command line's own words
     assert main(["bench", "rl_families", "--", str(tmp_path / "nowhere")]) == 2
     assert f"no SFT policy (a checkpoint or an adapter) at {tmp_path / 'nowhere'}" in capsys.readouterr().err
+    # wherever --allow-dirty stands: before the name, or between it and the separator
+    for words in (["bench", "--allow-dirty", "rl_families"], ["bench", "rl_families", "--allow-dirty"]):
+        assert main([*words, "--", str(tmp_path / "elsewhere")]) == 2
+        assert f"at {tmp_path / 'elsewhere'}" in capsys.readouterr().err
+    with pytest.raises(SystemExit):  # a word that is nobody's is still refused
+        main(["bench", "rl_families", "--bogus"])
 
 
 def test_a_run_that_records_is_refused_on_a_dirty_tree_before_it_starts_unless_told(
