@@ -12,11 +12,13 @@ per process; only a cgroup bounds a sandbox's processes together (its memory, it
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import logging
 import os
 import shlex
 import signal
+import threading
 import time
 from pathlib import Path
 from typing import Literal, get_args
@@ -274,17 +276,55 @@ def _kill_members(path: Path) -> None:
                 os.kill(pid, signal.SIGKILL)
 
 
+# Groups whose killed members had not all exited when their sandbox closed (a machine so busy
+# that a second was not enough): removed by a later removal, so none accumulates while the
+# service runs. Their names carry the live owner's pid, so the orphan reaper would not take them.
+_LEFT_FOR_LATER: set[Path] = set()
+_LEFT_LOCK = threading.Lock()
+
+
+def _try_remove(path: Path) -> bool:
+    try:
+        path.rmdir()
+    except FileNotFoundError:
+        pass
+    except OSError:  # members still exiting
+        return False
+    return True
+
+
+def _remove_left_for_later() -> None:
+    with _LEFT_LOCK:
+        waiting = list(_LEFT_FOR_LATER)
+    for path in waiting:
+        _kill_members(path)
+        if _try_remove(path):
+            with _LEFT_LOCK:
+                _LEFT_FOR_LATER.discard(path)
+
+
 def _remove_group(path: Path) -> None:
+    _remove_left_for_later()
     for _ in range(100):
-        try:
-            path.rmdir()
+        if _try_remove(path):
             return
-        except FileNotFoundError:
-            return
-        except OSError:  # members still exiting
-            _kill_members(path)
-            time.sleep(0.01)
-    logger.warning("could not remove cgroup %s", path)
+        _kill_members(path)
+        time.sleep(0.01)
+    logger.info("cgroup %s still has exiting members: removed later", path)
+    with _LEFT_LOCK:
+        if not _LEFT_FOR_LATER:
+            atexit.register(_remove_left_at_exit)
+        _LEFT_FOR_LATER.add(path)
+
+
+def _remove_left_at_exit(patience_s: float = 5.0) -> None:
+    """At exit, what is still left gets a few more seconds (nothing of it may outlive the service)."""
+    deadline = time.monotonic() + patience_s
+    while _LEFT_FOR_LATER and time.monotonic() < deadline:
+        _remove_left_for_later()
+        time.sleep(0.05)
+    for path in _LEFT_FOR_LATER:
+        logger.warning("could not remove cgroup %s", path)
 
 
 def pid_alive(pid: int) -> bool:
