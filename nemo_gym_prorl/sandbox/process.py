@@ -78,6 +78,9 @@ class SandboxProcess:
         except BaseException:
             proc.kill()
             proc._close_pipes()
+            if proc._pidfd is not None:  # not watched yet: nobody else closes it
+                os.close(proc._pidfd)
+                proc._pidfd = None
             raise
         proc._watch_exit()
         return proc
