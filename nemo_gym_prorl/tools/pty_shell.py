@@ -467,7 +467,7 @@ class PtyShell:
         """Bring the shell back to a prompt: Ctrl-C, else kill the terminal's foreground job,
         else a new shell. Returns "interrupted", "killed" or "restarted"."""
         if self._proc is not None and self._proc.isalive():
-            if await self._back_at_prompt_after(self.interrupt, grace):
+            if await self._back_at_prompt_after(self.interrupt, grace) and await self._in_step(grace):
                 return "interrupted"
             fg = foreground_job(self._fd, self._shell_pgrp)
             if fg is not None:
@@ -477,7 +477,7 @@ class PtyShell:
                     with contextlib.suppress(ProcessLookupError, PermissionError):
                         os.killpg(fg, signal.SIGKILL)
 
-                if await self._back_at_prompt_after(kill_job, grace):
+                if await self._back_at_prompt_after(kill_job, grace) and await self._in_step(grace):
                     return "killed"
         # A new shell starts with an empty buffer; what the stuck command printed still belongs
         # to this result.
@@ -503,6 +503,35 @@ class PtyShell:
                 return False
             await asyncio.sleep(0.01)
         return True  # reading the terminal, or unknowable here: the marker is all there is
+
+    async def _in_step(self, grace: float, tries: int = 3) -> bool:
+        """Run a no-op and see it end cleanly before the next command is typed.
+
+        Recovery sends Ctrl-C, and a prompt alone does not prove none is still on its way: a
+        Ctrl-C that reached bash while it drew that prompt interrupts the next line it reads,
+        after its first bytes. bash then drops those bytes and runs the line's tail (`val
+        $'...'`, "command not found"). Sacrificing a `:` to it keeps the caller's command whole.
+        A probe that ends garbled is tried again (bash read all of it, nothing else is queued);
+        one that does not end in time is not (it may still run), and the shell is restarted."""
+        kept = self._take_output()  # the interrupted command's output belongs to its caller
+        loop = asyncio.get_running_loop()
+        try:
+            for _ in range(tries):
+                probe: asyncio.Future[Prompt | Exited] = loop.create_future()
+                self._started.clear()
+                self._event, self._event_needs_start = probe, True
+                try:
+                    await self._write(encode_command(":"), time.monotonic() + grace)
+                except (TimeoutError, ShellError):
+                    return False
+                await asyncio.wait({probe}, timeout=grace)
+                if not probe.done() or not isinstance(outcome := probe.result(), Prompt):
+                    return False
+                if outcome.exit_code == 0:
+                    return True
+            return False
+        finally:
+            self._buf = kept
 
     def _result(
         self,

@@ -305,6 +305,32 @@ async def test_cancelled_commands_never_leak_into_the_next_ones(shell: PtyShell)
         assert (result.output.splitlines()[-1:], result.exit_code) == (["next"], 0), result
 
 
+async def test_a_ctrl_c_that_lands_while_the_next_line_is_read_does_not_cut_that_line(
+    shell: PtyShell, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The Ctrl-C of a recovery can reach bash while it draws its prompt; it then interrupts the
+    # next line bash reads, after its first bytes, and bash runs the tail (`val $'...'`).
+    # Replayed here: the first line typed after a cancel gets a Ctrl-C after its first byte.
+    task = asyncio.create_task(shell.run("sleep 30"))
+    await asyncio.sleep(0.2)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    write, cut = shell._write, []
+
+    async def ctrl_c_inside_the_first_line(data: bytes, deadline: float | None = None) -> None:
+        if cut or not data.startswith(b"eval"):
+            return await write(data, deadline)
+        cut.append(data)
+        await write(data[:1], deadline)
+        await asyncio.sleep(0.2)  # bash has read the first byte
+        await write(b"\x03" + data[1:], deadline)
+
+    monkeypatch.setattr(shell, "_write", ctrl_c_inside_the_first_line)
+    result = await shell.run("echo next")
+    assert cut and (result.output.splitlines()[-1:], result.exit_code) == (["next"], 0), result
+
+
 async def test_cancelled_command_is_stopped_and_the_next_one_runs(shell: PtyShell) -> None:
     task = asyncio.create_task(shell.run("sleep 30"))
     await asyncio.sleep(0.2)
