@@ -4,7 +4,10 @@
 """SWE: wrong and fuzzy patches on a real offline instance; image path templates for clusters."""
 
 import asyncio
+import concurrent.futures
+import json
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -71,6 +74,35 @@ def test_a_recipe_not_built_yet_passes_the_door_without_being_built(tmp_path: Pa
     with pytest.raises(InvalidInstanceError, match="instance_id"):
         task.check_row({"instance_id": "nobody__nothing-1", "responses_create_params": {"input": "fix it"}})
     assert not (tmp_path / "swe").exists()  # checked from the committed recipes: nothing built
+
+
+async def test_a_burst_of_first_uses_in_one_process_builds_once_and_all_of_them_go_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A burst of SWE rollouts on a new cache all ask for the build at once. Waiting for the
+    # build's file lock in the default thread pool, they once held every thread of it, and the
+    # build (which runs in that pool) never ran.
+    import nemo_gym_prorl.tasks.swe.build as build
+
+    builds: list[list[str]] = []
+
+    async def build_all(config: SweConfig, only: list[str]) -> list[dict]:
+        builds.append(list(only))
+        await asyncio.to_thread(time.sleep, 0.05)  # the build's own work in the default pool
+        config.instances_path.parent.mkdir(parents=True, exist_ok=True)
+        config.instances_path.write_text("".join(json.dumps({"instance_id": i}) + "\n" for i in only))
+        return []
+
+    monkeypatch.setattr(build, "build_all", build_all)
+    monkeypatch.setattr(build, "has_history_beyond_base", lambda _: False)
+    config = SweConfig(cache_dir=tmp_path / "swe")
+    iid = sorted(recipe_ids())[0]
+    (config.repos_dir / iid / ".git").mkdir(parents=True)
+    loop = asyncio.get_running_loop()
+    loop.set_default_executor(concurrent.futures.ThreadPoolExecutor(max_workers=2))
+    firsts = [ensure_built(config, only=[iid]) for _ in range(6)]
+    built = await asyncio.wait_for(asyncio.gather(*firsts), timeout=20)
+    assert builds == [[iid]] and all(b == [{"instance_id": iid}] for b in built)
 
 
 @pytest.mark.bwrap

@@ -29,6 +29,7 @@ import json
 import logging
 import shlex
 import shutil
+import weakref
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -218,10 +219,28 @@ async def ensure_built(
     (needs PyPI once per sdist). One build at a time per cache: a second process waits for the
     first, then finds it built."""
     config = config or SweConfig()
-    with contextlib.ExitStack() as held:
-        # Waiting for the lock blocks a thread, not the event loop.
-        await asyncio.to_thread(held.enter_context, exclusive(config.cache_dir / "build.lock", logger.info))
-        return await _ensure_built_locked(config, only)
+    # One coroutine of this process at a time takes the file lock; the rest wait here, on the
+    # loop. Each waiting for the file lock would hold a thread of the default pool, and with
+    # every thread waiting, the holder's build (run in that pool) could never run: the first
+    # SWE rollouts of a burst on a new cache then stopped in INIT for good.
+    async with _process_lock(config.cache_dir):
+        with contextlib.ExitStack() as held:
+            # Waiting for another process's build blocks a thread, not the event loop.
+            await asyncio.to_thread(
+                held.enter_context, exclusive(config.cache_dir / "build.lock", logger.info)
+            )
+            return await _ensure_built_locked(config, only)
+
+
+_PROCESS_LOCKS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[Path, asyncio.Lock]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _process_lock(cache_dir: Path) -> asyncio.Lock:
+    """This event loop's lock on builds into `cache_dir`."""
+    locks = _PROCESS_LOCKS.setdefault(asyncio.get_running_loop(), {})
+    return locks.setdefault(cache_dir.resolve(), asyncio.Lock())
 
 
 async def _ensure_built_locked(config: SweConfig, only: Sequence[str] | None) -> list[dict[str, Any]]:
