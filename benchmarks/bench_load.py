@@ -163,6 +163,19 @@ class _Sampler:
                 self.disk.append(int(done.stdout.split()[0]))
 
 
+def _cpu_seconds(pid: int) -> float:
+    """CPU time `pid` has used, every thread's (user + system)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _host_cpu() -> tuple[float, float]:
+    """(busy, total) jiffies of the whole machine since boot."""
+    values = [int(v) for v in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+    idle = values[3] + values[4]  # idle + iowait
+    return float(sum(values) - idle), float(sum(values))
+
+
 async def _watch_live(http: httpx.AsyncClient, live: list[int]) -> None:
     while True:
         with contextlib.suppress(httpx.HTTPError, KeyError, ValueError):
@@ -208,6 +221,7 @@ async def _drive(
     baseline_processes = sum(1 for name in os.listdir("/proc") if name.isdigit())
     async with httpx.AsyncClient(base_url=url, timeout=httpx.Timeout(600, connect=30)) as http:
         before = await _histograms(http)
+        cpu_before, host_before = _cpu_seconds(pid), _host_cpu()
         sampler.start()
         live: list[int] = []
         watching = asyncio.create_task(_watch_live(http, live))
@@ -245,6 +259,7 @@ async def _drive(
         watching.cancel()
         await asyncio.gather(watching, return_exceptions=True)
         after = await _histograms(http)
+        cpu_used, host_after = _cpu_seconds(pid) - cpu_before, _host_cpu()
     lo, hi = len(finishes) // 4, (3 * len(finishes)) // 4
     steady = (
         (hi - lo) / (finishes[hi - 1] - finishes[lo])
@@ -271,6 +286,13 @@ async def _drive(
         "event_loop_lag_s": hist.get("event_loop_lag"),
         "sandbox_open_s": hist.get("sandbox_open"),
         "sandbox_close_s": hist.get("sandbox_close"),
+        # Passes of the service's garbage collector: a long one stops the loop with everything else.
+        "gc_pause_s": hist.get("gc_pause"),
+        # The service's CPU (its threads' too) per finished rollout, and how busy the whole
+        # machine was: a saturated loop on a machine with CPU to spare wants more loops.
+        "service_cpu_s_per_rollout": cpu_used / max(1, len(finishes)),
+        "service_cpu_share_of_a_core": cpu_used / makespan,
+        "host_cpu_busy_share": (host_after[0] - host_before[0]) / max(1.0, host_after[1] - host_before[1]),
         "model_slot_wait_s": {
             "mean": statistics.fmean(slot_waits) if slot_waits else None,
             "p99": sorted(slot_waits)[int(0.99 * (len(slot_waits) - 1))] if slot_waits else None,
@@ -322,6 +344,9 @@ def format_point(p: dict[str, Any]) -> str:
         f"{p['rollouts_per_s']:.1f} rollouts/s "
         f"(steady {p['steady_rollouts_per_s'] or 0:.1f}); turn p50/p99 {_ms(turn.get('p50'))}/{_ms(turn.get('p99'))} ms; "
         f"loop lag p99 {_ms(lag.get('p99'))} ms, max <= {_ms(lag.get('max_bucket'))} ms; "
+        f"gc pause max <= {_ms((p.get('gc_pause_s') or {}).get('max_bucket'))} ms; "
+        f"service CPU {p.get('service_cpu_s_per_rollout', 0) * 1000:.0f} ms/rollout "
+        f"({p.get('service_cpu_share_of_a_core', 0):.2f} of a core), host {p.get('host_cpu_busy_share', 0):.0%} busy; "
         f"slot wait mean {p['model_slot_wait_s']['mean'] or 0:.2f} s; open/close p99 "
         f"{_ms(opened.get('p99'))}/{_ms(closed.get('p99'))} ms; RSS {p['service_rss_max_bytes'] / 2**20:.0f} MiB, "
         f"{p['service_threads_max']} threads, {p['service_fds_max']} fds; host +{p['host_memory_in_use_max_bytes'] / 2**30:.1f} GiB, "

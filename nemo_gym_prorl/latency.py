@@ -73,7 +73,12 @@ TURN = Histogram(
     "prorl_agent_turn_seconds",
     "One turn of the built-in agent loop: its model call (slot wait included) and its tool calls.",
 )
-ALL: tuple[Histogram, ...] = (EVENT_LOOP_LAG, SANDBOX_OPEN, SANDBOX_CLOSE, TURN)
+GC_PAUSE = Histogram(
+    "prorl_gc_pause_seconds",
+    "One pass of Python's cyclic garbage collector in the service: every thread, the event loop's "
+    "included, stops for it.",
+)
+ALL: tuple[Histogram, ...] = (EVENT_LOOP_LAG, SANDBOX_OPEN, SANDBOX_CLOSE, TURN, GC_PAUSE)
 
 
 def quantile(buckets: list[tuple[str, float]], q: float) -> float | None:

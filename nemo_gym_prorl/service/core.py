@@ -22,7 +22,7 @@ from nemo_gym_prorl.pipeline import InvalidInstanceError, JobResult, JobSpec, Pi
 from nemo_gym_prorl.service.backends import BackendInfo, BackendRegistry
 from nemo_gym_prorl.service.errors import ApiError
 from nemo_gym_prorl.service.journal import Journal
-from nemo_gym_prorl.service.loop_monitor import LoopMonitor
+from nemo_gym_prorl.service.loop_monitor import GcPauses, LoopMonitor
 
 logger = logging.getLogger(__name__)
 
@@ -84,9 +84,11 @@ class RolloutService:
         self.journal: Journal | None = None
         self._closed = False
         self._loop_monitor = LoopMonitor()
+        self._gc_pauses = GcPauses()
 
     async def start(self) -> None:
         self._loop_monitor.start()
+        self._gc_pauses.start()
         await self.pipeline.start()
 
     async def close(self) -> None:
@@ -96,6 +98,7 @@ class RolloutService:
         self._closed = True
         self.accepting = False
         await self._loop_monitor.stop()
+        self._gc_pauses.stop()
         try:
             await self.pipeline.stop()
         finally:

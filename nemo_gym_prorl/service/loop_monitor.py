@@ -12,8 +12,34 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
+import time
 
-from nemo_gym_prorl.latency import EVENT_LOOP_LAG, Histogram, forget_loop_lag, note_loop_lag
+from nemo_gym_prorl.latency import EVENT_LOOP_LAG, GC_PAUSE, Histogram, forget_loop_lag, note_loop_lag
+
+
+class GcPauses:
+    """Times every pass of the cyclic garbage collector into `histogram`: a pass stops the whole
+    process, so a long one is event-loop lag whose cause the lag alone does not name."""
+
+    def __init__(self, histogram: Histogram = GC_PAUSE) -> None:
+        self.histogram = histogram
+        self._started: float | None = None
+
+    def _on_gc(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._started = time.perf_counter()
+        elif self._started is not None:
+            self.histogram.observe(time.perf_counter() - self._started)
+            self._started = None
+
+    def start(self) -> None:
+        if self._on_gc not in gc.callbacks:
+            gc.callbacks.append(self._on_gc)
+
+    def stop(self) -> None:
+        with contextlib.suppress(ValueError):
+            gc.callbacks.remove(self._on_gc)
 
 
 class LoopMonitor:

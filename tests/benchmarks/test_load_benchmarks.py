@@ -71,6 +71,11 @@ async def test_a_load_level_reports_every_figure_and_no_service_failure(bench: A
         assert point[name]["p99"] is not None and point[name]["p99"] > 0, name
     assert point["service_rss_max_bytes"] > 0 and point["host_processes_max"] > 0
     assert point["rollouts_per_s"] > 0
+    assert point["service_cpu_s_per_rollout"] > 0 and 0 < point["host_cpu_busy_share"] <= 1
+    assert point["gc_pause_s"] is None or point["gc_pause_s"]["max_bucket"] > 0, (
+        "passes measured when any ran"
+    )
+    assert "service CPU" in load.format_point(point)
     picture = load.plot({"curve": [point], "cpu_count": 2}, tmp_path / "load.png")
     assert picture.read_bytes().startswith(b"\x89PNG"), "the curve is drawn"
 

@@ -6,13 +6,14 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import time
 
 from prometheus_client.parser import text_string_to_metric_families
 from service_helpers import Api
 
 from nemo_gym_prorl.latency import Histogram
-from nemo_gym_prorl.service.loop_monitor import LoopMonitor
+from nemo_gym_prorl.service.loop_monitor import GcPauses, LoopMonitor
 
 
 async def test_a_loop_blocked_for_a_while_is_measured_as_that_much_lag() -> None:
@@ -27,11 +28,33 @@ async def test_a_loop_blocked_for_a_while_is_measured_as_that_much_lag() -> None
     assert histogram.count >= 3
 
 
+def test_every_pass_of_the_garbage_collector_is_timed_until_stopped() -> None:
+    histogram = Histogram("gc", "")
+    pauses = GcPauses(histogram)
+    pauses.start()
+    pauses.start()  # once only
+    cycles = [[] for _ in range(20000)]
+    for cycle in cycles:
+        cycle.append(cycle)
+    del cycles
+    gc.collect()
+    counted = histogram.count  # the full pass, and any the allocations above set off
+    assert counted >= 1 and histogram.max > 0
+    pauses.stop()
+    gc.collect()
+    assert histogram.count == counted
+
+
 async def test_metrics_serve_the_lag_and_sandbox_histograms(api: Api) -> None:
     await asyncio.sleep(0.1)  # the running service's monitor ticks meanwhile
     text = (await api.http.get("/metrics")).text
     families = {f.name: f for f in text_string_to_metric_families(text)}
-    for name in ("prorl_event_loop_lag_seconds", "prorl_sandbox_open_seconds", "prorl_sandbox_close_seconds"):
+    for name in (
+        "prorl_event_loop_lag_seconds",
+        "prorl_sandbox_open_seconds",
+        "prorl_sandbox_close_seconds",
+        "prorl_gc_pause_seconds",
+    ):
         assert families[name].type == "histogram"
         assert f"{name}_max" in families
     lag_count = next(s for s in families["prorl_event_loop_lag_seconds"].samples if s.name.endswith("_count"))
