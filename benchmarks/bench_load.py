@@ -192,14 +192,16 @@ def _cause(result: dict[str, Any]) -> str:
     return f"{result['state']}:{error[:80]}"
 
 
-async def run_level(series: str, level: int, jobs: int, say: provenance.Say) -> dict[str, Any]:
+async def run_level(
+    series: str, level: int, jobs: int, say: provenance.Say, overrides: list[str] | None = None
+) -> dict[str, Any]:
     spec = AgentBackendSpec(max_num_seqs=MAX_NUM_SEQS)
     workdir = Path(tempfile.mkdtemp(prefix="prorl-bench-load-"))
     idle_mem = _Sampler(os.getpid(), workdir)
     idle_mem.sample(disk=False)
     try:
         with SimulatedBackends([spec] * BACKENDS, niceness=SIM_NICENESS) as urls:
-            proc, url = _start_service(level, workdir, urls)
+            proc, url = _start_service(level, workdir, urls, overrides)
             try:
                 return await _drive(series, level, jobs, url, proc.pid, workdir, idle_mem.mem_used[0], say)
             finally:
@@ -312,14 +314,17 @@ async def _drive(
 
 
 async def benchmark(
-    say: provenance.Say, levels: dict[str, tuple[int, ...]], jobs_factor: int
+    say: provenance.Say,
+    levels: dict[str, tuple[int, ...]],
+    jobs_factor: int,
+    overrides: list[str] | None = None,
 ) -> dict[str, Any]:
     curve = []
     for series, series_levels in levels.items():
         for level in series_levels:
             jobs = max(256, jobs_factor * level)
             say(f"{series}: {level} concurrent rollouts, {jobs} jobs")
-            point = await run_level(series, level, jobs, say)
+            point = await run_level(series, level, jobs, say, overrides)
             say(format_point(point))
             curve.append(point)
     return {
@@ -329,6 +334,7 @@ async def benchmark(
         "cpu_count": os.cpu_count(),
         "memory_total_bytes": os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"),
         "simulated": SIMULATED,
+        "service_overrides": list(overrides or []),
     }
 
 
@@ -411,13 +417,15 @@ def main(as_json: bool = False, argv: list[str] | None = None) -> int:
     parser.add_argument("--ipython", type=int, nargs="*", default=list(SERIES_LEVELS["ipython"]),
                         help="concurrent rollouts of the IPython series")  # fmt: skip
     parser.add_argument("--jobs-factor", type=int, default=2, help="jobs per level: this times the level")
+    parser.add_argument("--serve-override", action="append", default=[], metavar="KEY=VALUE",
+                        help="a `prorl serve` setting for every level's service (repeatable)")  # fmt: skip
     args = parser.parse_args(argv or [])
     levels = {"shell": tuple(args.shell), "ipython": tuple(args.ipython)}
 
     def say(message: str) -> None:
         print(f"[bench load] {message}", file=sys.stderr if as_json else sys.stdout, flush=True)
 
-    figures = asyncio.run(benchmark(say, levels, args.jobs_factor))
+    figures = asyncio.run(benchmark(say, levels, args.jobs_factor, args.serve_override))
     status = provenance.publish(
         "load", figures, as_json=as_json, render=format_report, summary=summary, simulated=SIMULATED,
         ours="prorl serve in its own process, real sandboxes, concurrent rollouts ramped",

@@ -59,9 +59,12 @@ def handle_serve(args: argparse.Namespace) -> int:
 
 async def serve(config: ServeConfig) -> None:
     """Build everything, serve until SIGINT/SIGTERM, then close every sandbox the jobs opened."""
+    from nemo_gym_prorl.service.loop_monitor import freeze_startup_heap
     from nemo_gym_prorl.service.stack import serve_datasets, serve_durability, stack_from_config
     from nemo_gym_prorl.serving import serving
 
+    if config.server.gil_switch_interval_s is not None:
+        sys.setswitchinterval(config.server.gil_switch_interval_s)
     # handlers built: a bad task config fails here
     stack = stack_from_config(config, durability=serve_durability(config))
     try:
@@ -70,6 +73,7 @@ async def serve(config: ServeConfig) -> None:
         await stack.close()
         raise
     app = stack.app(token=config.auth.resolved_token(), datasets=serve_datasets(config))
+    freeze_startup_heap()
     try:
         async with serving(
             app, host=config.server.host, port=config.server.port, log_level=config.server.log_level

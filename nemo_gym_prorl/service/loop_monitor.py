@@ -18,6 +18,18 @@ import time
 from nemo_gym_prorl.latency import EVENT_LOOP_LAG, GC_PAUSE, Histogram, forget_loop_lag, note_loop_lag
 
 
+def freeze_startup_heap() -> int:
+    """Move every object alive now out of the garbage collector's sight; returns how many.
+
+    Called once the service is built: its modules, config and handlers live as long as the
+    process, yet each full pass of the collector walked them all again (over 100,000 objects,
+    tens of milliseconds with every thread stopped). Frozen objects are still freed when their
+    last reference goes; only cycles among them would stay, and these never become garbage."""
+    gc.collect()
+    gc.freeze()
+    return gc.get_freeze_count()
+
+
 class GcPauses:
     """Times every pass of the cyclic garbage collector into `histogram`: a pass stops the whole
     process, so a long one is event-loop lag whose cause the lag alone does not name."""
