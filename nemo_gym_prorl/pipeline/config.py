@@ -46,8 +46,8 @@ class PipelineConfig(BaseModel):
     max_retained_bytes: int = Field(
         2 << 30,
         ge=1,
-        description="Bytes of finished results kept in memory for fetching (2 GiB; each result's "
-        "memory, estimated once when it finishes: several times its JSON). Beyond this or max_retained_results the "
+        description="Bytes of finished results kept in memory for fetching (2 GiB; each result is held "
+        "as its JSON, and counts its length). Beyond this or max_retained_results the "
         "oldest fetched results go first, then the oldest unfetched; with a journal they are still "
         "served, read back from it, else a fetch gets 410. A single result bigger than this is "
         "kept until the next one finishes.",

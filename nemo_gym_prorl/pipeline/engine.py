@@ -205,8 +205,7 @@ class Pipeline(StageRunner):
         """Whether this id is already the same job (live or finished); an id already used by a
         different job is refused: ids are the client's, and one must not stand for two jobs."""
         live = self._live.get(job.id)
-        stored = self._store.get(job.id, mark_fetched=False) if live is None else None
-        digest = live.job.digest if live is not None else stored.digest if stored is not None else None
+        digest = live.job.digest if live is not None else self._store.digest(job.id)
         if digest is None and (tomb := self._store.tombstone(job.id)) is not None and tomb.spilled:
             digest = tomb.digest  # finished and still served from the journal: the same job
         if digest is None:

@@ -23,7 +23,7 @@ class PipelineStatus(BaseModel):
     stages: dict[Stage, StageStatus]
     live_jobs: int
     retained_results: int = Field(description="Finished results held in memory for fetching.")
-    retained_bytes: int = Field(0, description="Their size (JSON, estimated once as each finished).")
+    retained_bytes: int = Field(0, description="Their size: the length of their JSON, as they are held.")
     max_retained_results: int = Field(0, description="The count budget (pipeline.max_retained_results).")
     max_retained_bytes: int = Field(0, description="The byte budget (pipeline.max_retained_bytes).")
     submitted_total: int

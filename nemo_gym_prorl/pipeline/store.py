@@ -4,9 +4,13 @@
 """Bounded retention of finished results, so memory stays flat however many jobs pass through.
 
 Live (non-terminal) jobs are never evicted; their number is bounded by the stage queues and
-pools. Finished results are kept up to two budgets: `max_results` of them and `max_bytes` of
-them (each result's size is estimated once, when stored: `result_size`). Beyond either, the
-oldest *fetched* one goes first, then the oldest unfetched one. A result bigger than the whole
+pools. A finished result is held as its JSON (`result_json`), parsed again when fetched: a
+result's token ids and log-probs as Python objects took several times their JSON, and every pass
+of the garbage collector walked each list of them, with the event loop stopped (hundreds of
+milliseconds per pass with a few thousand results held). Bytes are neither: they cost their
+length, which is exactly what the byte budget counts. Finished results are kept up to two
+budgets: `max_results` of them and `max_bytes` of their JSON. Beyond either, the oldest
+*fetched* one goes first, then the oldest unfetched one. A result bigger than the whole
 byte budget is still kept (a fetch that comes at once gets it) but goes before any other: the
 next result stored pushes it out.
 
@@ -24,7 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, TypeAdapter
 
 from nemo_gym_prorl.pipeline.job import JobResult
 
@@ -64,9 +68,20 @@ def memory_size(value: Any) -> int:
     return sys.getsizeof(value)
 
 
-def result_size(result: JobResult) -> int:
-    """A finished result's size for the memory budget (see `memory_size`)."""
-    return memory_size(result)
+_RESULT = TypeAdapter(JobResult)
+
+
+def result_json(result: JobResult) -> bytes:
+    """A finished result as the store holds it (and as a client gets it): its JSON."""
+    return _RESULT.dump_json(result)
+
+
+@dataclass(slots=True)
+class _Held:
+    """A finished result in memory: its JSON, and its digest (asked on every resubmission)."""
+
+    digest: str | None
+    json: bytes
 
 
 @dataclass(slots=True)
@@ -136,9 +151,9 @@ class ResultStore:
         self.spills = spills
         # Insertion order = finish order; three lanes, evicted in turn: results bigger than the
         # whole byte budget, then fetched ones, then unfetched ones.
-        self._oversize: OrderedDict[str, JobResult] = OrderedDict()
-        self._fetched: OrderedDict[str, JobResult] = OrderedDict()
-        self._unfetched: OrderedDict[str, JobResult] = OrderedDict()
+        self._oversize: OrderedDict[str, _Held] = OrderedDict()
+        self._fetched: OrderedDict[str, _Held] = OrderedDict()
+        self._unfetched: OrderedDict[str, _Held] = OrderedDict()
         self._sizes: dict[str, int] = {}
         self._tombstones: OrderedDict[str, Tombstone] = OrderedDict()
         self.bytes = 0
@@ -154,19 +169,22 @@ class ResultStore:
     def size(self, job_id: str) -> int | None:
         return self._sizes.get(job_id)
 
-    def put(self, result: JobResult, size: int | None = None) -> None:
-        """Keep a finished result (measured here unless `size` is given), evicting older ones
-        until both budgets hold it."""
-        size = result_size(result) if size is None else size
+    def put(self, result: JobResult, size: int | None = None) -> bytes:
+        """Keep a finished result as its JSON (which is returned), evicting older ones until both
+        budgets hold it. `size`: what it counts against the byte budget (its JSON's length
+        unless given)."""
+        data = result_json(result)
+        size = len(data) if size is None else size
         self._tombstones.pop(result.id, None)
         self._discard(result.id)  # the same id stored again replaces the old result
         oversize = size > self.max_bytes
         # An oversize result claims no room: it alone would empty the store, and it is the next
         # to go anyway.
         self._make_room(0 if oversize else size)
-        (self._oversize if oversize else self._unfetched)[result.id] = result
+        (self._oversize if oversize else self._unfetched)[result.id] = _Held(result.digest, data)
         self._sizes[result.id] = size
         self.bytes += size
+        return data
 
     def _make_room(self, size: int) -> None:
         while self:
@@ -191,13 +209,28 @@ class ResultStore:
                 return
 
     def get(self, job_id: str, *, mark_fetched: bool = True) -> JobResult | None:
-        result = self._unfetched.get(job_id)
-        if result is not None:
+        """The held result (parsed from its JSON), or None."""
+        held = self._held(job_id, mark_fetched)
+        return None if held is None else JobResult.model_validate_json(held.json)
+
+    def get_json(self, job_id: str, *, mark_fetched: bool = True) -> bytes | None:
+        """The held result's JSON as it is kept, or None."""
+        held = self._held(job_id, mark_fetched)
+        return None if held is None else held.json
+
+    def digest(self, job_id: str) -> str | None:
+        """The digest of the held result's job (None: not held, or submitted without one)."""
+        held = self._unfetched.get(job_id) or self._fetched.get(job_id) or self._oversize.get(job_id)
+        return None if held is None else held.digest
+
+    def _held(self, job_id: str, mark_fetched: bool) -> _Held | None:
+        held = self._unfetched.get(job_id)
+        if held is not None:
             if mark_fetched:
                 # Fetched results keep their finish-order position among fetched ones.
                 del self._unfetched[job_id]
-                self._fetched[job_id] = result
-            return result
+                self._fetched[job_id] = held
+            return held
         return self._fetched.get(job_id) or self._oversize.get(job_id)
 
     def tombstone(self, job_id: str) -> Tombstone | None:

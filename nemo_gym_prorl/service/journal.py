@@ -36,7 +36,6 @@ from typing import Any, Literal, NamedTuple
 from pydantic import BaseModel, ConfigDict, Field
 
 from nemo_gym_prorl.pipeline.job import Budget, Job, JobResult, JobSpec
-from nemo_gym_prorl.pipeline.store import memory_size
 
 logger = logging.getLogger(__name__)
 
@@ -256,7 +255,7 @@ class JournalStore:
         self, max_results: int, max_bytes: int, max_memory_bytes: int | None = None
     ) -> tuple[list[JobResult], list[str]]:
         """The newest results, oldest first, up to `max_results`, `max_bytes` (compressed, as
-        stored) and `max_memory_bytes` (in memory, as the memory budget measures them), and the
+        stored) and `max_memory_bytes` (their JSON, as the result store holds them), and the
         ids of the rest (newest first), which stay in the journal only. SWE results compress
         well: the compressed bound alone would parse gigabytes before the memory budget trimmed
         them; here parsing stops at the first result that does not fit."""
@@ -267,12 +266,11 @@ class JournalStore:
         for job_id, body in rows:
             fits = max_memory_bytes is None or used_in_memory < max_memory_bytes
             if fits and len(kept) < max_results and used + len(body) <= max_bytes:
-                result = JobResult.model_validate_json(zlib.decompress(body))
-                size = memory_size(result)
-                if max_memory_bytes is None or used_in_memory + size <= max_memory_bytes:
+                text = zlib.decompress(body)
+                if max_memory_bytes is None or used_in_memory + len(text) <= max_memory_bytes:
                     used += len(body)
-                    used_in_memory += size
-                    kept.append(result)
+                    used_in_memory += len(text)
+                    kept.append(JobResult.model_validate_json(text))
                     continue
                 used_in_memory = max_memory_bytes  # full: nothing older is parsed
             evicted.append(job_id)

@@ -84,7 +84,7 @@ def collect(pipeline: Pipeline, backends: list[BackendInfo], accepting: bool) ->
         Metric(
             "prorl_results_retained_bytes",
             "gauge",
-            "Bytes of finished results held (JSON size, estimated).",
+            "Bytes of finished results held (as JSON).",
             None,
             [(None, float(status.retained_bytes))],
         ),

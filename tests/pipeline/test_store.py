@@ -7,14 +7,15 @@ gone, and a fetch of a gone one is told which budget pushed it out and what to r
 
 from __future__ import annotations
 
+import gc
 import random
 import tracemalloc
 
 import pytest
 from support.finished_results import finished_result
 
-from nemo_gym_prorl.pipeline.job import JobResult, Trajectory
-from nemo_gym_prorl.pipeline.store import JobNotFoundError, ResultStore, result_size
+from nemo_gym_prorl.pipeline.job import Trajectory
+from nemo_gym_prorl.pipeline.store import JobNotFoundError, ResultStore
 
 result = finished_result
 
@@ -102,7 +103,7 @@ def test_with_a_journal_an_evicted_result_is_spilled_with_its_digest() -> None:
     assert "journal.keep_results" in str(s.not_found("old"))
 
 
-def test_a_results_size_is_what_it_holds_in_memory_several_times_its_json() -> None:
+def test_a_result_is_held_as_its_json_which_is_all_it_costs_and_no_collector_pass_walks_it() -> None:
     rng = random.Random(0)
     messages = [
         {
@@ -116,13 +117,21 @@ def test_a_results_size_is_what_it_holds_in_memory_several_times_its_json() -> N
     big = result("big").model_copy(
         update={"trajectory": Trajectory(messages=messages, extra_field="x" * 999)}
     )
-    text = big.model_dump_json()
+    text = big.model_dump_json().encode()
+    s = store(max_bytes=1 << 30)
+    s.put(big.model_copy(update={"id": "warm-up"}))
+    gc.collect()
+    tracked = len(gc.get_objects())
+    s.put(big.model_copy(update={"id": "counted"}))
+    assert len(gc.get_objects()) - tracked < 5, "none of its lists is left for the collector to walk"
     tracemalloc.start()
     try:
         before = tracemalloc.get_traced_memory()[0]
-        parsed = JobResult.model_validate_json(text)  # as the store gets results back from a journal
+        s.put(big)
         held = tracemalloc.get_traced_memory()[0] - before
     finally:
         tracemalloc.stop()
-    assert result_size(parsed) == pytest.approx(held, rel=0.25)
-    assert result_size(parsed) > 3 * len(text), "a budget of JSON bytes would let memory run past it"
+    assert held == pytest.approx(len(text), rel=0.05), "the budget counts what is held"
+    assert s.size("big") == len(text) and s.bytes == sum(map(s.size, ("warm-up", "counted", "big")))
+    assert s.get_json("big") == text and s.get("big") == big, "fetched whole"
+    assert s.digest("big") == big.digest

@@ -23,7 +23,7 @@ from support.scripted_stages import ScriptedHandler
 from nemo_gym_prorl.llm.access import LLMConfig
 from nemo_gym_prorl.pipeline import HandlerRegistry, Job, JobResult, JobSpec, JobState, PipelineConfig
 from nemo_gym_prorl.pipeline.dapo import DapoConfig
-from nemo_gym_prorl.pipeline.store import memory_size
+from nemo_gym_prorl.pipeline.store import result_json
 from nemo_gym_prorl.service.batch_manager import BatchManager, BatchRequest, SourceSpec
 from nemo_gym_prorl.service.journal import Journal, JournalConfig, JournalError, JournalStore, job_spec
 from nemo_gym_prorl.service.recovery import Durability, dead_sandbox_dirs
@@ -128,7 +128,7 @@ def test_reading_back_also_stays_within_the_memory_budget(tmp_path: Path) -> Non
     store = JournalStore(tmp_path / "journal.sqlite3")
     try:
         store.apply([("result", result(f"j{i}")) for i in range(6)])
-        one = memory_size(result("j0"))
+        one = len(result_json(result("j0")))  # as the result store holds it
         finished, evicted = store.finished(
             max_results=10, max_bytes=1 << 20, max_memory_bytes=2 * one + one // 2
         )
