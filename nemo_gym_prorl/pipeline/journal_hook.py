@@ -23,8 +23,9 @@ class JobJournal(Protocol):
         """Jobs just queued (`resumed`: taken back from the journal after a crash, not new)."""
         ...
 
-    def settled(self, result: JobResult) -> None:
-        """A job's terminal result, once."""
+    def settled(self, result: JobResult, as_json: bytes | None = None) -> None:
+        """A job's terminal result, once (`as_json`: its JSON, as the pipeline holds it, so the
+        journal need not make it again)."""
         ...
 
     async def result(self, job_id: str) -> JobResult | None:

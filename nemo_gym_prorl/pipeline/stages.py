@@ -310,9 +310,9 @@ class StageRunner:
         rec.begin_wait(rec.stage)  # close the open segment
         result = rec.result(state, critical_error=critical_error, error=error, traceback=traceback_text)
         del self._live[rec.id]
-        self._store.put(result)
+        as_json = self._store.put(result)
         if self.journal is not None:
-            self.journal.settled(result)
+            self.journal.settled(result, as_json)
         self.finished_total[state] += 1
         if critical_error:
             self.critical_errors_total[critical_error] = self.critical_errors_total.get(critical_error, 0) + 1

@@ -36,6 +36,7 @@ from typing import Any, Literal, NamedTuple
 from pydantic import BaseModel, ConfigDict, Field
 
 from nemo_gym_prorl.pipeline.job import Budget, Job, JobResult, JobSpec
+from nemo_gym_prorl.pipeline.store import result_json
 
 logger = logging.getLogger(__name__)
 
@@ -131,6 +132,7 @@ def job_spec(job: Job) -> JobSpec:
 Write = (
     tuple[Literal["jobs"], Sequence[Job], int]
     | tuple[Literal["result"], JobResult]
+    | tuple[Literal["result"], JobResult, bytes]
     | tuple[Literal["batch"], str, str, dict[str, Any]]
     | tuple[Literal["batch_ended"], str]
     | tuple[Literal["judged"], str, str]
@@ -199,8 +201,8 @@ class JournalStore:
                         "INSERT OR IGNORE INTO jobs (id, job, accepted_at) VALUES (?, ?, ?)",
                         [(job.id, job.model_dump_json(), now) for job in jobs],
                     )
-            case ("result", result):
-                self.record_result(result)
+            case ("result", result, *as_json):
+                self.record_result(result, *as_json)
             case ("batch", batch_id, session_id, request):
                 db.execute(
                     "INSERT OR IGNORE INTO batches (id, session_id, request, created_at) VALUES (?, ?, ?, ?)",
@@ -213,9 +215,10 @@ class JournalStore:
                     "INSERT OR IGNORE INTO judged (group_id, batch_id) VALUES (?, ?)", (group_id, batch_id)
                 )
 
-    def record_result(self, result: JobResult) -> bool:
-        """Record a terminal result; False (and nothing written) if one is already recorded."""
-        body = zlib.compress(result.model_dump_json().encode(), 1)
+    def record_result(self, result: JobResult, as_json: bytes | None = None) -> bool:
+        """Record a terminal result (`as_json`: its JSON, when the caller has it already); False
+        (and nothing written) if one is already recorded."""
+        body = zlib.compress(as_json if as_json is not None else result_json(result), 1)
         cursor = self._db.execute(
             "INSERT OR IGNORE INTO results (id, body, finished_at) VALUES (?, ?, ?)",
             (result.id, body, result.finished_at or time.time()),
@@ -361,8 +364,8 @@ class Journal:
     def accepted(self, jobs: Sequence[Job], *, resumed: int = 0) -> None:
         self._queue(("jobs", list(jobs), resumed))
 
-    def settled(self, result: JobResult) -> None:
-        self._queue(("result", result))
+    def settled(self, result: JobResult, as_json: bytes | None = None) -> None:
+        self._queue(("result", result) if as_json is None else ("result", result, as_json))
 
     def batch_started(self, batch_id: str, session_id: str, request: dict[str, Any]) -> None:
         self._queue(("batch", batch_id, session_id, request))

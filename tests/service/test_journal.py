@@ -151,6 +151,16 @@ async def test_the_event_loop_side_commits_in_order_and_flush_waits_for_it(tmp_p
     await journal.close()
 
 
+async def test_a_result_settled_with_its_json_is_journaled_from_that_json(tmp_path: Path) -> None:
+    journal = await Journal.open(tmp_path / "journal.sqlite3")
+    settled = result("j0", 0.5)
+    as_json = result_json(settled)  # made once, by the pipeline's result store
+    journal.settled(settled, as_json)
+    await journal.flush()
+    assert await journal.result("j0") == settled
+    await journal.close()
+
+
 async def test_writes_whose_commit_failed_are_written_by_the_next_flush(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
