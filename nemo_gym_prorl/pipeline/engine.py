@@ -224,6 +224,11 @@ class Pipeline(StageRunner):
             raise self._store.not_found(job_id)
         return result
 
+    def held_json(self, job_id: str) -> bytes | None:
+        """A finished result's JSON as the result store holds it (None: live, or not held):
+        what a door answering with the result can send without serialising it again."""
+        return self._store.get_json(job_id, mark_fetched=False)
+
     async def fetch(self, job_id: str, *, mark_fetched: bool = True) -> JobResult:
         """`get`, and a result spilled out of memory read back from the journal (every door that
         answers a client with a finished result fetches it so)."""

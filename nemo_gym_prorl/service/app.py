@@ -43,6 +43,7 @@ from nemo_gym_prorl.service.models import (
     SubmitResponse,
     WaitRequest,
     WaitResponse,
+    result_line,
 )
 
 JobId = Annotated[str, Query(min_length=1, max_length=128)]
@@ -169,7 +170,7 @@ def _native_router(service: RolloutService) -> APIRouter:
             seen: set[str] = set()
             async for result in service.stream(known, body.timeout_s):
                 seen.add(result.id)
-                yield StreamLine(type="result", result=result).model_dump_json().encode() + b"\n"
+                yield result_line(result, pipeline.held_json(result.id))
             pending: list[str] = []
             for job_id in (i for i in known if i not in seen):
                 reason = pipeline.missing_reason(job_id)  # spilled, but the journal no longer held it

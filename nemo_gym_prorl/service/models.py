@@ -65,6 +65,15 @@ class StreamLine(BaseModel):
     pending: list[str] | None = None
 
 
+def result_line(result: JobResult, held_json: bytes | None = None) -> bytes:
+    """The `result` line of `result`; from `held_json` (the result's JSON as the pipeline holds
+    it) when given, with the layout `StreamLine` itself writes, rather than serialising the
+    result a second time."""
+    if held_json is None:
+        return StreamLine(type="result", result=result).model_dump_json().encode() + b"\n"
+    return b'{"type":"result","result":' + held_json + b',"id":null,"reason":null,"pending":null}\n'
+
+
 class BackendRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 

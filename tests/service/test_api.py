@@ -10,6 +10,9 @@ from typing import Any
 
 from service_helpers import Api, MakeApi, until
 
+from nemo_gym_prorl.pipeline import JobResult
+from nemo_gym_prorl.service.models import result_line
+
 
 def job(**script: Any) -> dict[str, Any]:
     return {"task": "s", "instance": {"script": script} if script else {}}
@@ -49,6 +52,15 @@ async def test_stream_is_ndjson_in_completion_order(api: Api) -> None:
     assert [line["type"] for line in lines] == ["missing", "result", "result", "end"]
     assert [line["result"]["id"] for line in lines[1:3]] == [ids[1], ids[0]]
     assert lines[-1]["pending"] == []
+
+
+async def test_a_streamed_result_is_the_held_json_byte_for_byte_as_streamline_writes_it(api: Api) -> None:
+    (job_id,) = (await api.http.post("/v1/rollouts", json={"jobs": [job()]})).json()["ids"]
+    async with api.http.stream("POST", "/v1/rollouts/stream", json={"ids": [job_id]}) as response:
+        line = next(iter([raw async for raw in response.aiter_lines() if raw]))
+    result = JobResult.model_validate(json.loads(line)["result"])
+    spliced = result_line(result, api.service.pipeline.held_json(job_id))
+    assert spliced == result_line(result) and spliced.decode() == line + "\n"
 
 
 async def test_delete_cancels_and_releases(api: Api) -> None:
