@@ -23,7 +23,7 @@ from nemo_gym_prorl.llm.errors import (
     NoBackendError,
     RetriesExhaustedError,
 )
-from nemo_gym_prorl.llm.pool import LLMBackendPool, PoolConfig, Route, normalize_base_url
+from nemo_gym_prorl.llm.pool import LLMBackendPool, PoolConfig, Route, normalize_base_url, reply_json
 
 BODY = {"model": "fake", "prompt": [1, 2, 3], "max_tokens": 4}
 
@@ -51,6 +51,17 @@ def dead_url() -> str:
 
 def test_base_urls_with_and_without_v1_name_the_same_server() -> None:
     assert normalize_base_url("http://h:1/v1/") == normalize_base_url("h:1") == "http://h:1"
+
+
+def test_a_reply_in_pythons_json_dialect_is_still_read_and_garbage_is_a_protocol_error() -> None:
+    # A log-prob of -inf comes back as `-Infinity`, which Python's JSON writes and orjson refuses.
+    reply = b'{"choices": [{"logprobs": {"token_logprobs": [-Infinity, -0.5]}}]}'
+    assert reply_json(reply, "http://b", 200)["choices"][0]["logprobs"]["token_logprobs"] == [
+        float("-inf"),
+        -0.5,
+    ]
+    with pytest.raises(BackendProtocolError, match="not JSON"):
+        reply_json(b"<html>busy</html>", "http://b", 200)
 
 
 async def test_no_backend_configured_fails_at_once_with_a_clear_error() -> None:
