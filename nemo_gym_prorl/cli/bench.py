@@ -62,12 +62,20 @@ def _bench(args: argparse.Namespace) -> int:
             check_recordable(allow_dirty=args.allow_dirty)
         except DirtyTreeError as exc:
             return failed("bench", exc)
+    from nemo_gym_prorl.demo.shutdown import Interrupted, StopOnSignals
+
     benchmark = load_benchmark(args.name)
-    if not args.options:
-        return int(benchmark.main(as_json=args.json) or 0)
-    if "argv" not in inspect.signature(benchmark.main).parameters:
+    if args.options and "argv" not in inspect.signature(benchmark.main).parameters:
         return failed("bench", f"{args.name} takes no options of its own (given: {' '.join(args.options)})")
-    return int(benchmark.main(as_json=args.json, argv=args.options) or 0)
+    options = {"argv": args.options} if args.options else {}
+    # SIGTERM's default would end this process on the spot, leaving the services, backends and
+    # directories the benchmark started; handled, it unwinds the benchmark, which stops them.
+    try:
+        with StopOnSignals("[bench] {signal}: already stopping what the benchmark started"):
+            return int(benchmark.main(as_json=args.json, **options) or 0)
+    except Interrupted as stop:
+        print(f"[bench] {args.name} stopped by {stop.name}", file=sys.stderr)
+        return stop.exit_code
 
 
 def add_bench_parser(subparsers: argparse._SubParsersAction) -> None:
