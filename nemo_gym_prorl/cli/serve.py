@@ -63,8 +63,6 @@ async def serve(config: ServeConfig) -> None:
     from nemo_gym_prorl.service.stack import serve_datasets, serve_durability, stack_from_config
     from nemo_gym_prorl.serving import serving
 
-    if config.server.gil_switch_interval_s is not None:
-        sys.setswitchinterval(config.server.gil_switch_interval_s)
     # handlers built: a bad task config fails here
     stack = stack_from_config(config, durability=serve_durability(config))
     try:

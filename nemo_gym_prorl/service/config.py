@@ -37,14 +37,6 @@ class ServerConfig(BaseModel):
     host: str = Field("127.0.0.1", description="Loopback by default: exposing it is a decision.")
     port: int = Field(8000, ge=0, le=65535)
     log_level: Literal["critical", "error", "warning", "info", "debug", "trace"] = "info"
-    gil_switch_interval_s: float | None = Field(
-        None,
-        gt=0,
-        le=0.1,
-        description="How long a thread may hold the GIL while another waits for it (sys.setswitchinterval; "
-        "None: Python's 5 ms). The event loop gives the GIL up at every socket or terminal write, and "
-        "waits up to this long to get it back from the sandbox and journal threads.",
-    )
 
 
 class AuthConfig(BaseModel):

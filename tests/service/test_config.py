@@ -41,7 +41,6 @@ def test_defaults_and_overrides_compose() -> None:
         (["nonsense=1"], "Could not override 'nonsense'"),
         (["+pipeline.typo=1"], "pipeline.typo: Extra inputs are not permitted"),
         (["server.port=70000"], "server.port"),
-        (["server.gil_switch_interval_s=0"], "server.gil_switch_interval_s"),
         (["tasks=none", "+tasks.x.handler=not a target"], "tasks.x.handler: String should match pattern"),
         (["auth.token=short"], "auth.token"),
         (
