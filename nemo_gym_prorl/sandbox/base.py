@@ -29,10 +29,10 @@ from pydantic import BaseModel
 from nemo_gym_prorl.latency import SANDBOX_CLOSE
 from nemo_gym_prorl.sandbox.identity import HostIdentity, SandboxIdentityError, nice_prefix, sandbox_identity
 from nemo_gym_prorl.sandbox.launch import Launch
+from nemo_gym_prorl.sandbox.leftovers import OWNER_FILE, here, reap_now_and_then
 from nemo_gym_prorl.sandbox.limits import (
     PidsCgroup,
     process_limit_binds,
-    reap_orphan_cgroups,
     wrap_with_rlimits,
 )
 from nemo_gym_prorl.sandbox.output import CappedBuffer
@@ -120,18 +120,6 @@ def make_private_dirs(root: Path, own: Path) -> None:
     own.chmod(0o700)  # whatever the umask
 
 
-_reaped = False
-
-
-def _reap_orphans_once() -> None:
-    """Once per process: clean up after sandbox owners that were killed (kill -9 leaves their
-    cgroups behind; bubblewrap itself already killed their processes with the parent)."""
-    global _reaped
-    if not _reaped:
-        _reaped = True
-        reap_orphan_cgroups()
-
-
 class Sandbox(ABC):
     """An isolated place to run processes against one workspace directory.
 
@@ -145,7 +133,8 @@ class Sandbox(ABC):
         self.id = uuid.uuid4().hex[:12]
         self.identity = self._host_identity()
         root = spec.root_dir or default_sandbox_root()
-        self._dir = root / f"{self.backend}-{self.id}"
+        # Named for its owner, as its cgroups are: a dead owner's leftovers are known by name.
+        self._dir = root / f"{os.getpid()}-{self.backend}-{self.id}"
         self._owns_workspace = spec.workspace is None
         self._closed = False
         self._processes: list[SandboxProcess | TerminalProcess] = []
@@ -154,6 +143,7 @@ class Sandbox(ABC):
         self.tmp_dir = self._dir / "tmp"  # /tmp inside, shared by this sandbox's processes only
         try:
             make_private_dirs(root, self._dir)
+            (self._dir / OWNER_FILE).write_text(here())
             if not self._owns_workspace and not self._is_given(self.workspace):
                 self.hand_over(self.workspace)  # a directory of the service's: the sandbox's now
             for owned in (self.workspace, self.tmp_dir):
@@ -161,8 +151,8 @@ class Sandbox(ABC):
                 self._give(owned)
                 owned.chmod(0o700)
             self.python_setup = python_setup(spec)
-            _reap_orphans_once()
-            self._cgroup = PidsCgroup.create(f"{os.getpid()}-{self.backend}-{self.id}", spec.limits)
+            reap_now_and_then(root)  # what killed owners left: cgroups, directories
+            self._cgroup = PidsCgroup.create(self._dir.name, spec.limits)
             if not process_limit_binds(spec.limits, self._cgroup, self.identity):
                 raise SandboxError(
                     "refusing to start a sandbox without a process limit: running as root, where "
@@ -483,6 +473,8 @@ class Sandbox(ABC):
             shutil.rmtree(self.tmp_dir, ignore_errors=True)
             with contextlib.suppress(OSError):
                 (self._dir / "empty").rmdir()
+            with contextlib.suppress(OSError):
+                (self._dir / OWNER_FILE).unlink()
             with contextlib.suppress(OSError):
                 self._dir.rmdir()
 

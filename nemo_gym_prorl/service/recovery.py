@@ -9,11 +9,9 @@ left behind.
 
 What a `kill -9` leaves: its sandboxes' directories under the sandbox root (`<backend>-<id>`,
 for SWE a repository copy each), their cgroups (`<owner pid>-<backend>-<id>`), and Apptainer
-instances (`prorl-<owner pid>-<id>`). Bubblewrap's processes die with their parent. Only what the
-project made for an owner that is gone is removed: a directory is taken only when a cgroup of
-the same sandbox names an owner that is gone, so a live service's sandboxes on the same root are
-never touched (a dead owner whose pid another process took since is not known to be gone: those
-are left, as `reap_orphan_cgroups` leaves their cgroups).
+instances (`prorl-<owner pid>-<id>`). Bubblewrap's processes die with their parent. Which of them
+are a dead owner's is `sandbox/leftovers.py`'s to say (any process that opens sandboxes removes
+them too); start-up adds the journal's previous owners, whose pid may be this process's own.
 """
 
 from __future__ import annotations
@@ -21,23 +19,17 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import re
-import shutil
 from collections import defaultdict
-from collections.abc import Iterable
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from nemo_gym_prorl.pipeline import DuplicateJobError, JobSpec, Pipeline, UnknownTaskError
 from nemo_gym_prorl.sandbox.apptainer import reap_orphan_instances
-from nemo_gym_prorl.sandbox.limits import pid_alive, reap_orphan_cgroups, writable_controllers
+from nemo_gym_prorl.sandbox.leftovers import remove_dead_owners_leftovers
 from nemo_gym_prorl.service.journal import Journal, JournalStore
 
 logger = logging.getLogger(__name__)
-
-# A sandbox's cgroup: `<owner pid>-<backend>-<sandbox id>` (sandbox/base.py names it so).
-_SANDBOX_CGROUP = re.compile(r"^(?P<pid>\d+)-(?P<dir>(?P<backend>[a-z_]+)-(?P<id>[0-9a-f]{12}))$")
 
 
 class Durability(BaseModel):
@@ -65,42 +57,11 @@ class Recovered(BaseModel):
     stopped_instances: list[str] = Field(default_factory=list)
 
 
-def dead_sandbox_dirs(previous_pids: Iterable[int], cgroup_parents: Iterable[Path]) -> list[str]:
-    """Names of the sandbox directories (`<backend>-<id>`) whose owner is gone, read from the
-    names of their cgroups: an owner pid that is dead, or this process's own pid when the
-    journal's dead service had it (a container restarted gives its service the same pid; this
-    one has opened no sandbox yet). A previous pid alive in another process is that process's:
-    its sandboxes are left alone."""
-    previous = set(previous_pids)
-    names: dict[str, None] = {}
-    for parent in cgroup_parents:
-        try:
-            children = list(parent.iterdir())
-        except OSError:
-            continue
-        for child in children:
-            match = _SANDBOX_CGROUP.match(child.name)
-            if match is None:
-                continue
-            pid = int(match["pid"])
-            if (pid == os.getpid() and pid in previous) or (pid != os.getpid() and not pid_alive(pid)):
-                names[match["dir"]] = None
-    return list(names)
-
-
 def remove_leftovers(previous_pids: list[int], sandbox_root: Path, backend: str) -> Recovered:
     """Remove the dead services' sandbox directories, cgroups and Apptainer instances. Blocking
     (tree removal, `apptainer instance stop`): run it off the event loop."""
-    done = Recovered(previous_pids=previous_pids)
-    for name in dead_sandbox_dirs(previous_pids, dict.fromkeys(writable_controllers().values())):
-        path = sandbox_root / name
-        if path.is_dir() and not path.is_symlink():
-            try:
-                shutil.rmtree(path)
-                done.removed_dirs.append(name)
-            except OSError as exc:
-                logger.warning("could not remove a dead service's sandbox %s: %s", path, exc)
-    done.removed_cgroups = reap_orphan_cgroups()  # after the names above were read from them
+    removed = remove_dead_owners_leftovers(sandbox_root, previous_pids)
+    done = Recovered(previous_pids=previous_pids, **removed.model_dump())
     if backend == "apptainer":
         done.stopped_instances = reap_orphan_instances()
     return done

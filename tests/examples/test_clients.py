@@ -58,7 +58,7 @@ def service(real_vllm: VLLMServer, tmp_path: Path) -> Iterator[str]:
         proc.terminate()
         proc.wait(timeout=60)
         log.close()
-    assert not list(tmp_path.glob("bubblewrap-*")), "the service closed every sandbox"
+    assert not list(tmp_path.glob("*-bubblewrap-*")), "the service closed every sandbox"
 
 
 def example(name: str, *args: str) -> subprocess.CompletedProcess[str]:

@@ -304,7 +304,7 @@ def test_the_slurm_recipe_serves_rollouts_on_a_one_node_slurm_and_leaves_nothing
     assert len(samples) == SAMPLES, rollouts.read_text() + _job_logs(root)
     assert all(int(turns) >= 1 and int(tokens) > 0 for _, turns, tokens in samples), samples
     assert _eventually_none(lambda: _describe(_leftovers(slurm))) == [], "the job left processes running"
-    assert not list(root.glob("bubblewrap-*")), "the service closed every sandbox"
+    assert not list(root.glob("*-bubblewrap-*")), "the service closed every sandbox"
 
 
 def _eventually_none(probe: Callable[[], list[str]], within_s: float = 30.0) -> list[str]:

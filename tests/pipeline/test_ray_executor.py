@@ -22,6 +22,7 @@ from support.ray_cluster import exposed, listeners, two_node_cluster
 
 from nemo_gym_prorl.pipeline import JobSpec, JobState
 from nemo_gym_prorl.pipeline.ray_executor import RayExecutor
+from nemo_gym_prorl.sandbox.leftovers import REAP_INTERVAL_S
 from nemo_gym_prorl.service.config import validate_config
 from nemo_gym_prorl.service.core import RolloutService
 from nemo_gym_prorl.service.metrics import collect, render
@@ -204,6 +205,15 @@ async def test_a_node_that_joins_takes_work_and_a_node_killed_mid_run_loses_no_j
         lines = [json.loads(line) for line in record.read_text().splitlines()]
         assert len(lines) == 8 and len({line["sandbox"] for line in lines}) == 8
         pids = [p for line in lines for p in line["pids"]]
+        # The lost sandboxes' directories are removed by an open on a node of the same machine
+        # that has not looked for a dead owner's leftovers within the interval: a re-run's, or
+        # at the latest this job's.
+        await asyncio.sleep(REAP_INTERVAL_S + 0.2)
+        more, pending = await service.pipeline.wait(
+            service.pipeline.submit([JobSpec(task="box")]), timeout=60
+        )
+        assert pending == [] and more[0].state is JobState.DONE
+        assert [line["dir"] for line in lines if Path(line["dir"]).exists()] == []
     finally:
         await service.close()
     assert await asyncio.to_thread(wait_dead, pids) == []

@@ -45,7 +45,7 @@ def test_a_missing_runtime_is_a_clear_error_naming_the_fix(
     monkeypatch.setenv("PRORL_HOME", str(tmp_path / "home"))
     with pytest.raises(SandboxError, match="prorl sandbox setup"):
         open_sandbox(SandboxSpec(root_dir=tmp_path))
-    assert not list(tmp_path.glob("bubblewrap-*")), "a sandbox that could not start leaves nothing behind"
+    assert not list(tmp_path.glob("*-bubblewrap-*")), "a sandbox that could not start leaves nothing behind"
 
 
 def test_a_runtime_built_from_another_lock_is_refused(

@@ -123,8 +123,10 @@ def test_kill_minus_9_with_jobs_in_flight_then_a_restart_loses_nothing(tmp_path:
         dead = [e for e in sandboxes(tmp_path) if e["job"] in running]  # the quick ones closed theirs
         pids = [int(p) for e in dead for p in e["pids"]]  # type: ignore[attr-defined]
         cgroups = [str(e["cgroup"]) for e in dead if e["cgroup"]]
-        dirs = [tmp_path / "sandboxes" / f"bubblewrap-{e['sandbox']}" for e in dead]
-        assert pids and all(alive(p) for p in pids) and all(d.is_dir() for d in dirs)
+        dirs = [d for e in dead for d in (tmp_path / "sandboxes").glob(f"*-bubblewrap-{e['sandbox']}")]
+        assert (
+            pids and all(alive(p) for p in pids) and len(dirs) == len(dead) and all(d.is_dir() for d in dirs)
+        )
 
         first.send_signal(signal.SIGKILL)
         first.wait(timeout=30)

@@ -11,7 +11,6 @@ does afterwards reaches the file); `test_crash_recovery.py` kills a real `prorl 
 from __future__ import annotations
 
 import asyncio
-import os
 import sqlite3
 from pathlib import Path
 
@@ -26,7 +25,7 @@ from nemo_gym_prorl.pipeline.dapo import DapoConfig
 from nemo_gym_prorl.pipeline.store import result_json
 from nemo_gym_prorl.service.batch_manager import BatchManager, BatchRequest, SourceSpec
 from nemo_gym_prorl.service.journal import Journal, JournalConfig, JournalError, JournalStore, job_spec
-from nemo_gym_prorl.service.recovery import Durability, dead_sandbox_dirs
+from nemo_gym_prorl.service.recovery import Durability
 from nemo_gym_prorl.service.stack import RolloutStack, StackConfig, build_stack
 
 
@@ -189,23 +188,6 @@ def test_auto_keeps_a_journal_per_port_under_prorl_home(
     assert JournalConfig().resolve(0) is None  # a random port: no client finds it again
     assert JournalConfig(path="none").resolve(8000) is None and JournalConfig(path=None).resolve(8000) is None
     assert JournalConfig(path=str(tmp_path / "j.db")).resolve(0) == tmp_path / "j.db"
-
-
-def test_a_sandbox_directory_is_taken_only_when_its_owner_is_gone(tmp_path: Path) -> None:
-    cgroups = tmp_path / "cgroups"
-    dead, alive = 2**22 + 7, 1  # pid 1 is alive; the other is above pid_max's default
-    for name in (f"{dead}-bubblewrap-0123456789ab", f"{alive}-bubblewrap-ba9876543210", "not-ours"):
-        (cgroups / name).mkdir(parents=True)
-    assert dead_sandbox_dirs([], [cgroups]) == ["bubblewrap-0123456789ab"]
-    # A previous owner's pid now alive is another process's: its sandboxes stay.
-    assert dead_sandbox_dirs([alive], [cgroups]) == ["bubblewrap-0123456789ab"]
-    # This process's own pid, which the dead service had (a restarted container): they were its.
-    (cgroups / f"{os.getpid()}-bubblewrap-00000000beef").mkdir()
-    assert sorted(dead_sandbox_dirs([os.getpid()], [cgroups])) == [
-        "bubblewrap-00000000beef",
-        "bubblewrap-0123456789ab",
-    ]
-    assert dead_sandbox_dirs([], [cgroups]) == ["bubblewrap-0123456789ab"]
 
 
 def test_job_spec_round_trips_the_job() -> None:

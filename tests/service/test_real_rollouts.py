@@ -54,7 +54,7 @@ async def live(real_vllm: VLLMServer, tmp_path: Path) -> AsyncIterator[tuple[str
     finally:
         server.should_exit = True
         await serving
-    assert not list(tmp_path.glob("bubblewrap-*")), "every sandbox is closed when the service stops"
+    assert not list(tmp_path.glob("*-bubblewrap-*")), "every sandbox is closed when the service stops"
 
 
 async def test_submitted_rollouts_stream_back_token_exact_with_rewards_and_stage_timings(

@@ -209,6 +209,7 @@ class SandboxScriptedHandler(ScriptedHandler):
                 line = {
                     "job": state.job_id,
                     "sandbox": sandbox.id,
+                    "dir": str(sandbox.workspace.parent),
                     "cgroup": str(cgroup) if cgroup is not None else None,
                     "pids": pids,
                 }

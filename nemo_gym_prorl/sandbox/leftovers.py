@@ -1,0 +1,158 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: Apache-2.0
+
+"""What a sandbox owner killed with `kill -9` leaves behind, and its removal.
+
+    remove_dead_owners_leftovers(root)   a dead owner's sandbox directories under `root` (for SWE
+                                         a repository copy each) and its cgroups, removed
+    reap_now_and_then(root)              the same, from any process that opens sandboxes: at its
+                                         first open and then at most once a `REAP_INTERVAL_S`
+
+A sandbox's directory and its cgroups are named `<owner pid>-<backend>-<id>` (`Sandbox` names
+them), so a dead owner's are known by name: an owner pid that is gone. A pid says nothing on
+another machine or in another pid namespace, so a directory also says where its owner ran (its
+`owner` file: the kernel's boot id and pid namespace) and is taken only by a process that runs
+there too: a sandbox root on a shared file system, or bound into two containers, loses no live
+sandbox. A live owner's sandboxes are never touched, and an owner whose pid another process took
+since is not known to be gone: its leftovers stay until that process ends too.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+import re
+import shutil
+import threading
+import time
+from collections.abc import Iterable
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from nemo_gym_prorl.sandbox.limits import pid_alive, reap_orphan_cgroups, writable_controllers
+
+logger = logging.getLogger(__name__)
+
+_SANDBOX_NAME = re.compile(r"^(?P<pid>\d+)-(?P<backend>[a-z_]+)-(?P<id>[0-9a-f]{12})$")
+
+# How often a process that keeps opening sandboxes looks for a dead owner's leftovers: a node of a
+# Ray cluster killed mid-run leaves its sandboxes to the survivors' next opens.
+REAP_INTERVAL_S = 1.0
+
+
+class Leftovers(BaseModel):
+    """What a clean-up removed."""
+
+    removed_dirs: list[str] = Field(default_factory=list)
+    removed_cgroups: list[str] = Field(default_factory=list)
+
+
+def dead_owners_names(names: Iterable[str], previous_pids: Iterable[int] = ()) -> list[str]:
+    """The sandbox names among `names` whose owner is gone: an owner pid that is dead, or this
+    process's own pid when a journal's dead service had it (`previous_pids`: a container
+    restarted gives its service the same pid; this one has opened no sandbox yet). A previous
+    pid alive in another process is that process's: its sandboxes are left alone."""
+    previous = set(previous_pids)
+    alive: dict[int, bool] = {}  # a few owners, a thousand sandboxes: one check per owner
+    dead: list[str] = []
+    for name in names:
+        match = _SANDBOX_NAME.match(name)
+        if match is None:
+            continue
+        pid = int(match["pid"])
+        if pid == os.getpid():
+            if pid in previous:
+                dead.append(name)
+            continue
+        if pid not in alive:
+            alive[pid] = pid_alive(pid)
+        if not alive[pid]:
+            dead.append(name)
+    return dead
+
+
+OWNER_FILE = "owner"
+
+
+@functools.cache
+def here() -> str:
+    """Where this process runs, as far as its pids mean anything: the boot and the pid namespace."""
+    try:
+        boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        boot = "unknown-boot"
+    try:
+        namespace = os.stat("/proc/self/ns/pid").st_ino
+    except OSError:
+        namespace = 0
+    return f"{boot} {namespace}"
+
+
+def _ran_here(path: Path) -> bool:
+    try:
+        return (path / OWNER_FILE).read_text() == here()
+    except OSError:
+        return False
+
+
+def _listing(path: Path) -> list[str]:
+    try:
+        return os.listdir(path)
+    except OSError:
+        return []
+
+
+def _cgroup_names() -> list[str]:
+    return [name for parent in dict.fromkeys(writable_controllers().values()) for name in _listing(parent)]
+
+
+def remove_dead_owners_leftovers(sandbox_root: Path, previous_pids: Iterable[int] = ()) -> Leftovers:
+    """Remove the sandbox directories under `sandbox_root` and the cgroups of owners that are
+    gone. Blocking (tree removal): run it off an event loop."""
+    done = Leftovers()
+    previous = set(previous_pids)
+    for name in dead_owners_names(_listing(sandbox_root), previous):
+        path = sandbox_root / name
+        # The journal's previous owner is known dead wherever its pids were (a container
+        # restarted has a new pid namespace); any other owner must have been one of ours here.
+        journaled = int(name.split("-", 1)[0]) in previous
+        if path.is_dir() and not path.is_symlink() and (journaled or _ran_here(path)):
+            try:
+                shutil.rmtree(path)
+                done.removed_dirs.append(name)
+            except OSError as exc:
+                logger.warning("could not remove a dead owner's sandbox %s: %s", path, exc)
+    done.removed_cgroups = reap_orphan_cgroups()
+    if done.removed_dirs or done.removed_cgroups:
+        logger.info(
+            "removed %d sandbox directories and %d cgroups of dead owners (sandbox root %s)",
+            len(done.removed_dirs),
+            len(done.removed_cgroups),
+            sandbox_root,
+        )
+    return done
+
+
+_lock = threading.Lock()
+_last_reap: dict[Path, float] = {}
+
+
+def reap_now_and_then(sandbox_root: Path) -> None:
+    """At a sandbox's open: clean up after dead owners, unless this process looked for this root
+    less than `REAP_INTERVAL_S` ago or another thread is looking now (opens never queue behind a
+    clean-up). Looking is two directory listings and a liveness check per owner."""
+    now = time.monotonic()
+    last = _last_reap.get(sandbox_root)
+    if last is not None and now - last < REAP_INTERVAL_S:
+        return
+    if not _lock.acquire(blocking=False):
+        return
+    try:
+        _last_reap[sandbox_root] = now
+        dead_dirs = [n for n in dead_owners_names(_listing(sandbox_root)) if _ran_here(sandbox_root / n)]
+        if dead_dirs or dead_owners_names(_cgroup_names()):
+            remove_dead_owners_leftovers(sandbox_root)
+    finally:
+        _lock.release()
