@@ -169,6 +169,13 @@ def _cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def _loop_thread_sched(pid: int) -> tuple[float, float]:
+    """(seconds on a core, seconds runnable but waiting for one) of `pid`'s main thread, the
+    one its event loop runs on (the kernel's schedstat)."""
+    on_cpu, waiting, _ = Path(f"/proc/{pid}/task/{pid}/schedstat").read_text().split()
+    return int(on_cpu) / 1e9, int(waiting) / 1e9
+
+
 def _host_cpu() -> tuple[float, float]:
     """(busy, total) jiffies of the whole machine since boot."""
     values = [int(v) for v in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
@@ -223,7 +230,7 @@ async def _drive(
     baseline_processes = sum(1 for name in os.listdir("/proc") if name.isdigit())
     async with httpx.AsyncClient(base_url=url, timeout=httpx.Timeout(600, connect=30)) as http:
         before = await _histograms(http)
-        cpu_before, host_before = _cpu_seconds(pid), _host_cpu()
+        cpu_before, host_before, loop_before = _cpu_seconds(pid), _host_cpu(), _loop_thread_sched(pid)
         sampler.start()
         live: list[int] = []
         watching = asyncio.create_task(_watch_live(http, live))
@@ -262,6 +269,7 @@ async def _drive(
         await asyncio.gather(watching, return_exceptions=True)
         after = await _histograms(http)
         cpu_used, host_after = _cpu_seconds(pid) - cpu_before, _host_cpu()
+        loop_after = _loop_thread_sched(pid)
     lo, hi = len(finishes) // 4, (3 * len(finishes)) // 4
     steady = (
         (hi - lo) / (finishes[hi - 1] - finishes[lo])
@@ -295,6 +303,10 @@ async def _drive(
         "service_cpu_s_per_rollout": cpu_used / max(1, len(finishes)),
         "service_cpu_share_of_a_core": cpu_used / makespan,
         "host_cpu_busy_share": (host_after[0] - host_before[0]) / max(1.0, host_after[1] - host_before[1]),
+        # The loop's own thread: the share of the time it ran, and the share it was ready to run
+        # but waited for a core (lag that no change to the loop's own work removes).
+        "loop_thread_on_cpu_share": (loop_after[0] - loop_before[0]) / makespan,
+        "loop_thread_waiting_for_a_core_share": (loop_after[1] - loop_before[1]) / makespan,
         "model_slot_wait_s": {
             "mean": statistics.fmean(slot_waits) if slot_waits else None,
             "p99": sorted(slot_waits)[int(0.99 * (len(slot_waits) - 1))] if slot_waits else None,
@@ -353,6 +365,7 @@ def format_point(p: dict[str, Any]) -> str:
         f"gc pause max <= {_ms((p.get('gc_pause_s') or {}).get('max_bucket'))} ms; "
         f"service CPU {p.get('service_cpu_s_per_rollout', 0) * 1000:.0f} ms/rollout "
         f"({p.get('service_cpu_share_of_a_core', 0):.2f} of a core), host {p.get('host_cpu_busy_share', 0):.0%} busy; "
+        f"loop thread ran {p.get('loop_thread_on_cpu_share', 0):.0%}, waited for a core {p.get('loop_thread_waiting_for_a_core_share', 0):.0%} of the time; "
         f"slot wait mean {p['model_slot_wait_s']['mean'] or 0:.2f} s; open/close p99 "
         f"{_ms(opened.get('p99'))}/{_ms(closed.get('p99'))} ms; RSS {p['service_rss_max_bytes'] / 2**20:.0f} MiB, "
         f"{p['service_threads_max']} threads, {p['service_fds_max']} fds; host +{p['host_memory_in_use_max_bytes'] / 2**30:.1f} GiB, "

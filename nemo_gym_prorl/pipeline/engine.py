@@ -291,7 +291,7 @@ class Pipeline(StageRunner):
                     result = await asyncio.wait_for(inbox.get(), left)
                 except TimeoutError:
                     return
-                self._store.get(result.id)  # mark fetched: it was delivered
+                self._store.get_json(result.id)  # mark fetched (it was delivered), parsing nothing
                 yield result
         finally:
             for rec in watched:

@@ -72,6 +72,9 @@ async def test_a_load_level_reports_every_figure_and_no_service_failure(bench: A
     assert point["service_rss_max_bytes"] > 0 and point["host_processes_max"] > 0
     assert point["rollouts_per_s"] > 0
     assert point["service_cpu_s_per_rollout"] > 0 and 0 < point["host_cpu_busy_share"] <= 1
+    assert (
+        0 < point["loop_thread_on_cpu_share"] <= 1 and 0 <= point["loop_thread_waiting_for_a_core_share"] <= 1
+    )
     assert point["gc_pause_s"] is None or point["gc_pause_s"]["max_bucket"] > 0, (
         "passes measured when any ran"
     )

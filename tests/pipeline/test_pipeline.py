@@ -15,6 +15,7 @@ from support.scripted_stages import ScriptedHandler
 from nemo_gym_prorl.pipeline import (
     DuplicateJobError,
     JobNotFoundError,
+    JobResult,
     JobSpec,
     JobState,
     QueueFullError,
@@ -287,3 +288,23 @@ async def test_wait_any_and_stream_order(make_pipeline: Any) -> None:
     assert [r.id for r in results] == [fast] and pending == [slow]
     seen = [r.id async for r in pipeline.as_completed([slow, fast], timeout=5)]
     assert seen == [fast, slow]
+
+
+async def test_a_result_delivered_as_it_finishes_is_marked_fetched_without_being_parsed_again(
+    make_pipeline: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pipeline, _ = await make_pipeline(max_retained_results=2)
+    (delivered,) = pipeline.submit([spec(run_s=0.2)])
+    parsed: list[Any] = []
+    validate = JobResult.model_validate_json
+    monkeypatch.setattr(
+        JobResult, "model_validate_json", lambda data, **kw: parsed.append(data) or validate(data, **kw)
+    )
+    results = [r async for r in pipeline.as_completed([delivered], timeout=10)]
+    assert [r.id for r in results] == [delivered] and parsed == []  # the finished object went out as it was
+    monkeypatch.undo()
+    # Delivered, so fetched: the first to go when two more results need the room.
+    later = pipeline.submit([spec(), spec()])
+    await until(lambda: all(pipeline.get(i, mark_fetched=False).state.terminal for i in later))
+    with pytest.raises(JobNotFoundError):
+        pipeline.get(delivered)
