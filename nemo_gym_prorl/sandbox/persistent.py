@@ -186,10 +186,15 @@ class NamespaceBubblewrapSandbox(BubblewrapSandbox):
         os.set_inheritable(self._ns_fds["user"], False)
 
     def _close_namespaces(self) -> None:
-        for fd in self._ns_fds.values():
+        # Each descriptor taken out before it is closed (popitem is atomic): a close racing
+        # another in a second thread never closes a number twice, which could be reused by then.
+        while True:
+            try:
+                _, fd = self._ns_fds.popitem()
+            except KeyError:
+                return
             with contextlib.suppress(OSError):
                 os.close(fd)
-        self._ns_fds.clear()
 
     def _ns_path(self, kind: str) -> str:
         return f"/proc/{os.getpid()}/fd/{self._ns_fds[kind]}"

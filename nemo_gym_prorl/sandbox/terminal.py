@@ -26,6 +26,7 @@ import os
 import struct
 import subprocess
 import termios
+import threading
 from collections.abc import Mapping, Sequence
 
 from nemo_gym_prorl.sandbox.identity import system_program
@@ -53,6 +54,10 @@ class TerminalProcess:
     def __init__(self, popen: subprocess.Popen[bytes], fd: int) -> None:
         self._popen = popen
         self.fd = fd
+        # A terminal may be closed by its shell's teardown and by its sandbox's close at once, in
+        # two threads: its descriptor must be closed once, or the second close would take
+        # whatever the number was reused for meanwhile (another sandbox's pipe, a socket).
+        self._fd_lock = threading.Lock()
         self.pid = popen.pid
 
     @classmethod
@@ -109,10 +114,11 @@ class TerminalProcess:
     def close(self, force: bool = True) -> None:
         """Close the service's end of the terminal (idempotent); with `force`, kill the process
         if it still runs, and collect its exit status (waiting at most a second)."""
-        if self.fd >= 0:
+        with self._fd_lock:
+            fd, self.fd = self.fd, -1
+        if fd >= 0:
             with contextlib.suppress(OSError):
-                os.close(self.fd)
-            self.fd = -1
+                os.close(fd)
         if force and self._popen.poll() is None:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 self._popen.kill()

@@ -10,7 +10,10 @@ from __future__ import annotations
 import os
 import select
 import sys
+import threading
 import time
+
+import pytest
 
 from nemo_gym_prorl.sandbox.terminal import TerminalProcess
 
@@ -77,3 +80,26 @@ def test_close_kills_a_process_that_still_runs() -> None:
     proc.close()
     assert not proc.isalive() and proc.signalstatus is not None
     proc.close()  # idempotent
+
+
+def test_closed_from_many_threads_at_once_its_descriptor_is_closed_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    proc = TerminalProcess.spawn(["sleep", "30"], cwd="/", env={"PATH": os.environ["PATH"]})
+    fd, closes, real_close = proc.fd, [], os.close
+    start = threading.Barrier(8)
+
+    def counting_close(number: int) -> None:
+        if number == fd:
+            closes.append(number)
+            time.sleep(0.01)  # widen the window a second close would slip through
+        real_close(number)
+
+    monkeypatch.setattr(os, "close", counting_close)
+    threads = [threading.Thread(target=lambda: (start.wait(), proc.close())) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert closes == [fd], "a second close would take the number's next owner"
+    assert not proc.isalive()
