@@ -193,7 +193,12 @@ async def _watch_live(http: httpx.AsyncClient, live: list[int]) -> None:
 
 def _cause(result: dict[str, Any]) -> str:
     if result["state"] == "done":
-        stop = (result.get("trajectory") or {}).get("stop_reason")
+        trajectory = result.get("trajectory") or {}
+        if trajectory.get("tool_errors"):
+            # The scripted agent's calls are well formed: a call that failed is the service's
+            # (a sandbox, shell or kernel that did not work), though the rollout went on.
+            return "tool_errors"
+        stop = trajectory.get("stop_reason")
         return "ok" if stop in ("submitted", "answered") else f"stopped:{stop}"
     error = str(result.get("error") or "")
     return f"{result['state']}:{error[:80]}"

@@ -133,8 +133,9 @@ class Sandbox(ABC):
         self.id = uuid.uuid4().hex[:12]
         self.identity = self._host_identity()
         root = spec.root_dir or default_sandbox_root()
-        # Named for its owner, as its cgroups are: a dead owner's leftovers are known by name.
-        self._dir = root / f"{os.getpid()}-{self.backend}-{self.id}"
+        # Named for its owner, as its cgroups are, so a dead owner's leftovers are known by name;
+        # short, as IPython's Unix sockets live below it (a path of at most 100 characters).
+        self._dir = root / f"{os.getpid()}-{self.id}"
         self._owns_workspace = spec.workspace is None
         self._closed = False
         self._processes: list[SandboxProcess | TerminalProcess] = []
@@ -152,7 +153,7 @@ class Sandbox(ABC):
                 owned.chmod(0o700)
             self.python_setup = python_setup(spec)
             reap_now_and_then(root)  # what killed owners left: cgroups, directories
-            self._cgroup = PidsCgroup.create(self._dir.name, spec.limits)
+            self._cgroup = PidsCgroup.create(f"{os.getpid()}-{self.backend}-{self.id}", spec.limits)
             if not process_limit_binds(spec.limits, self._cgroup, self.identity):
                 raise SandboxError(
                     "refusing to start a sandbox without a process limit: running as root, where "

@@ -8,8 +8,8 @@
     reap_now_and_then(root)              the same, from any process that opens sandboxes: at its
                                          first open and then at most once a `REAP_INTERVAL_S`
 
-A sandbox's directory and its cgroups are named `<owner pid>-<backend>-<id>` (`Sandbox` names
-them), so a dead owner's are known by name: an owner pid that is gone. A pid says nothing on
+A sandbox's directory is named `<owner pid>-<id>` and its cgroups `<owner pid>-<backend>-<id>`
+(`Sandbox` names them), so a dead owner's are known by name: an owner pid that is gone. A pid says nothing on
 another machine or in another pid namespace, so a directory also says where its owner ran (its
 `owner` file: the kernel's boot id and pid namespace) and is taken only by a process that runs
 there too: a sandbox root on a shared file system, or bound into two containers, loses no live
@@ -35,7 +35,8 @@ from nemo_gym_prorl.sandbox.limits import pid_alive, reap_orphan_cgroups, writab
 
 logger = logging.getLogger(__name__)
 
-_SANDBOX_NAME = re.compile(r"^(?P<pid>\d+)-(?P<backend>[a-z_]+)-(?P<id>[0-9a-f]{12})$")
+# A sandbox's directory (`<owner pid>-<id>`) or cgroup (`<owner pid>-<backend>-<id>`).
+_SANDBOX_NAME = re.compile(r"^(?P<pid>\d+)-(?:[a-z_]+-)?(?P<id>[0-9a-f]{12})$")
 
 # How often a process that keeps opening sandboxes looks for a dead owner's leftovers: a node of a
 # Ray cluster killed mid-run leaves its sandboxes to the survivors' next opens.
@@ -95,6 +96,11 @@ def _ran_here(path: Path) -> bool:
         return (path / OWNER_FILE).read_text() == here()
     except OSError:
         return False
+
+
+def sandbox_dirs(root: Path) -> list[Path]:
+    """The sandbox directories under `root`, live or left behind."""
+    return [root / name for name in _listing(root) if _SANDBOX_NAME.match(name)]
 
 
 def _listing(path: Path) -> list[str]:

@@ -92,3 +92,11 @@ async def test_a_short_soak_reports_its_series_and_leaves_nothing_behind(bench: 
     assert report["dapo"].get("group", 0) > 0, "DAPO batches ran beside the plain jobs"
     assert len(report["series"]) >= 2 and all(s["rss_bytes"] > 0 for s in report["series"])
     assert report["nothing_left"], report["leftovers"]
+
+
+def test_a_rollout_whose_tool_calls_failed_is_a_service_failure_though_it_finished(bench: Any) -> None:
+    load = bench("bench_load")
+    done = {"state": "done", "trajectory": {"stop_reason": "submitted", "tool_errors": 0}}
+    assert load._cause(done) == "ok"
+    assert load._cause({**done, "trajectory": {"stop_reason": "submitted", "tool_errors": 2}}) == "tool_errors"
+    assert load._cause({"state": "failed", "error": "sandbox did not open"}).startswith("failed:")

@@ -19,6 +19,7 @@ import pytest
 
 from nemo_gym_prorl.integrations.gym.launcher import free_port
 from nemo_gym_prorl.llm.embedded import VLLMServer, write_key_file
+from nemo_gym_prorl.sandbox.leftovers import sandbox_dirs
 
 pytestmark = [pytest.mark.vllm, pytest.mark.bwrap, pytest.mark.slow, pytest.mark.timeout(900)]
 
@@ -58,7 +59,7 @@ def service(real_vllm: VLLMServer, tmp_path: Path) -> Iterator[str]:
         proc.terminate()
         proc.wait(timeout=60)
         log.close()
-    assert not list(tmp_path.glob("*-bubblewrap-*")), "the service closed every sandbox"
+    assert not sandbox_dirs(tmp_path), "the service closed every sandbox"
 
 
 def example(name: str, *args: str) -> subprocess.CompletedProcess[str]:

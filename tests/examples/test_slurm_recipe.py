@@ -29,6 +29,7 @@ import pytest
 
 from nemo_gym_prorl.integrations.gym.launcher import free_port
 from nemo_gym_prorl.llm.embedded import VLLMServer, write_key_file
+from nemo_gym_prorl.sandbox.leftovers import sandbox_dirs
 from ray_local import START_NICE
 
 pytestmark = [
@@ -304,7 +305,7 @@ def test_the_slurm_recipe_serves_rollouts_on_a_one_node_slurm_and_leaves_nothing
     assert len(samples) == SAMPLES, rollouts.read_text() + _job_logs(root)
     assert all(int(turns) >= 1 and int(tokens) > 0 for _, turns, tokens in samples), samples
     assert _eventually_none(lambda: _describe(_leftovers(slurm))) == [], "the job left processes running"
-    assert not list(root.glob("*-bubblewrap-*")), "the service closed every sandbox"
+    assert not sandbox_dirs(root), "the service closed every sandbox"
 
 
 def _eventually_none(probe: Callable[[], list[str]], within_s: float = 30.0) -> list[str]:

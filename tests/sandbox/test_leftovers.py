@@ -41,7 +41,7 @@ def test_a_name_is_a_dead_owners_only_when_its_pid_is_gone() -> None:
 
 
 def _dead_dir(root: Path, sandbox_id: str, owner: str | None) -> Path:
-    path = root / f"{DEAD}-bubblewrap-{sandbox_id}"
+    path = root / f"{DEAD}-{sandbox_id}"
     (path / "workspace").mkdir(parents=True)
     (path / "workspace" / "repo.txt").write_text("a repository copy")
     if owner is not None:
@@ -53,7 +53,7 @@ def test_only_a_dead_owners_directories_that_ran_here_are_removed(tmp_path: Path
     ours = _dead_dir(tmp_path, "0123456789ab", here())
     elsewhere = _dead_dir(tmp_path, "ba9876543210", "another-boot 4026531836")  # a shared root
     unmarked = _dead_dir(tmp_path, "00000000cafe", None)
-    live = tmp_path / f"1-bubblewrap-{'f' * 12}"
+    live = tmp_path / f"1-{'f' * 12}"
     live.mkdir()
     (live / OWNER_FILE).write_text(here())
     done = remove_dead_owners_leftovers(tmp_path)
@@ -81,7 +81,7 @@ async def test_a_killed_owners_sandbox_is_removed_by_the_next_open_on_its_root(
     try:
         assert owner.stdout is not None
         left_dir, _, left_cgroup = owner.stdout.readline().strip().partition(" ")
-        assert Path(left_dir).is_dir() and Path(left_dir).name.startswith(f"{owner.pid}-bubblewrap-")
+        assert Path(left_dir).is_dir() and Path(left_dir).name.startswith(f"{owner.pid}-")
     finally:
         owner.kill()
         owner.wait()

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from nemo_gym_prorl.sandbox import SandboxError, SandboxSpec, open_sandbox
+from nemo_gym_prorl.sandbox.leftovers import sandbox_dirs
 from nemo_gym_prorl.sandbox.runtime import (
     FORBIDDEN_MODULES,
     LOCK_FILE,
@@ -45,7 +46,7 @@ def test_a_missing_runtime_is_a_clear_error_naming_the_fix(
     monkeypatch.setenv("PRORL_HOME", str(tmp_path / "home"))
     with pytest.raises(SandboxError, match="prorl sandbox setup"):
         open_sandbox(SandboxSpec(root_dir=tmp_path))
-    assert not list(tmp_path.glob("*-bubblewrap-*")), "a sandbox that could not start leaves nothing behind"
+    assert not sandbox_dirs(tmp_path), "a sandbox that could not start leaves nothing behind"
 
 
 def test_a_runtime_built_from_another_lock_is_refused(

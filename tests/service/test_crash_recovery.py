@@ -123,7 +123,7 @@ def test_kill_minus_9_with_jobs_in_flight_then_a_restart_loses_nothing(tmp_path:
         dead = [e for e in sandboxes(tmp_path) if e["job"] in running]  # the quick ones closed theirs
         pids = [int(p) for e in dead for p in e["pids"]]  # type: ignore[attr-defined]
         cgroups = [str(e["cgroup"]) for e in dead if e["cgroup"]]
-        dirs = [d for e in dead for d in (tmp_path / "sandboxes").glob(f"*-bubblewrap-{e['sandbox']}")]
+        dirs = [d for e in dead for d in (tmp_path / "sandboxes").glob(f"*-{e['sandbox']}")]
         assert (
             pids and all(alive(p) for p in pids) and len(dirs) == len(dead) and all(d.is_dir() for d in dirs)
         )

@@ -17,6 +17,7 @@ from service_helpers import free_port
 
 from nemo_gym_prorl.llm.embedded import VLLMServer
 from nemo_gym_prorl.pipeline.job import JobState
+from nemo_gym_prorl.sandbox.leftovers import sandbox_dirs
 from nemo_gym_prorl.service import RolloutService
 from nemo_gym_prorl.service.client import AsyncRolloutClient
 from nemo_gym_prorl.service.config import load_config
@@ -54,7 +55,7 @@ async def live(real_vllm: VLLMServer, tmp_path: Path) -> AsyncIterator[tuple[str
     finally:
         server.should_exit = True
         await serving
-    assert not list(tmp_path.glob("*-bubblewrap-*")), "every sandbox is closed when the service stops"
+    assert not sandbox_dirs(tmp_path), "every sandbox is closed when the service stops"
 
 
 async def test_submitted_rollouts_stream_back_token_exact_with_rewards_and_stage_timings(

@@ -11,6 +11,7 @@ import base64
 import json
 import os
 import shutil
+import tempfile
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -361,3 +362,21 @@ async def test_kernels_of_two_rollouts_share_no_namespace_and_no_workspace(sandb
     for name in _NAMESPACES:
         assert ast.literal_eval(seen_mine)[0][name] != ast.literal_eval(seen_theirs)[0][name], name
     assert found.result == "False"
+
+
+async def test_a_kernel_starts_in_a_sandbox_under_a_root_of_46_characters() -> None:
+    # The room a sandbox root has: IPython's Unix sockets live below the sandbox's own directory,
+    # in a path of at most 100 characters (a benchmark's temporary root is 40).
+    base = Path(tempfile.mkdtemp(prefix="prorl-k-", dir="/tmp"))
+    root = base / ("r" * (46 - len(str(base)) - 1))
+    assert len(str(root)) == 46
+    try:
+        with open_sandbox(SandboxSpec(backend="bubblewrap", root_dir=root)) as sb:
+            k = IPythonKernel(sb, timeout=30.0)
+            try:
+                await k.start()
+                assert (await k.execute("6 * 7")).result == "42"
+            finally:
+                await k.close()
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
