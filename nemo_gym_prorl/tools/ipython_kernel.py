@@ -25,9 +25,11 @@ import asyncio
 import contextlib
 import json
 import math
+import os
 import queue
 import secrets
 import time
+import weakref
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, Literal, Self
@@ -46,6 +48,24 @@ PRIVATE_DIR = ".prorl"  # our files in the workspace (git-ignored by its own .gi
 _SOCKET_PATH_MAX = 100  # sun_path is 108 bytes; keep room for the "-N" port suffix
 _CHANNEL_PORTS = {"shell_port": 1, "iopub_port": 2, "stdin_port": 3, "control_port": 4, "hb_port": 5}
 _RESULT_MAX_CHARS = 20_000
+
+# Kernels starting at once, per event loop. A start is a Python process importing IPython, a
+# second or more of CPU: 256 rollouts' kernels starting together on two cores each took minutes,
+# and a third of them timed out. Queued (first come, first served), each starts in seconds, and
+# the queue is backpressure: neither its wait nor the start counts against a cell's timeout.
+KERNEL_STARTS = int(os.environ.get("PRORL_KERNEL_STARTS", "0")) or 2 * (os.cpu_count() or 1)
+_start_slots: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def start_slots() -> asyncio.Semaphore:
+    """This event loop's kernel starts (`KERNEL_STARTS` at once)."""
+    loop = asyncio.get_running_loop()
+    slots = _start_slots.get(loop)
+    if slots is None:
+        slots = _start_slots[loop] = asyncio.Semaphore(KERNEL_STARTS)
+    return slots
 
 
 # Run by the kernel at start-up (an IPython profile startup file). ipykernel copies what the cell's
@@ -301,6 +321,10 @@ class IPythonKernel:
         await self._launch()
 
     async def _launch(self) -> None:
+        async with start_slots():
+            await self._launch_now()
+
+    async def _launch_now(self) -> None:
         await self._shutdown_process()
         base = private_dir(self.sandbox)
         name = f"kernel-{secrets.token_hex(4)}"
@@ -471,7 +495,6 @@ class IPythonKernel:
             self._busy = False
 
     async def _execute(self, code: str, timeout: float) -> ExecutionResult:
-        started = time.monotonic()
         notes: list[str] = []
         restarted = False
         if self._client is None or not self.alive:
@@ -479,7 +502,8 @@ class IPythonKernel:
                 notes.append(self._death_note("The kernel had died"))
                 restarted = True
                 self._restarts += 1
-            await self._launch()
+            await self._launch()  # bounded by start_timeout once its turn to start came
+        started = time.monotonic()
         client = self._client
         assert client is not None and self._exited is not None
 

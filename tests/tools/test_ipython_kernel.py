@@ -7,6 +7,7 @@ survives timeouts and its own death."""
 from __future__ import annotations
 
 import ast
+import asyncio
 import base64
 import json
 import os
@@ -23,6 +24,7 @@ from support.busy import second_call_is_refused
 from support.privilege_probe import PROBE, host_paths, request, verdict
 
 from nemo_gym_prorl.sandbox import Sandbox, SandboxLimits, SandboxSpec, open_sandbox
+from nemo_gym_prorl.tools import ipython_kernel
 from nemo_gym_prorl.tools.ipython_kernel import (
     THREAD_POOL_VARIABLES,
     IPythonKernel,
@@ -380,3 +382,36 @@ async def test_a_kernel_starts_in_a_sandbox_under_a_root_of_46_characters() -> N
                 await k.close()
     finally:
         shutil.rmtree(base, ignore_errors=True)
+
+
+async def test_kernels_start_a_few_at_a_time_and_a_queued_start_is_not_charged_to_its_timeout(
+    kernel_sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    loop = asyncio.get_running_loop()
+    slots = asyncio.Semaphore(1)
+    monkeypatch.setitem(ipython_kernel._start_slots, loop, slots)
+    starting, most = [0], [0]
+    launch_now = IPythonKernel._launch_now
+
+    async def counted(self: IPythonKernel) -> None:
+        starting[0] += 1
+        most[0] = max(most[0], starting[0])
+        try:
+            await launch_now(self)
+        finally:
+            starting[0] -= 1
+
+    monkeypatch.setattr(IPythonKernel, "_launch_now", counted)
+    kernels = [IPythonKernel(kernel_sandbox, timeout=30.0, start_timeout=8.0) for _ in range(3)]
+    try:
+        await slots.acquire()  # someone else's start holds the only slot past every start_timeout
+        cells = [asyncio.ensure_future(k.execute("6 * 7")) for k in kernels]
+        await asyncio.sleep(9.0)
+        assert not any(cell.done() for cell in cells) and most[0] == 0
+        slots.release()
+        results = await asyncio.gather(*cells)
+        assert [r.result for r in results] == ["42"] * 3, [r.error for r in results]
+        assert most[0] == 1
+    finally:
+        for k in kernels:
+            await k.close()
