@@ -114,17 +114,24 @@ def _cgroup_names() -> list[str]:
     return [name for parent in dict.fromkeys(writable_controllers().values()) for name in _listing(parent)]
 
 
+def _dead_dirs(sandbox_root: Path, previous: set[int]) -> list[str]:
+    """The names of the directories under `sandbox_root` a dead owner left here. The journal's
+    previous owner is known dead wherever its pids were (a container restarted has a new pid
+    namespace); any other owner must have run where this process runs."""
+    return [
+        name
+        for name in dead_owners_names(_listing(sandbox_root), previous)
+        if int(name.split("-", 1)[0]) in previous or _ran_here(sandbox_root / name)
+    ]
+
+
 def remove_dead_owners_leftovers(sandbox_root: Path, previous_pids: Iterable[int] = ()) -> Leftovers:
     """Remove the sandbox directories under `sandbox_root` and the cgroups of owners that are
     gone. Blocking (tree removal): run it off an event loop."""
     done = Leftovers()
-    previous = set(previous_pids)
-    for name in dead_owners_names(_listing(sandbox_root), previous):
+    for name in _dead_dirs(sandbox_root, set(previous_pids)):
         path = sandbox_root / name
-        # The journal's previous owner is known dead wherever its pids were (a container
-        # restarted has a new pid namespace); any other owner must have been one of ours here.
-        journaled = int(name.split("-", 1)[0]) in previous
-        if path.is_dir() and not path.is_symlink() and (journaled or _ran_here(path)):
+        if path.is_dir() and not path.is_symlink():
             try:
                 shutil.rmtree(path)
                 done.removed_dirs.append(name)
@@ -157,8 +164,7 @@ def reap_now_and_then(sandbox_root: Path) -> None:
         return
     try:
         _last_reap[sandbox_root] = now
-        dead_dirs = [n for n in dead_owners_names(_listing(sandbox_root)) if _ran_here(sandbox_root / n)]
-        if dead_dirs or dead_owners_names(_cgroup_names()):
+        if _dead_dirs(sandbox_root, set()) or dead_owners_names(_cgroup_names()):
             remove_dead_owners_leftovers(sandbox_root)
     finally:
         _lock.release()

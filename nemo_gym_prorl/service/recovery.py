@@ -7,7 +7,7 @@ left behind.
     recover(service, durability)   journal opened (and locked), leftovers removed, finished
                                    results served again, jobs that were in flight queued again
 
-What a `kill -9` leaves: its sandboxes' directories under the sandbox root (`<backend>-<id>`,
+What a `kill -9` leaves: its sandboxes' directories under the sandbox root (`<owner pid>-<id>`,
 for SWE a repository copy each), their cgroups (`<owner pid>-<backend>-<id>`), and Apptainer
 instances (`prorl-<owner pid>-<id>`). Bubblewrap's processes die with their parent. Which of them
 are a dead owner's is `sandbox/leftovers.py`'s to say (any process that opens sandboxes removes
