@@ -448,6 +448,10 @@ class Sandbox(ABC):
         if self._closed:
             raise SandboxError(f"sandbox {self.id} is closed")
 
+    def _wait_for_exits(self) -> None:
+        """Backend-specific: wait until the processes just killed are gone, so that the cgroup
+        is empty when it is removed (rather than retried until it is)."""
+
     def _teardown_backend(self) -> None:
         """Backend-specific cleanup after processes are gone (e.g. stopping an instance)."""
 
@@ -465,6 +469,7 @@ class Sandbox(ABC):
         for proc in list(self._processes):
             self._kill(proc)
         self._processes.clear()
+        self._wait_for_exits()
         if self._cgroup:
             self._cgroup.remove()
         self._teardown_backend()

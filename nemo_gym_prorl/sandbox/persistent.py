@@ -56,19 +56,23 @@ from nemo_gym_prorl.sandbox.join_registry import JoinGrant, redeem, register, un
 from nemo_gym_prorl.sandbox.launch import Launch, bwrap_launch
 from nemo_gym_prorl.sandbox.limits import PidsCgroup
 from nemo_gym_prorl.sandbox.spec import SandboxLimits, SandboxSpec
+from nemo_gym_prorl.sandbox.waiting import readable, wait_for_exit
 
 # ioctl(2) on a namespace fd: the user namespace that owns it (linux/nsfs.h).
 NS_GET_USERNS = 0xB701
 # Namespaces a process joins besides the pid namespace, which bwrap joins itself (`--pidns`)
 # so that its `--proc` mounts a procfs of the sandbox's pids, not the host's.
 _JOINED = ("net", "ipc", "uts", "cgroup")
-# The init: blocks reading a pipe whose write end only the owner holds. POSIX sh, no binary of
-# the image needed; if the owner dies the pipe closes and the init (and the sandbox) ends.
-INIT_ARGV = ["/bin/sh", "-c", "while read -r _; do :; done"]
+# The init: says it runs, then blocks reading a pipe whose write end only the owner holds. POSIX
+# sh, no binary of the image needed; if the owner dies the pipe closes and the init (and the
+# sandbox) ends. Once it runs, bwrap has built every namespace and written the user namespace's
+# id maps: the sandbox can be joined.
+READY = b"ready\n"
+INIT_ARGV = ["/bin/sh", "-c", "echo ready && exec >/dev/null && while read -r _; do :; done"]
 DEFAULT_READY_TIMEOUT_S = 60.0
 # What a `SandboxSpec` names as its backend to get a persistent sandbox from `open_sandbox`.
 PERSISTENT_BACKEND = "nemo_gym_prorl.sandbox.persistent:PersistentBubblewrapSandbox"
-_POLL_S = 0.002
+_RETRY_S = 0.002
 _BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
 # include/linux/sched.h: set when a process starts exiting. A pid namespace's init that was
 # killed lingers in that state until every process of the namespace has been reaped.
@@ -78,6 +82,10 @@ _PF_EXITING = 0x4
 # long before the sandbox should: every init is spawned from this one thread, which lives as
 # long as the process.
 _INIT_SPAWNER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="prorl-sandbox-init")
+# Kinds of sandbox (started by root or not, rootfs) that a join has worked for in this process.
+# Joining is tried once per kind, so that a host where it cannot work says why at the first
+# open; after that the init's word that it runs is enough, and no sandbox pays for a trial.
+_JOINS_WORKED: set[tuple[bool, str | None]] = set()
 
 
 class SandboxGoneError(SandboxError):
@@ -96,16 +104,16 @@ def boot_id() -> str:
     return _BOOT_ID.read_text().strip()
 
 
-def start_ticks(pid: int) -> int | None:
+def start_ticks(pid: int, *, exiting: bool = False) -> int | None:
     """When `pid` started, in clock ticks since boot (`/proc/<pid>/stat` field 22), or None if
-    no such process is alive (or it is exiting). With the boot id it names one process for good:
-    a pid is reused, a (pid, start time) pair within one boot is not."""
+    no such process is alive (or it is exiting, unless `exiting`). With the boot id it names one
+    process for good: a pid is reused, a (pid, start time) pair within one boot is not."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return None
     fields = stat.rsplit(")", 1)[1].split()  # after the command name, which may hold spaces
-    if fields[0] in ("Z", "X") or int(fields[6]) & _PF_EXITING:  # state (field 3), flags (9)
+    if not exiting and (fields[0] in ("Z", "X") or int(fields[6]) & _PF_EXITING):  # state (3), flags (9)
         return None
     return int(fields[19])  # field 22 overall; fields[0] is field 3
 
@@ -259,31 +267,39 @@ class PersistentBubblewrapSandbox(NamespaceBubblewrapSandbox):
         # (`open_workspace`), and the init must not belong to that thread's event loop.
         with self.command(INIT_ARGV) as launch:
             self._init = _INIT_SPAWNER.submit(
-                subprocess.Popen, launch.argv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                subprocess.Popen, launch.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE, start_new_session=True, cwd=self._dir, env=LAUNCH_ENV,
                 pass_fds=launch.fds,
             ).result()  # fmt: skip
         self._processes.append(self._init)  # type: ignore[arg-type]  (killed by group, like the rest)
-        leader = self._wait_for_leader(deadline)
+        leader = self._wait_until_running(deadline)
         self._open_namespaces(leader)
-        self._wait_until_joinable(deadline)
+        kind = (self.identity is None, None if self.spec.image is None else str(self.spec.image))
+        if kind not in _JOINS_WORKED:
+            self._wait_until_joinable(deadline)
+            _JOINS_WORKED.add(kind)
         self._ticket = self._make_ticket(leader)
         self._grant = register(self.id, self._ticket)
 
-    def _wait_for_leader(self, deadline: float) -> int:
-        """The init's pid-1 process: the first child of the outer bwrap, once it is in a new
-        network namespace (created together with the others, by one clone)."""
-        assert self._init is not None
-        own_net = os.readlink("/proc/self/ns/net")
-        while time.monotonic() < deadline:
-            if self._init.poll() is not None:
-                raise SandboxError(f"sandbox init exited with {self._init.returncode}: {self._init_stderr()}")
-            leader = _first_child(self._init.pid)
-            with contextlib.suppress(OSError):
-                if leader is not None and os.readlink(f"/proc/{leader}/ns/net") != own_net:
-                    return leader
-            time.sleep(_POLL_S)
-        raise SandboxError("sandbox init did not start in time")
+    def _wait_until_running(self, deadline: float) -> int:
+        """The init's pid-1 process (the first child of the outer bwrap), once the init says it
+        runs: one wait on its stdout, not a poll (`waiting`)."""
+        assert self._init is not None and self._init.stdout is not None
+        out = self._init.stdout
+        try:
+            if not readable([out.fileno()], deadline - time.monotonic()):
+                raise SandboxError("sandbox init did not start in time")
+            said = os.read(out.fileno(), len(READY))
+        finally:
+            out.close()
+        if said != READY:  # end of file: bwrap, or the init, ended first
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self._init.wait(max(0.1, deadline - time.monotonic()))
+            raise SandboxError(f"sandbox init exited with {self._init.returncode}: {self._init_stderr()}")
+        leader = _first_child(self._init.pid)
+        if leader is None:
+            raise SandboxError(f"sandbox init exited while starting: {self._init_stderr()}")
+        return leader
 
     def _wait_until_joinable(self, deadline: float) -> None:
         # Until bwrap has written the user namespace's id maps, joining it fails: retry briefly.
@@ -298,17 +314,23 @@ class PersistentBubblewrapSandbox(NamespaceBubblewrapSandbox):
             last = result.stderr.decode(errors="replace").strip()
             if not self.init_alive:
                 break
-            time.sleep(_POLL_S)
+            time.sleep(_RETRY_S)
         raise SandboxError(f"could not join the sandbox's namespaces: {last or self._init_stderr()}")
 
-    def _wait_for_leader_exit(self, deadline: float) -> None:
-        """Until the namespace's pid 1 is gone too (it outlives bwrap's outer process by a
-        moment): a joiner asking right after close must find the sandbox closed."""
+    def _wait_for_exits(self) -> None:
+        """Until the init and the namespace's pid 1 have exited (pid 1 outlives bwrap's outer
+        process until the kernel has reaped every other process of the namespace): then the
+        cgroup is empty, and a joiner asking now finds the sandbox closed. Two waits on pidfds,
+        not a poll."""
+        deadline = time.monotonic() + 5
+        if self._init is not None:
+            init = self._init
+            if wait_for_exit(init.pid, 5, still_it=lambda: init.poll() is None):
+                init.poll()  # reap it
         ticket = self._ticket
-        while ticket is not None and time.monotonic() < deadline:
-            if start_ticks(ticket.leader_pid) != ticket.leader_start_ticks:
-                return
-            time.sleep(_POLL_S)
+        if ticket is not None:
+            wait_for_exit(ticket.leader_pid, max(0.0, deadline - time.monotonic()),
+                          still_it=lambda: start_ticks(ticket.leader_pid, exiting=True) == ticket.leader_start_ticks)  # fmt: skip
 
     def _init_stderr(self) -> str:
         if self._init is None or self._init.stderr is None or self._init.poll() is None:
@@ -337,13 +359,11 @@ class PersistentBubblewrapSandbox(NamespaceBubblewrapSandbox):
         finally:
             if self._init is not None:
                 with contextlib.suppress(subprocess.TimeoutExpired, OSError):
-                    self._init.wait(5)  # reap it: killed by close, so this is quick
-                self._wait_for_leader_exit(deadline=time.monotonic() + 5)
-                if self._init.stderr is not None:
-                    self._init.stderr.close()
-                if self._init.stdin is not None:
-                    with contextlib.suppress(OSError):
-                        self._init.stdin.close()
+                    self._init.wait(5)  # reaped by `_wait_for_exits` already, unless close failed early
+                for pipe in (self._init.stdout, self._init.stderr, self._init.stdin):
+                    if pipe is not None:
+                        with contextlib.suppress(OSError):
+                            pipe.close()
 
 
 def check_ticket(ticket: JoinTicket) -> None:

@@ -23,8 +23,10 @@ from pathlib import Path
 
 import pytest
 
-from nemo_gym_prorl.sandbox import SandboxSpec, open_sandbox
+from nemo_gym_prorl.sandbox import SandboxError, SandboxSpec, open_sandbox, persistent
 from nemo_gym_prorl.sandbox.join_registry import JoinGrant, JoinRefusedError
+from nemo_gym_prorl.sandbox.leftovers import sandbox_dirs
+from nemo_gym_prorl.sandbox.limits import PidsCgroup
 from nemo_gym_prorl.sandbox.persistent import (
     PERSISTENT_BACKEND,
     JoinedBubblewrapSandbox,
@@ -175,3 +177,48 @@ def test_the_sandbox_outlives_the_thread_that_built_it(tmp_path: Path) -> None:
     time.sleep(0.2)
     with built[0] as box:
         assert box.init_alive
+
+
+def test_an_init_that_ends_before_it_runs_is_refused_with_its_status(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(persistent, "INIT_ARGV", ["/bin/sh", "-c", "echo no-such-thing >&2; exit 7"])
+    with pytest.raises(SandboxError, match="init exited with 7: no-such-thing"):
+        PersistentBubblewrapSandbox(
+            SandboxSpec(backend=PERSISTENT_BACKEND, root_dir=tmp_path), ready_timeout_s=30
+        )
+    assert sandbox_dirs(tmp_path) == []
+
+
+def test_an_init_that_never_says_it_runs_times_out(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(persistent, "INIT_ARGV", ["/bin/sh", "-c", "while read -r _; do :; done"])
+    with pytest.raises(SandboxError, match="did not start in time"):
+        PersistentBubblewrapSandbox(
+            SandboxSpec(backend=PERSISTENT_BACKEND, root_dir=tmp_path), ready_timeout_s=0.5
+        )
+    assert sandbox_dirs(tmp_path) == []
+
+
+async def test_close_returns_once_every_process_of_the_sandbox_is_gone_and_only_then_removes_its_cgroup(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The kernel ends the namespace with its pid 1, which exits last: close waits for that, so
+    the cgroup (where one is writable) is empty when it is removed, not retried until it is."""
+    members_at_removal: list[list[int]] = []
+    remove = PidsCgroup.remove
+
+    def remove_and_note(group: PidsCgroup) -> None:
+        members_at_removal.append(group.members())
+        remove(group)
+
+    monkeypatch.setattr(PidsCgroup, "remove", remove_and_note)
+    box = await asyncio.to_thread(open_sandbox, SandboxSpec(backend=PERSISTENT_BACKEND, root_dir=tmp_path))
+    assert isinstance(box, PersistentBubblewrapSandbox)
+    started = await box.exec("sleep 300 >/dev/null 2>&1 &")
+    assert started.exit_code == 0, started.stderr
+    leader = box.join_ticket().leader_pid
+    had_cgroup = box.cgroup_path is not None
+    await box.aclose()
+    assert start_ticks(leader) is None  # exited (a zombie at most, until its new parent reaps it)
+    assert members_at_removal == ([[]] if had_cgroup else [])
+    assert sandbox_dirs(tmp_path) == []
