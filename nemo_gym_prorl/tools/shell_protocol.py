@@ -40,6 +40,11 @@ from nemo_gym_prorl.sandbox.output import strip_ansi
 
 _CWD_MAX = 8192  # a marker longer than this cannot be ours (PATH_MAX is 4096)
 _CR_NL = re.compile(r"\r+\n")
+# A marker, from its prefix (`__PRORL_<token>__:`) on: the exit code and cwd, closed by the same
+# token, or `S` (a command started). One pattern for every shell: the end token must repeat the
+# prefix's (a back-reference), where a pattern built per token would be compiled for each new
+# shell (a millisecond of the event loop's time per rollout, at a thousand rollouts).
+_MARKER_RE = re.compile(rb"__PRORL_([0-9a-f]+)__:(?:(-?\d+):(.*?):__END_\1__|(S))\r*\n", re.DOTALL)
 
 
 class ShellError(RuntimeError):
@@ -128,12 +133,10 @@ class MarkerScanner:
     """The markers of one shell (unique by a random token) and the scan of its output stream."""
 
     def __init__(self, token: str) -> None:
+        if not re.fullmatch("[0-9a-f]+", token):
+            raise ValueError(f"a shell's marker token is lowercase hex, not {token!r}")
         self._token = token
         self._prefix = f"__PRORL_{self._token}__:".encode()
-        self._marker_re = re.compile(
-            re.escape(self._prefix) + rb"(?:(-?\d+):(.*?):__END_" + self._token.encode() + rb"__|(S))\r*\n",
-            re.DOTALL,
-        )
         self._pending = bytearray()  # bytes not yet known to be output rather than a marker
 
     def shell_env(self) -> dict[str, str]:
@@ -193,19 +196,19 @@ class MarkerScanner:
             if i:
                 output(bytes(pending[:i]))
                 del pending[:i]
-            match = self._marker_re.match(pending)
+            match = _MARKER_RE.match(pending)
             if match is None:
                 if len(pending) > len(prefix) + _CWD_MAX:  # not a marker after all
                     output(bytes(pending[: len(prefix)]))
                     del pending[: len(prefix)]
                     continue
                 return  # the rest of the marker is still on its way
-            if match.group(3):
+            if match.group(4):
                 del pending[: match.end()]
                 started()
                 continue
             # Read the groups before deleting: a match on a bytearray sees later mutations.
-            code, cwd = int(match.group(1)), match.group(2).decode("utf-8", errors="replace")
+            code, cwd = int(match.group(2)), match.group(3).decode("utf-8", errors="replace")
             del pending[: match.end()]
             prompt(Prompt(exit_code=code, cwd=cwd))
 
