@@ -7,6 +7,7 @@ must pass (token ids, log-probs, finish reason, text) and the retry with a small
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
@@ -39,19 +40,24 @@ def room_from_context_error(error: ContextLengthExceededError) -> int | None:
     return room if room > 0 else None
 
 
+# Checked once per reply over thousands of values, on the event loop: `map` and `set` in C,
+# not a generator in Python (a reply's log-probs took 5 ms per 4,000 that way). `type(v) is int`
+# refuses bool, as JSON's true would otherwise pass for 1.
+_INT = frozenset({int})
+_NUMBER = frozenset({int, float})
+
+
 def check_token_ids(value: Any, what: str) -> list[int]:
-    if not isinstance(value, list) or not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+    if not isinstance(value, list) or not set(map(type, value)) <= _INT:
         raise ValueError(f"{what} must be a list of integers")
     return value
 
 
 def check_log_probs(value: Any, what: str) -> list[float]:
-    if not isinstance(value, list) or not all(
-        isinstance(v, int | float) and not isinstance(v, bool) for v in value
-    ):
+    if not isinstance(value, list) or not set(map(type, value)) <= _NUMBER:
         raise ValueError(f"{what} must be a list of numbers")
-    out = [float(v) for v in value]
-    if any(v != v or v in (float("inf"), float("-inf")) for v in out):
+    out = list(map(float, value))
+    if not all(map(math.isfinite, out)):
         raise ValueError(f"{what} contains NaN or infinite values")
     return out
 
