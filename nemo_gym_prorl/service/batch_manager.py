@@ -5,7 +5,7 @@
 work survives from batch to batch), batch runs (a background task whose events are kept for
 polling and replayed to any number of NDJSON streams), and the server-side dataset catalog.
 
-Bounded: at most `max_sessions` sessions and `max_batches` retained batch records (the oldest
+Bounded: at most `max_sessions` sessions and `max_batches` (`service.max_batches`) retained batch records (the oldest
 finished ones are forgotten first), and at most `max_batch_bytes` (`service.max_batch_bytes`) of
 those records' groups' samples: beyond it, the samples of the oldest ended batches are dropped,
 delivered ones (streamed to their end, or read with their groups) first. Such a batch still
@@ -337,13 +337,13 @@ class BatchManager:
         datasets: DatasetCatalog | None = None,
         *,
         max_sessions: int = 64,
-        max_batches: int = 256,
+        max_batches: int | None = None,
         max_batch_bytes: int | None = None,
     ) -> None:
         self.service = service
         self.datasets = datasets or DatasetCatalog.from_env()
         self.max_sessions = max_sessions
-        self.max_batches = max_batches
+        self.max_batches = max_batches or service.options.max_batches
         self.max_batch_bytes = max_batch_bytes or service.options.max_batch_bytes
         self.sessions: dict[str, Session] = {}
         self.batches: OrderedDict[str, BatchRun] = OrderedDict()

@@ -69,6 +69,13 @@ class ServiceOptions(BaseModel):
         "estimated). Beyond it the samples of the oldest ended batches are dropped, delivered ones "
         "first; such a batch still answers with its stats, and with 410 for its groups.",
     )
+    max_batches: int = Field(
+        256,
+        ge=1,
+        description="Ended DAPO batch records kept, bytes aside: each keeps its stats and groups' "
+        "summaries. Beyond it the oldest ended batch is forgotten (404), so their count, not only "
+        "their samples' bytes, stays bounded however long a session runs.",
+    )
 
 
 class RolloutService:

@@ -233,3 +233,31 @@ async def test_an_ended_batch_past_the_byte_budget_keeps_its_stats_and_answers_4
         assert "service.max_batch_bytes" in refused.json()["reason"]
     newer = (await http.get(f"/v1/batches/{second['batch_id']}", params={"include_groups": True})).json()
     assert newer["samples_dropped"] is None and len(newer["groups"][0]["samples"]) == 2
+
+
+async def test_past_service_max_batches_the_oldest_ended_batch_record_is_forgotten() -> None:
+    """However long a session runs, its ended batches' records (stats, group summaries) are
+    bounded in number as well as in their samples' bytes."""
+    svc, _ = make_service(GroupScriptedHandler(), service={"max_batches": 2})
+    app: FastAPI = create_app(svc, manage_lifecycle=False, datasets=DatasetCatalog())
+    await svc.start()
+    async with (
+        app.router.lifespan_context(app),
+        httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as http,
+    ):
+        config = {"group_size": 2, "max_prompts_in_flight": 1, "task": "s"}
+        rows = [padded_prompt(k) for k in "abc"]
+        first = (
+            await http.post("/v1/batches", json={"groups": 1, "source": {"rows": rows}, "config": config})
+        ).json()
+        ids = [first["batch_id"]]
+        await stream_batch(http, first["batch_id"])
+        for _ in range(2):
+            more = (
+                await http.post("/v1/batches", json={"groups": 1, "session_id": first["session_id"]})
+            ).json()
+            await stream_batch(http, more["batch_id"])
+            ids.append(more["batch_id"])
+        assert (await http.get(f"/v1/batches/{ids[0]}")).status_code == 404
+        assert [(await http.get(f"/v1/batches/{i}")).status_code for i in ids[1:]] == [200, 200]
+    await svc.close()
