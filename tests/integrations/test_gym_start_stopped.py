@@ -76,13 +76,22 @@ class Start:
     def output(self) -> str:
         return self.log.read_text(errors="replace")
 
+    def report(self) -> str:
+        """The start's own output, then the end of Gym's log (where a stack that hangs says why)."""
+        gym_log = self.state_dir / "logs" / "gym.log"
+        tail = gym_log.read_text(errors="replace")[-6000:] if gym_log.exists() else "(no gym.log)"
+        return f"{self.output()}\n--- end of gym.log ---\n{tail}"
+
     def wait_until_waiting(self) -> None:
         """Until the stack runs (Ray's raylet among the recorded processes) and its head server
         answers: the start is in its readiness wait."""
         deadline = time.monotonic() + WAIT_S
         while not (self._raylet_recorded() and self._head_answers()):
-            assert self.proc.poll() is None, f"the start ended ({self.proc.returncode}):\n{self.output()}"
-            assert time.monotonic() < deadline, f"the stack did not start in {WAIT_S}s:\n{self.output()}"
+            assert self.proc.poll() is None, f"the start ended ({self.proc.returncode}):\n{self.report()}"
+            assert time.monotonic() < deadline, (
+                f"the stack did not start in {WAIT_S}s (raylet recorded: {self._raylet_recorded()}, "
+                f"head answers: {self._head_answers()}):\n{self.report()}"
+            )
             self.look()
             time.sleep(0.5)
         self.look()
@@ -90,7 +99,7 @@ class Start:
     def finish(self) -> int:
         deadline = time.monotonic() + WAIT_S
         while self.proc.poll() is None:
-            assert time.monotonic() < deadline, f"the start did not end in {WAIT_S}s:\n{self.output()}"
+            assert time.monotonic() < deadline, f"the start did not end in {WAIT_S}s:\n{self.report()}"
             self.look()
             time.sleep(0.2)
         return self.proc.returncode
