@@ -78,7 +78,16 @@ GC_PAUSE = Histogram(
     "One pass of Python's cyclic garbage collector in the service: every thread, the event loop's "
     "included, stops for it.",
 )
+WORKER_EVENT_LOOP_LAG = Histogram(
+    "prorl_worker_event_loop_lag_seconds",
+    "How late the event loops of the service's worker processes (`executor.kind=processes`) ran "
+    "a timer they had asked for: time every rollout on a worker waited for its loop to be free.",
+)
 ALL: tuple[Histogram, ...] = (EVENT_LOOP_LAG, SANDBOX_OPEN, SANDBOX_CLOSE, TURN, GC_PAUSE)
+EXPOSED: tuple[Histogram, ...] = (*ALL, WORKER_EVENT_LOOP_LAG)  # what `/metrics` shows
+
+
+_BY_NAME = {h.name: h for h in ALL}
 
 
 def quantile(buckets: list[tuple[str, float]], q: float) -> float | None:
@@ -98,6 +107,10 @@ def quantile(buckets: list[tuple[str, float]], q: float) -> float | None:
 _recent_lag: deque[float] = deque(maxlen=5)
 
 
+# The latest recent lag each worker process reported (worker id -> seconds).
+_worker_recent_lag: dict[str, float] = {}
+
+
 def note_loop_lag(seconds: float) -> None:
     EVENT_LOOP_LAG.observe(seconds)
     _recent_lag.append(seconds)
@@ -108,8 +121,31 @@ def forget_loop_lag() -> None:
     _recent_lag.clear()
 
 
+def note_worker_loop_lag(worker: str, seconds: float) -> None:
+    _worker_recent_lag[worker] = seconds
+
+
+def forget_worker_loop_lag(worker: str) -> None:
+    _worker_recent_lag.pop(worker, None)
+
+
 def recent_loop_lag() -> float:
-    return max(_recent_lag, default=0.0)
+    """How late the latest of this process's loop and its workers' loops runs right now."""
+    return max(max(_recent_lag, default=0.0), max(_worker_recent_lag.values(), default=0.0))
+
+
+def absorb(name: str, counts: list[int], total: float, peak: float) -> None:
+    """Add what a worker process's histogram `name` saw to this process's: its event-loop lag
+    to `WORKER_EVENT_LOOP_LAG` (the service's own loop keeps its figure), the rest to the
+    histogram of the same name. An unknown name or shape is dropped (a newer worker's)."""
+    target = WORKER_EVENT_LOOP_LAG if name == EVENT_LOOP_LAG.name else _BY_NAME.get(name)
+    if target is None or len(counts) != len(target.counts):
+        return
+    with target._lock:
+        for i, n in enumerate(counts):
+            target.counts[i] += n
+        target.total += total
+        target.max = max(target.max, peak)
 
 
 async def wait_for_calm_loop(

@@ -3,8 +3,9 @@
 
 """Which `StageExecutor` runs the stages, chosen by name from `EXECUTORS` (`executor.kind`).
 
-The built-ins are `inprocess` (this event loop) and `ray` (one rollout actor per node, each
-built by the `NodeBuilder` it is given). Another executor plugs in as
+The built-ins are `inprocess` (this event loop), `processes` (worker processes of this machine,
+each a rollout node with an event loop of its own) and `ray` (one rollout actor per node); a
+rollout node builds its runtime with the `NodeBuilder` it is given. Another executor plugs in as
 `EXECUTORS.register("mine", factory)`, or from configuration as an import target
 (`executor.kind=mypkg.executors:make`); a factory takes the executor config, the node builder
 (None in process) and NeMo Gym's Ray head address, and returns the executor, started. A kind
@@ -19,6 +20,7 @@ from typing import Annotated
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from nemo_gym_prorl.pipeline.executor import InProcessExecutor, StageExecutor
+from nemo_gym_prorl.pipeline.process_executor import ProcessExecutor, ProcessExecutorConfig
 from nemo_gym_prorl.pipeline.ray_config import RayExecutorConfig
 from nemo_gym_prorl.pipeline.ray_executor import NodeBuilder, RayExecutor
 from nemo_gym_prorl.registry import Registry
@@ -30,12 +32,14 @@ ExecutorName = Annotated[str, AfterValidator(EXECUTORS.check)]
 
 
 class ExecutorConfig(BaseModel):
-    """Where stages run: `inprocess` (this process), `ray` (actors on the cluster's nodes), or an
-    executor of one's own by registered name or import target."""
+    """Where stages run: `inprocess` (this process), `processes` (worker processes of this
+    machine), `ray` (actors on the cluster's nodes), or an executor of one's own by registered
+    name or import target."""
 
     model_config = ConfigDict(extra="forbid")
 
     kind: ExecutorName = "inprocess"
+    processes: ProcessExecutorConfig = Field(default_factory=ProcessExecutorConfig)
     ray: RayExecutorConfig = Field(default_factory=RayExecutorConfig)
 
 
@@ -44,6 +48,18 @@ async def inprocess_executor(
     config: ExecutorConfig, build: NodeBuilder | None, *, gym_head_address: str | None = None
 ) -> StageExecutor:
     return InProcessExecutor()
+
+
+@EXECUTORS.register("processes")
+async def process_executor(
+    config: ExecutorConfig, build: NodeBuilder | None, *, gym_head_address: str | None = None
+) -> StageExecutor:
+    """`processes.workers` worker processes started, each with its runtime built by `build`."""
+    if build is None:
+        raise ValueError("executor.kind=processes needs a node builder")
+    executor = ProcessExecutor(config.processes, build)
+    await executor.start()
+    return executor
 
 
 @EXECUTORS.register("ray")

@@ -4,8 +4,9 @@
 """What runs on a Ray node: the rollout actor that holds its jobs' state between stages, and what
 it is built from (`NodeBuilder` -> `NodeRuntime`) and told (`NodeShare`).
 
-The executor (`ray_executor.RayExecutor`) wraps `RolloutNode` with `ray.remote` and places one
-on each eligible node. The actor builds its own handlers (and LLM pool share) by calling the
+The Ray executor (`ray_executor.RayExecutor`) wraps `RolloutNode` with `ray.remote` and places
+one on each eligible node; the process executor (`process_executor`) runs one in each of its
+worker processes. The actor builds its own handlers (and LLM pool share) by calling the
 picklable `NodeBuilder` it was given, so sandboxes, kernels and tool processes live on that node
 and never cross the network. Nothing here imports Ray at module level.
 """
@@ -86,9 +87,10 @@ class RayJobHandle:
 class RolloutNode:
     """The actor (wrapped with `ray.remote` at start): a job's state lives here between stages."""
 
-    def __init__(self, build: NodeBuilder, share: NodeShare) -> None:
+    def __init__(self, build: NodeBuilder, share: NodeShare, node_id: str | None = None) -> None:
         self._build = build
         self._share = share
+        self._node_id = node_id  # None: the Ray node it runs on
         self._runtime: NodeRuntime | None = None
         self._states: dict[str, tuple[str, Any]] = {}  # job id -> (task, handler state)
         self._tasks: dict[str, asyncio.Task[Any]] = {}
@@ -96,9 +98,11 @@ class RolloutNode:
     async def ready(self) -> dict[str, Any]:
         if self._runtime is None:
             self._runtime = await self._build(self._share)
-        import ray
+        if self._node_id is None:
+            import ray
 
-        return {"node": ray.get_runtime_context().get_node_id(), "pid": os.getpid()}
+            self._node_id = ray.get_runtime_context().get_node_id()
+        return {"node": self._node_id, "pid": os.getpid()}
 
     def _handler(self, task: str) -> RolloutHandler:
         assert self._runtime is not None, "ready() first"

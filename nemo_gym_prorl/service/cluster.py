@@ -3,7 +3,7 @@
 
 """The service's backends when its stages run on every node of a Ray cluster.
 
-With `executor.kind=ray`, every node's rollout actor builds its handlers with the same factory
+With `executor.kind=ray` (or `processes`), every node's rollout actor (or worker) builds its handlers with the same factory
 as the service (`service.stack.build_node`, whoever configured the stack), with its own LLM pool
 over the same backends and its share of each backend's in-flight cap, so the cluster as a whole never sends a backend more than the configured
 cap; the shares are recomputed whenever nodes join or are lost. Backend changes made through the
@@ -18,7 +18,8 @@ from typing import Any
 from nemo_gym_prorl.llm.access import LLMConfig
 from nemo_gym_prorl.llm.policy import PolicyStatus, PublishReport, PublishRequest
 from nemo_gym_prorl.pipeline.executor import StageExecutor
-from nemo_gym_prorl.pipeline.ray_executor import NodeShare, RayExecutor
+from nemo_gym_prorl.pipeline.node_executor import NodeExecutor
+from nemo_gym_prorl.pipeline.ray_node import NodeShare
 from nemo_gym_prorl.service.backends import BackendInfo, BackendRegistry, PoolBackendRegistry
 
 
@@ -72,7 +73,7 @@ class ClusterBackendRegistry:
     the nodes' pools do the balancing of their rollouts.
     """
 
-    def __init__(self, local: BackendRegistry, executor: RayExecutor) -> None:
+    def __init__(self, local: BackendRegistry, executor: NodeExecutor) -> None:
         self.local = local
         self.executor = executor
 
@@ -109,7 +110,8 @@ class ClusterBackendRegistry:
 
 
 def with_cluster_backends(backends: BackendRegistry, executor: StageExecutor) -> BackendRegistry:
-    """Backend changes reach every node when stages run on Ray; otherwise unchanged."""
-    if isinstance(executor, RayExecutor):
+    """Backend changes reach every node when stages run on rollout nodes (Ray actors, worker
+    processes); otherwise unchanged."""
+    if isinstance(executor, NodeExecutor):
         return ClusterBackendRegistry(backends, executor)
     return backends

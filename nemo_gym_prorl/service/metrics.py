@@ -199,7 +199,7 @@ class _Snapshot(Collector):
         self.metrics = metrics
 
     def collect(self) -> Iterator[CounterMetricFamily | GaugeMetricFamily | HistogramMetricFamily]:
-        for histogram in latency.ALL:
+        for histogram in latency.EXPOSED:
             family = HistogramMetricFamily(histogram.name, histogram.help)
             family.add_metric([], histogram.cumulative(), sum_value=histogram.total)
             yield family

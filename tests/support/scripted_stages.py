@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -212,6 +213,7 @@ class SandboxScriptedHandler(ScriptedHandler):
                     "dir": str(sandbox.workspace.parent),
                     "cgroup": str(cgroup) if cgroup is not None else None,
                     "pids": pids,
+                    "opener": os.getpid(),  # which process opened it (the service or a worker)
                 }
                 with self.record_file.open("a") as fh:
                     fh.write(json.dumps(line) + "\n")
