@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import psutil
 from prometheus_client.parser import text_string_to_metric_families
 from sim_vllm import AgentBackendSpec
 
@@ -147,11 +148,17 @@ class _Sampler:
             await asyncio.sleep(1.0)
 
     def sample(self, *, disk: bool) -> None:
-        status = Path(f"/proc/{self.pid}/status").read_text().splitlines()
-        fields = dict(line.split(":", 1) for line in status if ":" in line)
-        self.rss.append(int(fields["VmRSS"].split()[0]) * 1024)
-        self.threads.append(int(fields["Threads"]))
-        self.fds.append(len(os.listdir(f"/proc/{self.pid}/fd")))
+        rss = threads = fds = 0
+        for pid in service_pids(self.pid):  # the service and its worker processes, together
+            with contextlib.suppress(OSError):
+                status = Path(f"/proc/{pid}/status").read_text().splitlines()
+                fields = dict(line.split(":", 1) for line in status if ":" in line)
+                rss += int(fields["VmRSS"].split()[0]) * 1024
+                threads += int(fields["Threads"])
+                fds += len(os.listdir(f"/proc/{pid}/fd"))
+        self.rss.append(rss)
+        self.threads.append(threads)
+        self.fds.append(fds)
         self.processes.append(sum(1 for name in os.listdir("/proc") if name.isdigit()))
         meminfo = dict(line.split(":", 1) for line in Path("/proc/meminfo").read_text().splitlines())
         self.mem_used.append(
@@ -163,17 +170,42 @@ class _Sampler:
                 self.disk.append(int(done.stdout.split()[0]))
 
 
-def _cpu_seconds(pid: int) -> float:
-    """CPU time `pid` has used, every thread's (user + system)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+def service_pids(pid: int) -> list[int]:
+    """The service and its worker processes (`executor.kind=processes`): the rollouts' own
+    processes (sandboxes) are not the service."""
+    with contextlib.suppress(psutil.Error):
+        return [pid] + [
+            child.pid for child in psutil.Process(pid).children()
+            if "nemo_gym_prorl.pipeline.process_worker" in " ".join(child.cmdline())
+        ]  # fmt: skip
+    return [pid]
 
 
-def _loop_thread_sched(pid: int) -> tuple[float, float]:
-    """(seconds on a core, seconds runnable but waiting for one) of `pid`'s main thread, the
-    one its event loop runs on (the kernel's schedstat)."""
-    on_cpu, waiting, _ = Path(f"/proc/{pid}/task/{pid}/schedstat").read_text().split()
-    return int(on_cpu) / 1e9, int(waiting) / 1e9
+def _cpu_seconds(pids: list[int]) -> dict[int, float]:
+    """CPU time each of `pids` has used, every thread's (user + system)."""
+    used = {}
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            used[pid] = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return used
+
+
+def _loop_thread_sched(pids: list[int]) -> tuple[dict[int, float], dict[int, float]]:
+    """Seconds on a core, and seconds runnable but waiting for one, of each process's main
+    thread, the one its event loop runs on (the kernel's schedstat)."""
+    on_cpu, waiting = {}, {}
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            ran, waited, _ = Path(f"/proc/{pid}/task/{pid}/schedstat").read_text().split()
+            on_cpu[pid], waiting[pid] = int(ran) / 1e9, int(waited) / 1e9
+    return on_cpu, waiting
+
+
+def _since(after: dict[int, float], before: dict[int, float]) -> dict[int, float]:
+    """What each process did between two readings: one that started in between counts from
+    zero, one that ended is not counted."""
+    return {pid: value - before.get(pid, 0.0) for pid, value in after.items()}
 
 
 def _host_cpu() -> tuple[float, float]:
@@ -235,7 +267,8 @@ async def _drive(
     baseline_processes = sum(1 for name in os.listdir("/proc") if name.isdigit())
     async with httpx.AsyncClient(base_url=url, timeout=httpx.Timeout(600, connect=30)) as http:
         before = await _histograms(http)
-        cpu_before, host_before, loop_before = _cpu_seconds(pid), _host_cpu(), _loop_thread_sched(pid)
+        pids = service_pids(pid)
+        cpu_before, host_before, loop_before = _cpu_seconds(pids), _host_cpu(), _loop_thread_sched(pids)
         sampler.start()
         live: list[int] = []
         watching = asyncio.create_task(_watch_live(http, live))
@@ -273,8 +306,11 @@ async def _drive(
         watching.cancel()
         await asyncio.gather(watching, return_exceptions=True)
         after = await _histograms(http)
-        cpu_used, host_after = _cpu_seconds(pid) - cpu_before, _host_cpu()
-        loop_after = _loop_thread_sched(pid)
+        pids = service_pids(pid)
+        cpu_used, host_after = sum(_since(_cpu_seconds(pids), cpu_before).values()), _host_cpu()
+        loop_after = _loop_thread_sched(pids)
+        on_cpu, waiting = _since(loop_after[0], loop_before[0]), _since(loop_after[1], loop_before[1])
+        workers = [p for p in on_cpu if p != pid]
     lo, hi = len(finishes) // 4, (3 * len(finishes)) // 4
     steady = (
         (hi - lo) / (finishes[hi - 1] - finishes[lo])
@@ -285,6 +321,10 @@ async def _drive(
             for name in after}  # fmt: skip
     lag_buckets = _delta(
         after["prorl_event_loop_lag_seconds"], before.get("prorl_event_loop_lag_seconds", [])
+    )
+    worker_lag_buckets = _delta(
+        after.get("prorl_worker_event_loop_lag_seconds", []),
+        before.get("prorl_worker_event_loop_lag_seconds", []),
     )
     return {
         "series": series,
@@ -299,6 +339,18 @@ async def _drive(
         "steady_rollouts_per_s": steady,
         "turn_s": hist.get("agent_turn"),
         "event_loop_lag_s": hist.get("event_loop_lag"),
+        # The worker processes' loops, where the rollouts run when there are workers; the target
+        # holds for every loop: the worse of the two is the figure (`loop_lag_p99_s`).
+        "worker_event_loop_lag_s": hist.get("worker_event_loop_lag"),
+        "worker_event_loop_lag_buckets": worker_lag_buckets,
+        "loop_lag_p99_s": max(
+            (
+                h["p99"]
+                for h in (hist.get("event_loop_lag"), hist.get("worker_event_loop_lag"))
+                if h and h["p99"] is not None
+            ),
+            default=None,
+        ),
         "sandbox_open_s": hist.get("sandbox_open"),
         "sandbox_close_s": hist.get("sandbox_close"),
         # Passes of the service's garbage collector: a long one stops the loop with everything else.
@@ -310,8 +362,14 @@ async def _drive(
         "host_cpu_busy_share": (host_after[0] - host_before[0]) / max(1.0, host_after[1] - host_before[1]),
         # The loop's own thread: the share of the time it ran, and the share it was ready to run
         # but waited for a core (lag that no change to the loop's own work removes).
-        "loop_thread_on_cpu_share": (loop_after[0] - loop_before[0]) / makespan,
-        "loop_thread_waiting_for_a_core_share": (loop_after[1] - loop_before[1]) / makespan,
+        "loop_thread_on_cpu_share": on_cpu.get(pid, 0.0) / makespan,
+        "loop_thread_waiting_for_a_core_share": waiting.get(pid, 0.0) / makespan,
+        # The same for each worker process's loop (`executor.kind=processes`), the busiest.
+        "worker_processes": len(workers),
+        "worker_loop_on_cpu_share_max": max((on_cpu[p] / makespan for p in workers), default=None),
+        "worker_loop_waiting_for_a_core_share_max": max(
+            (waiting[p] / makespan for p in workers), default=None
+        ),
         "model_slot_wait_s": {
             "mean": statistics.fmean(slot_waits) if slot_waits else None,
             "p99": sorted(slot_waits)[int(0.99 * (len(slot_waits) - 1))] if slot_waits else None,
@@ -367,6 +425,7 @@ def format_point(p: dict[str, Any]) -> str:
         f"{p['rollouts_per_s']:.1f} rollouts/s "
         f"(steady {p['steady_rollouts_per_s'] or 0:.1f}); turn p50/p99 {_ms(turn.get('p50'))}/{_ms(turn.get('p99'))} ms; "
         f"loop lag p99 {_ms(lag.get('p99'))} ms, max <= {_ms(lag.get('max_bucket'))} ms; "
+        f"{_workers(p)}"
         f"gc pause max <= {_ms((p.get('gc_pause_s') or {}).get('max_bucket'))} ms; "
         f"service CPU {p.get('service_cpu_s_per_rollout', 0) * 1000:.0f} ms/rollout "
         f"({p.get('service_cpu_share_of_a_core', 0):.2f} of a core), host {p.get('host_cpu_busy_share', 0):.0%} busy; "
@@ -379,11 +438,26 @@ def format_point(p: dict[str, Any]) -> str:
     )  # fmt: skip
 
 
+def _workers(p: dict[str, Any]) -> str:
+    if not p.get("worker_processes"):
+        return ""
+    lag = p.get("worker_event_loop_lag_s") or {}
+    return (
+        f"{p['worker_processes']} workers: loop lag p99 {_ms(lag.get('p99'))} ms, max <= {_ms(lag.get('max_bucket'))} ms, "
+        f"busiest loop ran {p['worker_loop_on_cpu_share_max']:.0%}, waited {p['worker_loop_waiting_for_a_core_share_max']:.0%}; "
+    )  # fmt: skip
+
+
 def format_report(r: dict[str, Any]) -> str:
     head = (
         f"load benchmark ({BACKENDS} simulated backends, max_num_seqs {MAX_NUM_SEQS}; {r['cpu_count']} cores)"
     )
     return "\n".join([head, *(format_point(p) for p in r["curve"])])
+
+
+def _lag_p99(point: dict[str, Any]) -> float | None:
+    """The event-loop lag p99 of the point's worst loop (older files: the service's only)."""
+    return point.get("loop_lag_p99_s", (point.get("event_loop_lag_s") or {}).get("p99"))
 
 
 def summary(r: dict[str, Any]) -> str:
@@ -395,7 +469,8 @@ def summary(r: dict[str, Any]) -> str:
         return "no shell level ran"
     return (
         f"{point['concurrent_rollouts']} concurrent shell rollouts: {point['rollouts_per_s']:.1f} rollouts/s, "
-        f"event-loop lag p99 <= {_ms(point['event_loop_lag_s']['p99'])} ms, {point['service_failures']} service failures"
+        f"event-loop lag p99 <= {_ms(_lag_p99(point))} ms{' (every loop)' if point.get('worker_processes') else ''}, "
+        f"{point['service_failures']} service failures"
     )
 
 
