@@ -34,3 +34,30 @@ def test_a_quantile_is_the_upper_bound_of_the_bucket_that_holds_it() -> None:
     assert quantile(Histogram("empty", "").cumulative(), 0.99) is None
     h.observe(1e6)
     assert quantile(h.cumulative(), 1.0) == math.inf
+
+
+def test_a_workers_histograms_add_to_the_services_and_its_loop_lag_stays_apart() -> None:
+    from nemo_gym_prorl import latency
+
+    sandbox_before = latency.SANDBOX_OPEN.count
+    loop_before, worker_before = latency.EVENT_LOOP_LAG.count, latency.WORKER_EVENT_LOOP_LAG.count
+    counts = [0] * (len(BUCKETS) + 1)
+    counts[3] = 2
+    latency.absorb(latency.SANDBOX_OPEN.name, counts, 0.02, 0.01)
+    latency.absorb(latency.EVENT_LOOP_LAG.name, counts, 0.02, 0.01)
+    latency.absorb("prorl_not_a_histogram_here", counts, 0.02, 0.01)  # a newer worker's: dropped
+    latency.absorb(latency.TURN.name, counts[:-1], 0.02, 0.01)  # another bucket layout: dropped
+    assert latency.SANDBOX_OPEN.count == sandbox_before + 2
+    assert latency.WORKER_EVENT_LOOP_LAG.count == worker_before + 2
+    assert latency.EVENT_LOOP_LAG.count == loop_before  # the service's own loop keeps its figure
+
+
+def test_init_paces_by_the_latest_loop_the_service_or_a_worker() -> None:
+    from nemo_gym_prorl import latency
+
+    latency.note_worker_loop_lag("worker-0.0", 0.4)
+    try:
+        assert latency.recent_loop_lag() >= 0.4
+    finally:
+        latency.forget_worker_loop_lag("worker-0.0")
+    assert latency.recent_loop_lag() == max(latency._recent_lag, default=0.0)  # the worker's is gone

@@ -155,7 +155,13 @@ async def _main(fd: int) -> None:
 def main() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     logging.basicConfig(level=os.environ.get("PRORL_WORKER_LOG_LEVEL", "WARNING"))
-    asyncio.run(_main(int(sys.argv[1])))
+    # The event loop the service's own runs on (uvicorn picks uvloop when it is installed).
+    try:
+        import uvloop
+    except ImportError:
+        asyncio.run(_main(int(sys.argv[1])))
+    else:
+        uvloop.run(_main(int(sys.argv[1])))
 
 
 if __name__ == "__main__":
