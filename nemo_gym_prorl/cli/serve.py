@@ -59,7 +59,7 @@ def handle_serve(args: argparse.Namespace) -> int:
 
 async def serve(config: ServeConfig) -> None:
     """Build everything, serve until SIGINT/SIGTERM, then close every sandbox the jobs opened."""
-    from nemo_gym_prorl.service.loop_monitor import freeze_startup_heap
+    from nemo_gym_prorl.loop_monitor import freeze_startup_heap
     from nemo_gym_prorl.service.stack import serve_datasets, serve_durability, stack_from_config
     from nemo_gym_prorl.serving import serving
 

@@ -29,6 +29,7 @@ import sys
 from typing import Any
 
 from nemo_gym_prorl import latency
+from nemo_gym_prorl.loop_monitor import GcPauses, LoopMonitor, freeze_startup_heap
 from nemo_gym_prorl.pipeline.frames import read_frame, write_frame
 from nemo_gym_prorl.pipeline.ray_node import RolloutNode
 
@@ -80,8 +81,6 @@ class Worker:
             await write_frame(self._writer, frame)
 
     async def serve(self) -> None:
-        from nemo_gym_prorl.service.loop_monitor import GcPauses, LoopMonitor, freeze_startup_heap
-
         start = await read_frame(self._reader)
         if start is None or start[0] != "start":
             raise RuntimeError(f"a process worker's first frame must be start, not {start!r}")

@@ -18,11 +18,11 @@ from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from nemo_gym_prorl.loop_monitor import GcPauses, LoopMonitor
 from nemo_gym_prorl.pipeline import InvalidInstanceError, JobResult, JobSpec, Pipeline, UnknownTaskError
 from nemo_gym_prorl.service.backends import BackendInfo, BackendRegistry
 from nemo_gym_prorl.service.errors import ApiError
 from nemo_gym_prorl.service.journal import Journal
-from nemo_gym_prorl.service.loop_monitor import GcPauses, LoopMonitor
 
 logger = logging.getLogger(__name__)
 

@@ -13,7 +13,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from service_helpers import Api
 
 from nemo_gym_prorl.latency import Histogram
-from nemo_gym_prorl.service.loop_monitor import GcPauses, LoopMonitor, freeze_startup_heap
+from nemo_gym_prorl.loop_monitor import GcPauses, LoopMonitor, freeze_startup_heap
 
 
 async def test_a_loop_blocked_for_a_while_is_measured_as_that_much_lag() -> None:
