@@ -58,7 +58,7 @@ LAYERS: dict[str, int] = {
     "provenance": -1,
     "intervals": -1,
     "latency": -1,
-    "loop_monitor": -1,  # how late an event loop runs: the service's and each worker process's
+    "loop_monitor": 0,  # how late an event loop runs: the service's and each worker process's
     "retry": -1,
     "rollouts": -1,
     "serving": -1,

@@ -98,5 +98,7 @@ def test_a_rollout_whose_tool_calls_failed_is_a_service_failure_though_it_finish
     load = bench("bench_load")
     done = {"state": "done", "trajectory": {"stop_reason": "submitted", "tool_errors": 0}}
     assert load._cause(done) == "ok"
-    assert load._cause({**done, "trajectory": {"stop_reason": "submitted", "tool_errors": 2}}) == "tool_errors"
+    assert (
+        load._cause({**done, "trajectory": {"stop_reason": "submitted", "tool_errors": 2}}) == "tool_errors"
+    )
     assert load._cause({"state": "failed", "error": "sandbox did not open"}).startswith("failed:")
