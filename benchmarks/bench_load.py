@@ -215,12 +215,28 @@ def _host_cpu() -> tuple[float, float]:
     return float(sum(values) - idle), float(sum(values))
 
 
-async def _watch_live(http: httpx.AsyncClient, live: list[int]) -> None:
+LAG_FAMILIES = {"service": "prorl_event_loop_lag_seconds", "workers": "prorl_worker_event_loop_lag_seconds"}
+
+
+async def _watch_live(http: httpx.AsyncClient, live: list[int], timeline: list[dict[str, Any]]) -> None:
+    """Each second: the rollouts the service holds, and how late its loops ran in that second
+    (the p99 of the second's lag samples, a bucket's upper bound): where in a level the lag is."""
+    started, last = time.monotonic(), {}
+    with contextlib.suppress(httpx.HTTPError):
+        last = await _histograms(http)
     while True:
+        await asyncio.sleep(1.0)
         with contextlib.suppress(httpx.HTTPError, KeyError, ValueError):
             stages = (await http.get("/v1/status")).json()["pipeline"]["stages"]
-            live.append(sum(int(stage["in_flight"]) for stage in stages.values()))
-        await asyncio.sleep(1.0)
+            held = sum(int(stage["in_flight"]) for stage in stages.values())
+            live.append(held)
+            now = await _histograms(http)
+            point: dict[str, Any] = {"t_s": round(time.monotonic() - started, 1), "live": held}
+            for loop, family in LAG_FAMILIES.items():
+                if family in now:
+                    point[f"{loop}_lag_p99_s"] = quantile(_delta(now[family], last.get(family, [])), 0.99)
+            timeline.append(point)
+            last = now
 
 
 def _cause(result: dict[str, Any]) -> str:
@@ -271,7 +287,8 @@ async def _drive(
         cpu_before, host_before, loop_before = _cpu_seconds(pids), _host_cpu(), _loop_thread_sched(pids)
         sampler.start()
         live: list[int] = []
-        watching = asyncio.create_task(_watch_live(http, live))
+        timeline: list[dict[str, Any]] = []
+        watching = asyncio.create_task(_watch_live(http, live, timeline))
         started = time.monotonic()
         finishes: list[float] = []
         causes: collections.Counter[str] = collections.Counter()
@@ -331,6 +348,8 @@ async def _drive(
         "concurrent_rollouts": level,
         # What the service really held at once (INIT + RUN + EVAL in flight), sampled each second.
         "live_rollouts_max": max(live, default=0),
+        # Second by second: rollouts held and each loop's lag p99 in that second.
+        "timeline": timeline,
         "event_loop_lag_buckets": lag_buckets,
         "jobs": jobs,
         "finished": len(finishes),
