@@ -38,9 +38,11 @@ from nemo_gym_prorl import latency
 from nemo_gym_prorl.pipeline.frames import read_frame, write_frame
 from nemo_gym_prorl.pipeline.node_executor import NodeExecutor
 from nemo_gym_prorl.pipeline.ray_node import NodeBuilder, NodeShare, StageEvent
+from nemo_gym_prorl.sandbox.threads import SANDBOX_THREADS, SANDBOX_THREADS_VARIABLE
 
 logger = logging.getLogger(__name__)
 
+MIN_SANDBOX_THREADS = 8
 EXIT_WAIT_S = 10.0  # a worker told to go closes its sandboxes first; past this it is killed
 
 
@@ -72,7 +74,7 @@ class WorkerLost(ConnectionError):
 class WorkerProcess:
     """The service's end of one worker: its process and the calls in flight over its socket."""
 
-    def __init__(self, node_id: str, build: NodeBuilder, share: NodeShare) -> None:
+    def __init__(self, node_id: str, build: NodeBuilder, share: NodeShare, sandbox_threads: int) -> None:
         self.node_id = node_id
         ours, theirs = socket.socketpair()
         try:
@@ -80,6 +82,7 @@ class WorkerProcess:
                 [sys.executable, "-m", "nemo_gym_prorl.pipeline.process_worker", str(theirs.fileno())],
                 pass_fds=(theirs.fileno(),),
                 stdin=subprocess.DEVNULL,
+                env={**os.environ, SANDBOX_THREADS_VARIABLE: str(sandbox_threads)},
             )
         except BaseException:
             ours.close()
@@ -247,7 +250,11 @@ class ProcessExecutor(NodeExecutor):
         return found
 
     def _place(self, node: dict[str, Any], share: NodeShare) -> WorkerProcess:
-        worker = WorkerProcess(node["NodeID"], self._build, share)
+        # The workers share the machine's sandbox threads, not each take as many: every runnable
+        # one weighs as much as all the sandboxes' cpu group together (`sandbox.limits`), and
+        # N times the threads opening and closing sandboxes starve the shells inside them.
+        threads = max(MIN_SANDBOX_THREADS, SANDBOX_THREADS // self.config.workers)
+        worker = WorkerProcess(node["NodeID"], self._build, share, threads)
         self._workers[worker.node_id] = worker
         worker.gone.add_done_callback(lambda _: self._changed.set())
         return worker

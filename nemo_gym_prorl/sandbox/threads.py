@@ -18,7 +18,8 @@ import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
-SANDBOX_THREADS = int(os.environ.get("PRORL_SANDBOX_THREADS", "0")) or max(32, 8 * (os.cpu_count() or 1))
+SANDBOX_THREADS_VARIABLE = "PRORL_SANDBOX_THREADS"  # a process executor's workers get their part
+SANDBOX_THREADS = int(os.environ.get(SANDBOX_THREADS_VARIABLE, "0")) or max(32, 8 * (os.cpu_count() or 1))
 
 _pool: ThreadPoolExecutor | None = None
 

@@ -23,6 +23,7 @@ from support.processes import alive, wait_dead
 
 from nemo_gym_prorl.pipeline import JobSpec, JobState
 from nemo_gym_prorl.pipeline.process_executor import ProcessExecutor
+from nemo_gym_prorl.sandbox.threads import SANDBOX_THREADS
 from nemo_gym_prorl.service.config import validate_config
 from nemo_gym_prorl.service.core import RolloutService
 from nemo_gym_prorl.service.metrics import collect, render
@@ -83,6 +84,9 @@ async def test_jobs_spread_over_the_workers_keep_their_worker_and_the_workers_en
     try:
         assert len(workers) == 2 and all(alive(p) for p in workers) and os.getpid() not in workers
         assert [n.share_of for n in executor.nodes()] == [2, 2]  # each takes half of the LLM caps
+        for pid in workers:  # ...and half of the machine's sandbox threads
+            environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+            assert f"PRORL_SANDBOX_THREADS={max(8, SANDBOX_THREADS // 2)}".encode() in environ
         ids = service.pipeline.submit([JobSpec(task="box") for _ in range(6)])
         results, pending = await service.pipeline.wait(ids, timeout=120)
         assert pending == []
