@@ -87,7 +87,6 @@ class DapoScheduler:
         self._inbox: asyncio.Queue[JobResult] = asyncio.Queue()
         self._prompts: dict[str, PromptGroup] = {}
         self._owner: dict[str, tuple[PromptGroup, Sample]] = {}
-        self._ignored: set[str] = set()  # our jobs whose late results no longer matter
         self._pending: deque[GroupResult] = deque()  # judged, not yet delivered
         self._retry: deque[tuple[PromptGroup, Sample]] = deque()  # resubmissions refused (queue full)
         self._next: PromptRow | None = None  # taken from the source, not yet submitted
@@ -371,8 +370,7 @@ class DapoScheduler:
 
     def _absorb(self, result: JobResult, stats: BatchStats | None) -> None:
         owner = self._owner.pop(result.id, None)
-        if owner is None:
-            self._ignored.discard(result.id)  # cancelled or superseded by us: already accounted
+        if owner is None:  # cancelled or superseded by us: already accounted
             return
         prompt, sample = owner
         if result.state in (JobState.DONE, JobState.FAILED):
@@ -425,7 +423,6 @@ class DapoScheduler:
         ids = [s.job_id for p in self._prompts.values() for s in p.live_jobs() if s.job_id]
         for job_id in ids:
             self._owner.pop(job_id, None)
-            self._ignored.add(job_id)
         self._prompts.clear()
         if not ids:
             return 0, 0
@@ -459,7 +456,6 @@ class DapoScheduler:
             assert sample.job_id is not None
             old = sample.job_id
             self._owner.pop(old, None)
-            self._ignored.add(old)
             result = await self.pipeline.cancel(old, reason="DAPO carry-over: re-queued at carry priority")
             if result.state is JobState.CANCELLED:
                 try:
