@@ -39,9 +39,13 @@ def start_service(overrides: list[str]) -> tuple[subprocess.Popen[str], str]:
         env=subprocess_env({**os.environ, "PRORL_API_TOKEN": ""}),
     )
     assert proc.stdout is not None
-    for line in proc.stdout:
-        if line.startswith(READY_PREFIX):
-            return proc, line[len(READY_PREFIX) :].split()[0]
+    try:
+        for line in proc.stdout:
+            if line.startswith(READY_PREFIX):
+                return proc, line[len(READY_PREFIX) :].split()[0]
+    except BaseException:  # stopped (SIGTERM, Ctrl-C) while it starts: the caller never gets it
+        stop_service(proc)
+        raise
     raise RuntimeError(f"prorl serve did not start (exit {proc.wait()})")
 
 

@@ -29,7 +29,10 @@ def children(pid: int) -> list[int]:
     return found
 
 
-def test_sigterm_to_a_running_load_benchmark_stops_its_service_and_removes_its_directory() -> None:
+@pytest.mark.parametrize("after_s", [0.0, 3.0], ids=["while-its-service-starts", "with-rollouts-under-way"])
+def test_sigterm_to_a_running_load_benchmark_stops_its_service_and_removes_its_directory(
+    after_s: float,
+) -> None:
     bench = subprocess.Popen(
         [sys.executable, "-m", "nemo_gym_prorl.cli", "bench", "load", "--", "--shell", "8", "--ipython"],
         stdout=subprocess.DEVNULL,
@@ -47,7 +50,7 @@ def test_sigterm_to_a_running_load_benchmark_stops_its_service_and_removes_its_d
                     root = next(a for a in argv if a.startswith(b"+sandbox.root_dir="))
                     service, workdir = child, Path(root.split(b"=", 1)[1].decode()).parent
             time.sleep(0.2)
-        time.sleep(3)  # rollouts under way
+        time.sleep(after_s)
         bench.send_signal(signal.SIGTERM)  # to the benchmark alone, as `kill PID` does
         _, err = bench.communicate(timeout=120)
         assert bench.returncode == 128 + signal.SIGTERM and "stopped by SIGTERM" in err, err[-2000:]
