@@ -94,7 +94,6 @@ class WorkerProcess:
         self._calls: dict[int, asyncio.Queue[tuple[str, Any]]] = {}
         self._writer: asyncio.StreamWriter | None = None
         self.gone: asyncio.Future[str] = asyncio.get_running_loop().create_future()
-        self.recent_loop_lag = 0.0
         self._sending: set[asyncio.Future[None]] = set()
         self._connected = asyncio.ensure_future(self._connect(build, share))
 
@@ -117,8 +116,7 @@ class WorkerProcess:
             self._end(f"its connection ended (exit status {self.process.poll()})")
 
     def _absorb(self, deltas: dict[str, Any]) -> None:
-        self.recent_loop_lag = float(deltas.pop("recent_loop_lag", 0.0))
-        latency.note_worker_loop_lag(self.node_id, self.recent_loop_lag)
+        latency.note_worker_loop_lag(self.node_id, float(deltas.pop("recent_loop_lag", 0.0)))
         for name, delta in deltas.items():
             latency.absorb(name, delta["counts"], delta["total"], delta["max"])
 
