@@ -154,14 +154,11 @@ async def _main(fd: int) -> None:
 def main() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     logging.basicConfig(level=os.environ.get("PRORL_WORKER_LOG_LEVEL", "WARNING"))
-    # The event loop the service's own runs on (uvicorn picks uvloop when it is installed).
-    try:
-        import uvloop
-    except ImportError:
-        asyncio.run(_main(int(sys.argv[1])))
-    else:
-        uvloop.run(_main(int(sys.argv[1])))
-
+    # The standard event loop, as the service's own (`asyncio.run`), not uvloop: libuv drops a
+    # removed reader from epoll lazily, and a terminal closed in a sandbox thread meanwhile (its
+    # file description still held by a child between fork and exec) left the number registered;
+    # the socket that reused it then failed (EEXIST, EBADF, ENOTSOCK) and rollouts with it.
+    asyncio.run(_main(int(sys.argv[1])))
 
 if __name__ == "__main__":
     main()
