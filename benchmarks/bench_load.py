@@ -245,7 +245,8 @@ def _cause(result: dict[str, Any]) -> str:
         if trajectory.get("tool_errors"):
             # The scripted agent's calls are well formed: a call that failed is the service's
             # (a sandbox, shell or kernel that did not work), though the rollout went on.
-            return "tool_errors"
+            failed = next((s for s in trajectory.get("steps") or () if s.get("is_error")), {})
+            return f"tool_errors:{str(failed.get('observation') or '')[:80]}"
         stop = trajectory.get("stop_reason")
         return "ok" if stop in ("submitted", "answered") else f"stopped:{stop}"
     error = str(result.get("error") or "")

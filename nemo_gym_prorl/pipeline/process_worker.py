@@ -160,5 +160,6 @@ def main() -> None:
     # the socket that reused it then failed (EEXIST, EBADF, ENOTSOCK) and rollouts with it.
     asyncio.run(_main(int(sys.argv[1])))
 
+
 if __name__ == "__main__":
     main()

@@ -266,14 +266,19 @@ def _kill_members(path: Path) -> None:
         with contextlib.suppress(OSError):
             kill_file.write_text("1")
     # v1 (or v2 fallback): freeze-free loop; a fork bomb may respawn between reads, but it
-    # cannot grow past pids.max and each pass kills everything it sees.
+    # cannot grow past pids.max and each pass kills everything new it sees. A pid signalled
+    # already is not signalled again: a killed process stays listed until it has exited, and
+    # re-reading and re-killing it fifty times over was a busy loop that held the GIL from the
+    # event loop at every sandbox's close.
+    signalled: set[int] = set()
     for _ in range(50):
-        members = _members(path)
-        if not members:
+        fresh = [pid for pid in _members(path) if pid not in signalled]
+        if not fresh:
             return
-        for pid in members:
+        for pid in fresh:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGKILL)
+        signalled.update(fresh)
 
 
 # Groups whose killed members had not all exited when their sandbox closed (a machine so busy

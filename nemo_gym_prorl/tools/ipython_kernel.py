@@ -25,11 +25,9 @@ import asyncio
 import contextlib
 import json
 import math
-import os
 import queue
 import secrets
 import time
-import weakref
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, Literal, Self
@@ -42,6 +40,7 @@ from nemo_gym_prorl.sandbox.output import CappedBuffer, strip_ansi
 from nemo_gym_prorl.sandbox.process import SandboxProcess
 from nemo_gym_prorl.sandbox.spec import SandboxSpec
 from nemo_gym_prorl.sandbox.workspace_fs import write_no_follow
+from nemo_gym_prorl.tools.start_slots import StartSlots, limit_from_env
 from nemo_gym_prorl.tools.zmq_context import shared_context
 
 PRIVATE_DIR = ".prorl"  # our files in the workspace (git-ignored by its own .gitignore)
@@ -53,19 +52,7 @@ _RESULT_MAX_CHARS = 20_000
 # second or more of CPU: 256 rollouts' kernels starting together on two cores each took minutes,
 # and a third of them timed out. Queued (first come, first served), each starts in seconds, and
 # the queue is backpressure: neither its wait nor the start counts against a cell's timeout.
-KERNEL_STARTS = int(os.environ.get("PRORL_KERNEL_STARTS", "0")) or 2 * (os.cpu_count() or 1)
-_start_slots: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = (
-    weakref.WeakKeyDictionary()
-)
-
-
-def start_slots() -> asyncio.Semaphore:
-    """This event loop's kernel starts (`KERNEL_STARTS` at once)."""
-    loop = asyncio.get_running_loop()
-    slots = _start_slots.get(loop)
-    if slots is None:
-        slots = _start_slots[loop] = asyncio.Semaphore(KERNEL_STARTS)
-    return slots
+start_slots = StartSlots(limit_from_env("PRORL_KERNEL_STARTS", per_core=2))
 
 
 # Run by the kernel at start-up (an IPython profile startup file). ipykernel copies what the cell's

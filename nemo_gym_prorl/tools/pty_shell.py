@@ -42,11 +42,15 @@ from nemo_gym_prorl.tools.shell_protocol import (
     to_bytes,
     waiting_for_terminal_input,
 )
+from nemo_gym_prorl.tools.start_slots import StartSlots, limit_from_env
 
 __all__ = ["PtyShell", "ShellBusyError", "ShellError", "ShellResult", "encode_command"]
 
 _READ_CHUNK = 65536
 _MAX_READS_PER_WAKEUP = 16  # drain a flood in bigger gulps without starving the event loop
+# Shells starting at once, per event loop: a start is a sandbox's bash process and its first
+# prompt, a few tens of milliseconds of CPU; a thousand at once took longer than their timeout.
+start_slots = StartSlots(limit_from_env("PRORL_SHELL_STARTS", per_core=8))
 
 
 class PtyShell:
@@ -140,6 +144,10 @@ class PtyShell:
             await self._spawn(self._cwd)
 
     async def _spawn(self, cwd: str) -> None:
+        async with start_slots():
+            await self._spawn_now(cwd)
+
+    async def _spawn_now(self, cwd: str) -> None:
         await self._ateardown_process()
         loop = asyncio.get_running_loop()
         # --noediting: no readline (a tab in a heredoc must not trigger completion);

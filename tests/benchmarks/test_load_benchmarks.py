@@ -94,11 +94,11 @@ async def test_a_short_soak_reports_its_series_and_leaves_nothing_behind(bench: 
     assert report["nothing_left"], report["leftovers"]
 
 
-def test_a_rollout_whose_tool_calls_failed_is_a_service_failure_though_it_finished(bench: Any) -> None:
+def test_a_rollout_whose_tool_calls_failed_is_a_service_failure_named_by_the_first_error(bench: Any) -> None:
     load = bench("bench_load")
     done = {"state": "done", "trajectory": {"stop_reason": "submitted", "tool_errors": 0}}
     assert load._cause(done) == "ok"
-    assert (
-        load._cause({**done, "trajectory": {"stop_reason": "submitted", "tool_errors": 2}}) == "tool_errors"
-    )
+    steps = [{"is_error": False, "observation": "fine"}, {"is_error": True, "observation": "bash did not show a prompt"}]
+    failed = {"stop_reason": "submitted", "tool_errors": 1, "steps": steps}
+    assert load._cause({**done, "trajectory": failed}) == "tool_errors:bash did not show a prompt"
     assert load._cause({"state": "failed", "error": "sandbox did not open"}).startswith("failed:")

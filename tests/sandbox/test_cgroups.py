@@ -185,3 +185,18 @@ def test_a_group_whose_members_are_slow_to_exit_is_removed_by_a_later_removal(
     (slow / "member-still-exiting").unlink()  # it has exited since
     limits_module._remove_group(next_one)
     assert not slow.exists() and not next_one.exists() and not left
+
+
+def test_a_kill_pass_signals_each_member_once_and_then_each_newcomer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A killed process stays listed until it has exited: signalling it again was a busy loop
+    # at every close. A process forked meanwhile (a fork bomb) is still signalled.
+    group = tmp_path / "group"
+    group.mkdir()
+    listings = iter(["11 12\n", "11 12 13\n", "11 12 13\n"])
+    monkeypatch.setattr(limits_module, "_members", lambda path: [int(p) for p in next(listings).split()])
+    signalled: list[int] = []
+    monkeypatch.setattr(limits_module.os, "kill", lambda pid, sig: signalled.append(pid))
+    limits_module._kill_members(group)
+    assert signalled == [11, 12, 13]

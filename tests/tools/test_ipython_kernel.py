@@ -389,7 +389,7 @@ async def test_kernels_start_a_few_at_a_time_and_a_queued_start_is_not_charged_t
 ) -> None:
     loop = asyncio.get_running_loop()
     slots = asyncio.Semaphore(1)
-    monkeypatch.setitem(ipython_kernel._start_slots, loop, slots)
+    ipython_kernel.start_slots.replace(loop, slots)
     starting, most = [0], [0]
     launch_now = IPythonKernel._launch_now
 

@@ -15,6 +15,7 @@ import pytest
 from support.busy import second_call_is_refused
 
 from nemo_gym_prorl.sandbox import Sandbox, SandboxLimits, SandboxSpec, open_sandbox
+from nemo_gym_prorl.tools import pty_shell
 from nemo_gym_prorl.tools.pty_shell import PtyShell, ShellBusyError, ShellError, encode_command
 from nemo_gym_prorl.tools.shell_protocol import Prompt
 
@@ -430,3 +431,24 @@ async def test_the_shell_works_the_same_without_isolation(local_sandbox: Sandbox
         assert result.output == f"hi\n{local_sandbox.workspace}\n"
         assert (await sh.run("exit 4")).exit_code == 4
         assert (await sh.run("echo again")).output == "again\n"
+
+
+async def test_shells_start_a_few_at_a_time_and_a_queued_start_is_not_charged_to_its_timeout(
+    sandbox: Sandbox,
+) -> None:
+    # A thousand rollouts start their shells within seconds: all at once, hundreds passed their
+    # start timeout together. Queued, a start's timeout counts from when it begins.
+    slots = asyncio.Semaphore(1)
+    pty_shell.start_slots.replace(asyncio.get_running_loop(), slots)
+    shells = [PtyShell(sandbox, start_timeout=1.0) for _ in range(3)]
+    try:
+        await slots.acquire()  # someone else's start holds the only slot past every start_timeout
+        runs = [asyncio.ensure_future(s.run("echo started")) for s in shells]
+        await asyncio.sleep(1.5)
+        assert not any(run.done() for run in runs) and not any(s.alive for s in shells)
+        slots.release()
+        results = await asyncio.gather(*runs)
+        assert [r.output.strip() for r in results] == ["started"] * 3
+    finally:
+        for s in shells:
+            await s.aclose()
