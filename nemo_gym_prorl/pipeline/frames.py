@@ -32,6 +32,10 @@ async def read_frame(reader: asyncio.StreamReader) -> Any | None:
         (length,) = _LENGTH.unpack(await reader.readexactly(_LENGTH.size))
         if length > MAX_FRAME_BYTES:
             raise ValueError(f"a frame of {length} bytes (at most {MAX_FRAME_BYTES})")
-        return pickle.loads(await reader.readexactly(length))
+        frame = pickle.loads(await reader.readexactly(length))
     except (asyncio.IncompleteReadError, ConnectionError):
         return None
+    # A read of buffered bytes does not suspend: a burst of frames (a thousand results, or calls)
+    # would be read and handled in one turn of the loop, and every other rollout wait for it.
+    await asyncio.sleep(0)
+    return frame

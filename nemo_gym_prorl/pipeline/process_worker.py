@@ -154,10 +154,10 @@ async def _main(fd: int) -> None:
 def main() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     logging.basicConfig(level=os.environ.get("PRORL_WORKER_LOG_LEVEL", "WARNING"))
-    # The standard event loop, as the service's own (`asyncio.run`), not uvloop: libuv drops a
-    # removed reader from epoll lazily, and a terminal closed in a sandbox thread meanwhile (its
-    # file description still held by a child between fork and exec) left the number registered;
-    # the socket that reused it then failed (EEXIST, EBADF, ENOTSOCK) and rollouts with it.
+    # The standard event loop, as the service's own (`asyncio.run`), not uvloop: uvloop closes a
+    # pipe it reads (a sandbox process's stdout) twice, once in libuv and once through Python's
+    # file object, and a sandbox thread that opened a descriptor in between (a terminal, a pipe)
+    # lost it to the second close; its rollout then failed (EBADF, EIO, ENOTSOCK, EEXIST).
     asyncio.run(_main(int(sys.argv[1])))
 
 
