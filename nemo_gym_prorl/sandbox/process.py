@@ -88,13 +88,16 @@ class SandboxProcess:
     async def _connect(self) -> None:
         loop = asyncio.get_running_loop()
         if self._popen.stdin is not None:
-            transport, protocol = await loop.connect_write_pipe(_StdinProtocol, self._popen.stdin)
+            stdin = _owned_by(loop, self._popen.stdin, "wb")
+            transport, protocol = await loop.connect_write_pipe(_StdinProtocol, stdin)
             self.stdin = asyncio.StreamWriter(transport, protocol, None, loop)
         for name in ("stdout", "stderr"):
             pipe: IO[bytes] | None = getattr(self._popen, name)
             if pipe is not None:
                 reader = asyncio.StreamReader(loop=loop)
-                await loop.connect_read_pipe(lambda r=reader: asyncio.StreamReaderProtocol(r), pipe)
+                await loop.connect_read_pipe(
+                    lambda r=reader: asyncio.StreamReaderProtocol(r), _owned_by(loop, pipe, "rb")
+                )
                 setattr(self, name, reader)
 
     def _watch_exit(self) -> None:
@@ -142,6 +145,21 @@ class SandboxProcess:
 
     def __repr__(self) -> str:
         return f"<SandboxProcess {self.pid} returncode={self.returncode}>"
+
+
+def _owned_by(loop: asyncio.AbstractEventLoop, pipe: IO[bytes], mode: str) -> IO[bytes]:
+    """`pipe` as `loop`'s pipe transport may own it: closed exactly once, by the transport.
+
+    asyncio's transport closes the file object it is given. uvloop's (the loop uvicorn picks, so
+    the one a NeMo Gym server runs on) closes the descriptor in libuv and then the file object as
+    well: a second close of the number, which a sandbox thread may have reused in between; its
+    new terminal or pipe then vanished under it (EBADF, EIO). uvloop gets a duplicate in a file
+    object that never closes it, and the original is closed here, once."""
+    if not type(loop).__module__.startswith("uvloop"):
+        return pipe
+    view = open(os.dup(pipe.fileno()), mode, buffering=0, closefd=False)  # noqa: SIM115
+    pipe.close()
+    return view
 
 
 def _popen(

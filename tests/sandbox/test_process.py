@@ -85,3 +85,49 @@ async def test_its_exit_is_seen_where_the_kernel_has_no_pidfd(monkeypatch: pytes
     monkeypatch.setattr(os, "pidfd_open", no_pidfd)
     proc = await start("raise SystemExit(7)")
     assert await asyncio.wait_for(proc.wait(), 10) == 7
+
+
+def test_under_uvloop_it_talks_through_its_streams_and_closes_each_pipe_once() -> None:
+    # uvloop (uvicorn's loop, so a NeMo Gym server's) closed a pipe's descriptor twice; a thread
+    # that opened a descriptor in between (a sandbox thread's terminal) lost it to the second.
+    uvloop = pytest.importorskip("uvloop")
+    lost: list[OSError] = []
+    stop = threading.Event()
+
+    def open_check_close() -> None:
+        while not stop.is_set():
+            fds = [os.open(os.devnull, os.O_RDONLY) for _ in range(4)]
+            for fd in fds:
+                try:
+                    os.fstat(fd)
+                    os.close(fd)
+                except OSError as exc:
+                    lost.append(exc)
+
+    async def run() -> None:
+        talker = await start(ECHO_UPPER, stdin=True)
+        assert talker.stdin is not None and talker.stdout is not None
+        talker.stdin.write(b"hello\n")
+        await talker.stdin.drain()
+        assert await asyncio.wait_for(talker.stdout.readline(), 10) == b"HELLO\n"
+        talker.stdin.close()
+        assert await asyncio.wait_for(talker.wait(), 10) == 3
+        for _ in range(150):
+            proc = await SandboxProcess.start(
+                ["/bin/sh", "-c", "printf out; printf err >&2"], cwd="/", env={}, stdin=False,
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            )  # fmt: skip
+            assert proc.stdout is not None and proc.stderr is not None
+            assert (await proc.stdout.read(), await proc.stderr.read()) == (b"out", b"err")
+            assert await asyncio.wait_for(proc.wait(), 10) == 0
+
+    threads = [threading.Thread(target=open_check_close) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    try:
+        uvloop.run(run())
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join()
+    assert not lost, f"{len(lost)} descriptors of another thread were closed under it: {lost[:3]}"
