@@ -98,7 +98,10 @@ def test_a_rollout_whose_tool_calls_failed_is_a_service_failure_named_by_the_fir
     load = bench("bench_load")
     done = {"state": "done", "trajectory": {"stop_reason": "submitted", "tool_errors": 0}}
     assert load._cause(done) == "ok"
-    steps = [{"is_error": False, "observation": "fine"}, {"is_error": True, "observation": "bash did not show a prompt"}]
+    steps = [
+        {"is_error": False, "observation": "fine"},
+        {"is_error": True, "observation": "bash did not show a prompt"},
+    ]
     failed = {"stop_reason": "submitted", "tool_errors": 1, "steps": steps}
     assert load._cause({**done, "trajectory": failed}) == "tool_errors:bash did not show a prompt"
     assert load._cause({"state": "failed", "error": "sandbox did not open"}).startswith("failed:")
