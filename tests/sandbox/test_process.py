@@ -31,7 +31,8 @@ async def start(code: str, *, stdin: bool = False, stdout: int | None = subproce
     )
 
 
-async def test_it_talks_through_its_streams_and_reports_its_exit_code() -> None:
+async def talk_to_an_echo() -> None:
+    """An echo's answer through stdin and stdout, then its exit code once stdin closes."""
     proc = await start(ECHO_UPPER, stdin=True)
     assert proc.stdin is not None and proc.stdout is not None
     proc.stdin.write(b"hello\n")
@@ -40,6 +41,10 @@ async def test_it_talks_through_its_streams_and_reports_its_exit_code() -> None:
     proc.stdin.close()
     assert await asyncio.wait_for(proc.wait(), 10) == 3
     assert proc.returncode == 3
+
+
+async def test_it_talks_through_its_streams_and_reports_its_exit_code() -> None:
+    await talk_to_an_echo()
 
 
 async def test_stderr_is_read_to_its_end_and_a_devnull_stdout_gives_no_stream() -> None:
@@ -105,13 +110,7 @@ def test_under_uvloop_it_talks_through_its_streams_and_closes_each_pipe_once() -
                     lost.append(exc)
 
     async def run() -> None:
-        talker = await start(ECHO_UPPER, stdin=True)
-        assert talker.stdin is not None and talker.stdout is not None
-        talker.stdin.write(b"hello\n")
-        await talker.stdin.drain()
-        assert await asyncio.wait_for(talker.stdout.readline(), 10) == b"HELLO\n"
-        talker.stdin.close()
-        assert await asyncio.wait_for(talker.wait(), 10) == 3
+        await talk_to_an_echo()
         for _ in range(150):
             proc = await SandboxProcess.start(
                 ["/bin/sh", "-c", "printf out; printf err >&2"], cwd="/", env={}, stdin=False,
