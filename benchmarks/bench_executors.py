@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import shlex
 import statistics
 import sys
 from typing import Any
@@ -165,4 +166,5 @@ def main(as_json: bool = False, argv: list[str] | None = None) -> int:
         simulated=bench_load.SIMULATED,
         ours="executor.kind=processes: worker processes, each an event loop",
         against="executor.kind=inprocess: every rollout on the service's loop (the default)",
+        command=shlex.join(["prorl", "bench", "executors", "--json", "--", *argv]) if argv else None,
     )  # fmt: skip

@@ -52,12 +52,17 @@ def publish(
     ours: str,
     against: str,
     show_simulated: bool = True,
+    command: str | None = None,
 ) -> int:
     """The end of `prorl bench <name> [--json]`. With --json: record the figures (`record`) and
     print them as one JSON object; else print the report, after what was simulated. Returns the
-    exit status (0)."""
+    exit status (0). `command`: what recorded it, when a benchmark's own options did (default
+    `prorl bench <name>`)."""
     if as_json:
-        record(name, figures, simulated=simulated, ours=ours, against=against, measured=summary(figures))
+        record(
+            name, figures, simulated=simulated, ours=ours, against=against, measured=summary(figures),
+            command=command,
+        )  # fmt: skip
     elif show_simulated:
         print("simulated: " + "; ".join(simulated))
     print(json.dumps(figures) if as_json else render(figures), flush=True)

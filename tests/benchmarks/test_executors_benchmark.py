@@ -72,3 +72,23 @@ def test_a_loop_without_samples_has_no_lateness_and_a_ratio_over_nothing_is_none
     summary = executors.summarise([run, executors.run_figures("inprocess", 0, _point("inprocess"))])
     assert summary["arms"]["processes"]["worst_loop_late_share"] is None
     assert summary["inprocess_over_processes_worst_loop_late_share"] is None
+
+
+def test_a_recording_names_the_options_it_ran_with(bench: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    executors, provenance = bench("bench_executors"), bench("provenance")
+    runs = [executors.run_figures(arm, 0, _point(arm)) for arm in executors.ARMS]
+    figures = {"level": 1024, "reps": 3, "cpu_count": 2, "runs": runs, **executors.summarise(runs)}
+
+    async def canned(*args: Any) -> dict[str, Any]:
+        return figures
+
+    recorded: dict[str, Any] = {}
+    monkeypatch.setattr(executors, "benchmark", canned)
+    monkeypatch.setattr(provenance, "record", lambda name, figures, **kw: recorded.update(name=name, **kw))
+    assert executors.main(as_json=True, argv=["--reps", "3"]) == 0
+    assert recorded["name"] == "executors"
+    assert recorded["command"] == "prorl bench executors --json -- --reps 3"
+    assert (
+        provenance.recording_command({"command": recorded["command"]})
+        == "prorl bench --json executors -- --reps 3"
+    )
