@@ -179,9 +179,12 @@ class StageRunner:
         """Wait (as INIT queue time) until the executor can place a job; False if the job was
         cancelled meanwhile (and is finished here: it holds nothing yet)."""
         try:
-            await self.executor.wait_for_capacity()
             # A burst of rollouts starts no faster than the event loop can drive them.
             await wait_for_calm_loop(self.config.init_pace_lag_s)
+            # Last, so nothing awaits between finding a free slot and INIT taking it: a wait
+            # between would let other jobs take it, and this job would then wait for one
+            # inside INIT, charged to its budget as active time.
+            await self.executor.wait_for_capacity()
         except asyncio.CancelledError:
             if rec.cancel_reason is None:
                 self._end_interrupted(rec)
