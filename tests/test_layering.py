@@ -60,6 +60,7 @@ LAYERS: dict[str, int] = {
     "latency": -1,
     "loop_monitor": 0,  # how late an event loop runs: the service's and each worker process's
     "retry": -1,
+    "process_identity": -1,  # a process named for good: pid and start ticks
     "rollouts": -1,
     "serving": -1,
     "sandbox": 0,

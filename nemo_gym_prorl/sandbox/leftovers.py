@@ -31,6 +31,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from nemo_gym_prorl.process_identity import boot_id
 from nemo_gym_prorl.sandbox.limits import pid_alive, reap_orphan_cgroups, writable_controllers
 
 logger = logging.getLogger(__name__)
@@ -81,7 +82,7 @@ OWNER_FILE = "owner"
 def here() -> str:
     """Where this process runs, as far as its pids mean anything: the boot and the pid namespace."""
     try:
-        boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+        boot = boot_id()
     except OSError:
         boot = "unknown-boot"
     try:

@@ -49,6 +49,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from nemo_gym_prorl.process_identity import boot_id, start_ticks
 from nemo_gym_prorl.sandbox.base import LAUNCH_ENV, SandboxError
 from nemo_gym_prorl.sandbox.bubblewrap import BubblewrapSandbox
 from nemo_gym_prorl.sandbox.identity import drop_capabilities
@@ -73,10 +74,6 @@ DEFAULT_READY_TIMEOUT_S = 60.0
 # What a `SandboxSpec` names as its backend to get a persistent sandbox from `open_sandbox`.
 PERSISTENT_BACKEND = "nemo_gym_prorl.sandbox.persistent:PersistentBubblewrapSandbox"
 _RETRY_S = 0.002
-_BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
-# include/linux/sched.h: set when a process starts exiting. A pid namespace's init that was
-# killed lingers in that state until every process of the namespace has been reaped.
-_PF_EXITING = 0x4
 # bwrap's --die-with-parent (PR_SET_PDEATHSIG) fires when the *thread* that spawned it exits, not
 # the process. A sandbox is often built in a worker thread (`asyncio.to_thread`) that may end
 # long before the sandbox should: every init is spawned from this one thread, which lives as
@@ -98,24 +95,6 @@ def _first_child(pid: int) -> int | None:
     except OSError:
         return None
     return int(children[0]) if children else None
-
-
-def boot_id() -> str:
-    return _BOOT_ID.read_text().strip()
-
-
-def start_ticks(pid: int, *, exiting: bool = False) -> int | None:
-    """When `pid` started, in clock ticks since boot (`/proc/<pid>/stat` field 22), or None if
-    no such process is alive (or it is exiting, unless `exiting`). With the boot id it names one
-    process for good: a pid is reused, a (pid, start time) pair within one boot is not."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    fields = stat.rsplit(")", 1)[1].split()  # after the command name, which may hold spaces
-    if not exiting and (fields[0] in ("Z", "X") or int(fields[6]) & _PF_EXITING):  # state (3), flags (9)
-        return None
-    return int(fields[19])  # field 22 overall; fields[0] is field 3
 
 
 def _find_nsenter() -> str:

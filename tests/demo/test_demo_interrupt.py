@@ -25,7 +25,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from support.processes import Proc, alive, wait_dead
+from support.processes import Proc, alive, identify, wait_dead
 
 pytestmark = [pytest.mark.bwrap, pytest.mark.slow, pytest.mark.timeout(300)]
 
@@ -47,9 +47,9 @@ def wait_for(predicate: Callable[[], bool], proc: subprocess.Popen[bytes], log: 
         time.sleep(0.1)
 
 
-def process_tree(pid: int) -> list[tuple[int, float]]:
+def process_tree(pid: int) -> list[tuple[int, int]]:
     root = psutil.Process(pid)
-    return [(p.pid, p.create_time()) for p in [root, *root.children(recursive=True)]]
+    return [ident for p in [root, *root.children(recursive=True)] if (ident := identify(p.pid)) is not None]
 
 
 class Demo:
@@ -106,8 +106,8 @@ class Demo:
             now = process_tree(self.proc.pid) if self.proc.poll() is None else []
         except psutil.Error:
             now = []
-        for pid, create_time in {*self.started, *now}:
-            if alive(pid, create_time):
+        for pid, ticks in {*self.started, *now}:
+            if alive(pid, ticks):
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
         self.proc.wait()

@@ -33,8 +33,8 @@ import pytest
 from nemo_gym_prorl.assets import project_root
 from nemo_gym_prorl.integrations.gym.contract import check_group, group_by_task
 from nemo_gym_prorl.integrations.gym.launcher import StackState, down, free_port, load_state
-from nemo_gym_prorl.integrations.gym.processes import alive
 from nemo_gym_prorl.llm.embedded import VLLMServer, write_key_file
+from nemo_gym_prorl.process_identity import is_running
 
 pytestmark = [pytest.mark.vllm, pytest.mark.bwrap, pytest.mark.slow, pytest.mark.timeout(900)]
 
@@ -70,14 +70,16 @@ def stack(real_vllm: VLLMServer, tmp_path_factory: pytest.TempPathFactory) -> It
         )  # fmt: skip
         state = load_state(out / "gym")
         assert state is not None, run.stdout[-5000:] + run.stderr[-5000:]
-        recorded = [(g.pid, g.create_time) for g in state.groups] + [
-            (d.pid, d.create_time) for g in state.groups for d in g.descendants
+        recorded = [(g.pid, g.start_ticks) for g in state.groups] + [
+            (d.pid, d.start_ticks) for g in state.groups for d in g.descendants
         ]
         assert run.returncode == 0, run.stdout[-5000:] + run.stderr[-5000:]
         yield Stack(out=out, printed=run.stdout + run.stderr, head_port=head_port, state=state)
     finally:
         down(out / "gym", echo=lambda _: None)
-    assert not [pid for pid, created in recorded if alive(pid, created)], "gym down left processes behind"
+    assert not [pid for pid, created in recorded if is_running(pid, created)], (
+        "gym down left processes behind"
+    )
 
 
 def test_collect_rollouts_example_is_observed_by_gym(stack: Stack) -> None:

@@ -16,11 +16,12 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 
 from nemo_gym_prorl.integrations.gym.launcher import LaunchError, _wait_backend_admitted, down, up
 from nemo_gym_prorl.integrations.gym.processes import (
-    alive,
+    GroupRecord,
     record,
     refresh_descendants,
     signals_held,
@@ -28,6 +29,7 @@ from nemo_gym_prorl.integrations.gym.processes import (
     stop_group,
 )
 from nemo_gym_prorl.integrations.gym.stack_state import StackState, load_state, save_state
+from nemo_gym_prorl.process_identity import is_running
 
 
 def test_a_recorded_group_and_its_descendants_are_stopped_and_its_scratch_folder_removed(
@@ -50,8 +52,8 @@ def test_a_recorded_group_and_its_descendants_are_stopped_and_its_scratch_folder
     said: list[str] = []
     stop_group(group, echo=said.append, grace_s=5)
     proc.wait(timeout=5)
-    assert not alive(group.pid, group.create_time)
-    assert not [d for d in group.descendants if alive(d.pid, d.create_time)]
+    assert not is_running(group.pid, group.start_ticks)
+    assert not [d for d in group.descendants if is_running(d.pid, d.start_ticks)]
     assert said and "stopped model" in said[0]
     assert not scratch.exists() and log.exists()
 
@@ -67,12 +69,32 @@ def test_a_group_whose_recorded_processes_are_gone_is_never_signalled_though_its
     gone.wait(timeout=5)
     other = spawn(["sleep", "60"], cwd=tmp_path, env={}, log=log)
     stale = dead.model_copy(update={"pgid": other.pid})
+    said: list[str] = []
     try:
-        stop_group(stale, echo=lambda _: None, grace_s=1)
+        stop_group(stale, echo=said.append, grace_s=1)
         assert other.poll() is None, "a group the launch no longer owns was signalled"
+        assert said == [
+            f"[gym] gym (pid {gone.pid}, 0 descendant(s) recorded): none of its processes was running"
+        ]
     finally:
         stop_group(record("stand-in", other, log), echo=lambda _: None, grace_s=1)
         other.wait(timeout=5)
+
+
+def test_a_group_recorded_with_a_wall_clock_start_time_is_still_found_and_stopped(tmp_path: Path) -> None:
+    # Records written before start ticks held psutil's `create_time`; a stack started by such a
+    # version must still be stopped by this one.
+    log = tmp_path / "logs" / "x.log"
+    proc = spawn(["sleep", "60"], cwd=tmp_path, env={}, log=log)
+    current = record("model", proc, log).model_dump()
+    legacy = {k: v for k, v in current.items() if k != "start_ticks"}
+    legacy["create_time"] = psutil.Process(proc.pid).create_time()
+    group = GroupRecord.model_validate(legacy)
+    assert group.start_ticks == current["start_ticks"]
+    said: list[str] = []
+    stop_group(group, echo=said.append, grace_s=5)
+    assert proc.wait(timeout=5) == -signal.SIGINT
+    assert said == [f"[gym] stopped model (pid {proc.pid}, 0 descendant(s) recorded): it ran 1 process(es)"]
 
 
 def test_a_process_launched_while_signals_are_held_can_still_be_stopped_by_them(tmp_path: Path) -> None:

@@ -27,7 +27,7 @@ from pathlib import Path
 import httpx
 import psutil
 import pytest
-from support.processes import alive, wait_dead
+from support.processes import alive, identify, wait_dead
 
 from nemo_gym_prorl.assets import project_root
 from nemo_gym_prorl.integrations.gym.launcher import down, free_port, load_state
@@ -61,7 +61,7 @@ class Start:
             self.proc = subprocess.Popen(
                 cmd, cwd=project_root(), stdout=log, stderr=subprocess.STDOUT, start_new_session=True
             )
-        self.seen: dict[tuple[int, float], str] = {}  # (pid, start time) -> name
+        self.seen: dict[tuple[int, int], str] = {}  # (pid, start ticks) -> name
 
     def look(self) -> None:
         """Add what runs in the start's tree now."""
@@ -71,7 +71,8 @@ class Start:
             return
         for process in tree:
             with contextlib.suppress(psutil.Error):
-                self.seen[(process.pid, process.create_time())] = process.name()
+                if (ident := identify(process.pid)) is not None:
+                    self.seen[ident] = process.name()
 
     def output(self) -> str:
         return self.log.read_text(errors="replace")
@@ -116,10 +117,10 @@ class Start:
             assert time.monotonic() < deadline, f"never recorded: {[self.seen[p] for p in unrecorded]}"
             time.sleep(0.5)
 
-    def running(self) -> list[tuple[int, float]]:
+    def running(self) -> list[tuple[int, int]]:
         return [proc for proc in self.seen if alive(*proc)]
 
-    def recorded(self) -> set[tuple[int, float]]:
+    def recorded(self) -> set[tuple[int, int]]:
         state = load_state(self.state_dir)
         return {proc for group in state.groups for proc in group.recorded()} if state else set()
 

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from support.processes import wait_dead
+from support.processes import identify, wait_dead
 from support.ray_cluster import exposed, listeners
 
 from nemo_gym_prorl.pipeline.ray_start import local_ray_env
@@ -111,7 +111,7 @@ def local_run() -> Iterator[LocalRun]:
             started_in_s=started_in_s,
             listening=listeners([process.pid]),
             beyond_loopback=exposed([process.pid]),
-            descendants=[(p.pid, p.create_time()) for p in tree],
+            descendants=[ident for p in tree if (ident := identify(p.pid)) is not None],
         )
     finally:
         if process.poll() is None:

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from nemo_gym_prorl.process_identity import start_ticks
 from nemo_gym_prorl.sandbox import SandboxError, SandboxSpec, open_sandbox, persistent
 from nemo_gym_prorl.sandbox.join_registry import JoinGrant, JoinRefusedError
 from nemo_gym_prorl.sandbox.leftovers import sandbox_dirs
@@ -33,7 +34,6 @@ from nemo_gym_prorl.sandbox.persistent import (
     PersistentBubblewrapSandbox,
     SandboxGoneError,
     check_ticket,
-    start_ticks,
 )
 
 pytestmark = pytest.mark.bwrap

@@ -18,10 +18,11 @@ import time
 from pathlib import Path
 
 import httpx
-import psutil
 import pytest
 from support.processes import alive
 from support.scripted_serve import start_scripted_serve
+
+from nemo_gym_prorl.process_identity import start_ticks
 
 pytestmark = [
     pytest.mark.bwrap,
@@ -36,11 +37,8 @@ def cgroup_members(path: str) -> list[int]:
         return []
 
 
-def created(pid: int) -> float | None:
-    try:
-        return psutil.Process(pid).create_time()
-    except psutil.NoSuchProcess:
-        return None
+def created(pid: int) -> int | None:
+    return start_ticks(pid, exiting=True)
 
 
 def start_service(tmp_path: Path, record: Path) -> tuple[subprocess.Popen[str], str]:

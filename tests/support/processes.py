@@ -3,8 +3,8 @@
 
 """Checks that processes are gone (tests only): "nothing the project started is left running".
 
-A process is a pid, or (pid, psutil create_time) to follow that very process and not a later
-one the system gave the same pid."""
+A process is a pid, or (pid, start ticks since boot) to follow that very process and not a later
+one the system gave the same pid (`identify`)."""
 
 from __future__ import annotations
 
@@ -13,16 +13,25 @@ from collections.abc import Iterable
 
 import psutil
 
-Proc = int | tuple[int, float]
+from nemo_gym_prorl.process_identity import start_ticks
+
+Proc = int | tuple[int, int]
 
 
-def alive(pid: int, create_time: float | None = None) -> bool:
-    """True unless the process is gone or a zombie (a zombie runs nothing)."""
+def identify(pid: int) -> tuple[int, int] | None:
+    """The running process `pid` as (pid, start ticks), or None if it is gone."""
+    ticks = start_ticks(pid, exiting=True)
+    return None if ticks is None else (pid, ticks)
+
+
+def alive(pid: int, ticks: int | None = None) -> bool:
+    """True unless the process is gone or a zombie (a zombie runs nothing); with `ticks`, only
+    while `pid` is still the process that started then."""
+    now = start_ticks(pid, exiting=True)
+    if now is None or (ticks is not None and now != ticks):
+        return False
     try:
-        process = psutil.Process(pid)
-        if create_time is not None and process.create_time() != create_time:
-            return False
-        return process.status() != psutil.STATUS_ZOMBIE
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
     except psutil.NoSuchProcess:
         return False
 

@@ -42,7 +42,6 @@ from nemo_gym_prorl.integrations.gym.processes import (
     Echo,
     GroupRecord,
     LaunchError,
-    alive,
     record,
     spawn,
     stop_group,
@@ -64,6 +63,7 @@ from nemo_gym_prorl.llm.embedded import (
 )
 from nemo_gym_prorl.llm.embedded.server import keyed_launch, new_api_key, write_key_file
 from nemo_gym_prorl.pipeline.ray_start import local_ray_env
+from nemo_gym_prorl.process_identity import is_running
 from nemo_gym_prorl.service.models import BackendsResponse
 
 __all__ = [
@@ -446,7 +446,8 @@ def status(state_dir: Path = DEFAULT_STATE_DIR) -> dict[str, Any]:
         "model_name": state.model_name,
         "config_paths": state.config_paths,
         "processes": {
-            g.role: {"pid": g.pid, "alive": alive(g.pid, g.create_time), "log": g.log} for g in state.groups
+            g.role: {"pid": g.pid, "alive": is_running(g.pid, g.start_ticks), "log": g.log}
+            for g in state.groups
         },
     }
 

@@ -5,8 +5,9 @@
 
 Each command starts in a session (and process group) of its own, with SIGINT at its default so
 it can be asked for an orderly shutdown. A `GroupRecord` keeps its pid, process group and start
-time, and every descendant and group member seen (pid + start time: Ray's workers leave the
-group, and a daemon whose parent died leaves the tree). Stopping a group is SIGINT to its leader,
+time (clock ticks since boot, `process_identity`), and every descendant and group member seen
+(pid + start ticks: Ray's workers leave the group, and a daemon whose parent died leaves the
+tree). Stopping a group is SIGINT to its leader,
 then SIGTERM/SIGKILL to the group while a recorded process is still in it, and to recorded
 processes still alive with the same start time. Nothing is found or killed by name, and a
 number the system has handed to another process since (a pid, a process group) is never
@@ -15,6 +16,7 @@ signalled.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -26,7 +28,9 @@ from pathlib import Path
 
 import httpx
 import psutil
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
+
+from nemo_gym_prorl.process_identity import is_running, start_ticks, ticks_from_create_time
 
 Echo = Callable[[str], object]
 
@@ -35,30 +39,41 @@ class LaunchError(RuntimeError):
     pass
 
 
-class ProcRecord(BaseModel):
+class _StartTicks(BaseModel):
+    @model_validator(mode="before")
+    @classmethod
+    def _from_create_time(cls, data: object) -> object:
+        # Records written before start ticks held psutil's wall-clock `create_time`.
+        if isinstance(data, dict) and "start_ticks" not in data and "create_time" in data:
+            data = dict(data)
+            data["start_ticks"] = ticks_from_create_time(float(data.pop("create_time")))
+        return data
+
+
+class ProcRecord(_StartTicks):
     pid: int
-    create_time: float
+    start_ticks: int
     name: str = ""
 
 
-class GroupRecord(BaseModel):
+class GroupRecord(_StartTicks):
     role: str  # "gym" or "model"
     pid: int
     pgid: int
-    create_time: float
+    start_ticks: int
     log: str
     descendants: list[ProcRecord] = Field(default_factory=list)
     # A folder the group's processes use and would leave behind (vLLM's sockets): removed once
     # the group is stopped.
     scratch_dir: str | None = None
 
-    def recorded(self) -> list[tuple[int, float]]:
-        """Every process recorded for the group, the leader first, as (pid, start time)."""
-        return [(self.pid, self.create_time), *((d.pid, d.create_time) for d in self.descendants)]
+    def recorded(self) -> list[tuple[int, int]]:
+        """Every process recorded for the group, the leader first, as (pid, start ticks)."""
+        return [(self.pid, self.start_ticks), *((d.pid, d.start_ticks) for d in self.descendants)]
 
-    def running(self) -> list[tuple[int, float]]:
+    def running(self) -> list[tuple[int, int]]:
         """The recorded processes still running (same pid and start time)."""
-        return [(pid, created) for pid, created in self.recorded() if alive(pid, created)]
+        return [(pid, created) for pid, created in self.recorded() if is_running(pid, created)]
 
 
 def spawn(cmd: list[str], *, cwd: Path, env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
@@ -97,12 +112,14 @@ def signals_held() -> Iterator[None]:
 def record(
     role: str, proc: subprocess.Popen[bytes], log: Path, *, scratch_dir: Path | None = None
 ) -> GroupRecord:
-    p = psutil.Process(proc.pid)
+    # Our child, not yet reaped: its /proc entry stands even if it has already exited.
+    ticks = start_ticks(proc.pid, exiting=True)
+    assert ticks is not None, f"{role} (pid {proc.pid}) has no /proc entry before it was reaped"
     return GroupRecord(
         role=role,
         pid=proc.pid,
         pgid=os.getpgid(proc.pid),
-        create_time=p.create_time(),
+        start_ticks=ticks,
         log=str(log),
         scratch_dir=str(scratch_dir) if scratch_dir is not None else None,
     )
@@ -114,24 +131,22 @@ def refresh_descendants(group: GroupRecord) -> bool:
     more). True when something new was recorded."""
     known = set(group.recorded())
     found: list[psutil.Process] = []
-    try:
-        root = psutil.Process(group.pid)
-        if root.create_time() == group.create_time:
-            found += root.children(recursive=True)
-    except psutil.Error:
-        pass
+    if is_running(group.pid, group.start_ticks):
+        with contextlib.suppress(psutil.Error):
+            found += psutil.Process(group.pid).children(recursive=True)
     if owns_group(group):
         found += _group_members(group.pgid)
     added = False
     for proc in found:
+        ticks = start_ticks(proc.pid)
+        if ticks is None or (proc.pid, ticks) in known:
+            continue
         try:
-            with_time = (proc.pid, proc.create_time())
-            if with_time in known:
-                continue
-            group.descendants.append(ProcRecord(pid=proc.pid, create_time=with_time[1], name=proc.name()))
+            name = proc.name()
         except psutil.Error:
             continue
-        known.add(with_time)
+        group.descendants.append(ProcRecord(pid=proc.pid, start_ticks=ticks, name=name))
+        known.add((proc.pid, ticks))
         added = True
     return added
 
@@ -142,7 +157,7 @@ def owns_group(group: GroupRecord) -> bool:
     only once the group is empty."""
     for pid, created in group.recorded():
         try:
-            if alive(pid, created) and os.getpgid(pid) == group.pgid:
+            if is_running(pid, created) and os.getpgid(pid) == group.pgid:
                 return True
         except (ProcessLookupError, PermissionError):
             continue
@@ -196,39 +211,48 @@ def wait_http(
     raise LaunchError(f"{what} not ready after {timeout_s:.0f}s ({last}); log {log}:\n{tail(log)}")
 
 
-def alive(pid: int, create_time: float) -> bool:
-    try:
-        p = psutil.Process(pid)
-        return p.create_time() == create_time and p.status() != psutil.STATUS_ZOMBIE
-    except psutil.Error:
-        return False
-
-
 def stop_group(group: GroupRecord, *, echo: Echo = print, grace_s: float = 60.0) -> None:
+    """Stop what the group still runs, and say what that was: nothing, or how many recorded
+    processes were running and whether any outlived every signal."""
     refresh_descendants(group)
-    if alive(group.pid, group.create_time):
+    running = group.running()
+    what = f"{group.role} (pid {group.pid}, {len(group.descendants)} descendant(s) recorded)"
+    if not running and not owns_group(group):
+        _remove_scratch(group)
+        echo(f"[gym] {what}: none of its processes was running")
+        return
+    if is_running(group.pid, group.start_ticks):
         # `gym env start` and the vLLM server both shut down in order on SIGINT (Ctrl-C).
         os.kill(group.pid, signal.SIGINT)
         deadline = time.monotonic() + grace_s
-        while time.monotonic() < deadline and alive(group.pid, group.create_time):
+        while time.monotonic() < deadline and is_running(group.pid, group.start_ticks):
             time.sleep(0.5)
     # Whatever is left of the group while it is still ours, and recorded descendants that left it
-    # (same pid AND start time).
+    # (same pid AND start ticks).
     if owns_group(group):
         _signal_group(group.pgid, signal.SIGTERM)
         _wait_gone(lambda: not owns_group(group), 10.0)
         if owns_group(group):
             _signal_group(group.pgid, signal.SIGKILL)
-    leftovers = [d for d in group.descendants if alive(d.pid, d.create_time)]
+    leftovers = [d for d in group.descendants if is_running(d.pid, d.start_ticks)]
     for d in leftovers:
         _kill(d.pid, signal.SIGTERM)
-    _wait_gone(lambda: not any(alive(d.pid, d.create_time) for d in leftovers), 10.0)
+    _wait_gone(lambda: not any(is_running(d.pid, d.start_ticks) for d in leftovers), 10.0)
     for d in leftovers:
-        if alive(d.pid, d.create_time):
+        if is_running(d.pid, d.start_ticks):
             _kill(d.pid, signal.SIGKILL)
+    _remove_scratch(group)
+    _wait_gone(lambda: not group.running(), 5.0)
+    survivors = [pid for pid, _ in group.running()]
+    if survivors:
+        echo(f"[gym] {what}: pids {survivors} are still running after SIGKILL")
+    else:
+        echo(f"[gym] stopped {what}: it ran {len(running)} process(es)")
+
+
+def _remove_scratch(group: GroupRecord) -> None:
     if group.scratch_dir is not None:
         shutil.rmtree(group.scratch_dir, ignore_errors=True)
-    echo(f"[gym] stopped {group.role} (pid {group.pid}, {len(group.descendants)} descendant(s) recorded)")
 
 
 def _kill(pid: int, sig: int) -> None:

@@ -44,7 +44,7 @@ class StackState(BaseModel):
     # was only ever written once the stack was ready.
     ready: bool = True
 
-    def running(self) -> list[tuple[int, float]]:
+    def running(self) -> list[tuple[int, int]]:
         """Every recorded process still running (same pid and start time)."""
         return [proc for group in self.groups for proc in group.running()]
 
@@ -110,7 +110,7 @@ class StartRecord:
         save_state(self.state_dir, self.state)
         return self.state
 
-    def stop(self, echo: Echo) -> list[tuple[int, float]]:
+    def stop(self, echo: Echo) -> list[tuple[int, int]]:
         """Stop every group the start launched, the last first; the record is removed once none of
         its processes runs (else kept for `down`). Returns what still runs."""
         for group in reversed(self.groups):
