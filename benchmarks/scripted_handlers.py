@@ -36,6 +36,9 @@ def start_service(overrides: list[str]) -> tuple[subprocess.Popen[str], str]:
         [sys.executable, "-m", "nemo_gym_prorl.cli.serve", *overrides],
         stdout=subprocess.PIPE,
         text=True,
+        # A program of its own, as a deployed service is, not one sharing its session's CPU
+        # share (the kernel's autogroup) with the load generator and the simulated backends.
+        start_new_session=True,
         env=subprocess_env({**os.environ, "PRORL_API_TOKEN": ""}),
     )
     assert proc.stdout is not None

@@ -82,6 +82,12 @@ class WorkerProcess:
                 [sys.executable, "-m", "nemo_gym_prorl.pipeline.process_worker", str(theirs.fileno())],
                 pass_fds=(theirs.fileno(),),
                 stdin=subprocess.DEVNULL,
+                # A session of its own is a program of its own to the kernel's autogroup
+                # scheduler (where the service runs in the root cpu cgroup, as here): the workers'
+                # loops then weigh as much as the service's beside the sandboxes' cpu group,
+                # instead of sharing one program's CPU share with the service and whatever else
+                # its session runs. It ends with its socket, not with the terminal's signals.
+                start_new_session=True,
                 env={**os.environ, SANDBOX_THREADS_VARIABLE: str(sandbox_threads)},
             )
         except BaseException:

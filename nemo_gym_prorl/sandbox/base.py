@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import shutil
 import signal
+import subprocess
 import sys
 import tempfile
 import time
@@ -27,7 +29,13 @@ from typing import Any, Self
 from pydantic import BaseModel
 
 from nemo_gym_prorl.latency import SANDBOX_CLOSE
-from nemo_gym_prorl.sandbox.identity import HostIdentity, SandboxIdentityError, nice_prefix, sandbox_identity
+from nemo_gym_prorl.sandbox.identity import (
+    HostIdentity,
+    SandboxIdentityError,
+    nice_prefix,
+    sandbox_identity,
+    system_program,
+)
 from nemo_gym_prorl.sandbox.launch import Launch
 from nemo_gym_prorl.sandbox.leftovers import OWNER_FILE, here, reap_now_and_then
 from nemo_gym_prorl.sandbox.limits import (
@@ -42,6 +50,8 @@ from nemo_gym_prorl.sandbox.spec import SandboxSpec
 from nemo_gym_prorl.sandbox.terminal import TerminalProcess
 from nemo_gym_prorl.sandbox.threads import in_sandbox_thread
 from nemo_gym_prorl.sandbox.workspace_fs import read_no_follow, write_no_follow
+
+logger = logging.getLogger(__name__)
 
 
 class SandboxError(RuntimeError):
@@ -120,6 +130,28 @@ def make_private_dirs(root: Path, own: Path) -> None:
     own.chmod(0o700)  # whatever the umask
 
 
+def run_host_tool(name: str, *args: str) -> None:
+    """Run a system tool (coreutils `cp`, `chown`, `rm`) on the host and wait for it; SandboxError
+    with what it said when it fails. A repository's tree is walked by the tool, not by Python in
+    a sandbox thread: a thread walking thousands of files in Python takes the interpreter lock
+    from the event loop that drives every rollout, a few milliseconds at a time."""
+    program = system_program(name)
+    if program is None:
+        raise SandboxError(f"{name} (coreutils) is not installed on the host")
+    done = subprocess.run([program, *args], capture_output=True, text=True, errors="replace", check=False)
+    if done.returncode != 0:
+        raise SandboxError(f"{name} failed (exit {done.returncode}): {done.stderr.strip()[-2000:]}")
+
+
+def remove_tree(path: Path) -> None:
+    """Remove a sandbox's directory tree (a SWE repository's copy, for one), never crossing into
+    another file system; what cannot be removed is logged and left for the next start's sweep."""
+    try:
+        run_host_tool("rm", "-rf", "--one-file-system", "--", str(path))
+    except SandboxError as exc:
+        logger.warning("could not remove %s: %s", path, exc)
+
+
 class Sandbox(ABC):
     """An isolated place to run processes against one workspace directory.
 
@@ -186,16 +218,17 @@ class Sandbox(ABC):
     def hand_over(self, path: Path) -> None:
         """Make `path` and everything under it the sandbox's own (a root service copies a
         repository in as root; the policy must be able to edit it). Symlinks are not followed."""
-        if self.identity is None:
-            return
-        self.identity.chown(path)
-        for top, dirs, files in os.walk(path):
-            for name in (*dirs, *files):
-                self.identity.chown(Path(top) / name)
+        if self.identity is not None:
+            run_host_tool(
+                "chown", "-R", "--no-dereference", f"{self.identity.uid}:{self.identity.gid}", str(path)
+            )
 
     def copy_into_workspace(self, source: Path) -> None:
         """Copy a directory tree into the workspace (symlinks as symlinks), owned by the sandbox."""
-        shutil.copytree(source, self.workspace, symlinks=True, dirs_exist_ok=True)
+        run_host_tool(
+            "cp", "-R", "--no-dereference", "--preserve=mode,timestamps", "--reflink=auto",
+            "--", f"{source}/.", str(self.workspace),
+        )  # fmt: skip
         self.hand_over(self.workspace)
 
     def empty_dir(self) -> Path:
@@ -474,7 +507,7 @@ class Sandbox(ABC):
             self._cgroup.remove()
         self._teardown_backend()
         if self._owns_workspace:
-            shutil.rmtree(self._dir, ignore_errors=True)
+            remove_tree(self._dir)
         else:
             shutil.rmtree(self.tmp_dir, ignore_errors=True)
             with contextlib.suppress(OSError):

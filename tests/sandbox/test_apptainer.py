@@ -20,13 +20,20 @@ from nemo_gym_prorl.sandbox import apptainer as apptainer_mod
 from nemo_gym_prorl.sandbox.identity import sandbox_identity
 from nemo_gym_prorl.sandbox.runtime import RUNTIME_MOUNT, installed_runtime
 
+_REAL_RUN = subprocess.run
+
 
 class RecordedRun:
+    """Stands in for Apptainer's (and Singularity's) commands; the host's own tools (`rm` of a
+    sandbox's directory) still run."""
+
     def __init__(self, returncode: int = 0, stdout: str = "", stderr: str = "") -> None:
         self.calls: list[list[str]] = []
         self.result = subprocess.CompletedProcess([], returncode, stdout, stderr)
 
-    def __call__(self, cmd: list[str], **_: Any) -> subprocess.CompletedProcess[str]:
+    def __call__(self, cmd: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
+        if not any(name in arg for arg in cmd for name in ("apptainer", "singularity")):
+            return _REAL_RUN(cmd, **kwargs)
         self.calls.append(list(cmd))
         return self.result
 
