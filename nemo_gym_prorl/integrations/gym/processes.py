@@ -7,11 +7,10 @@ Each command starts in a session (and process group) of its own, with SIGINT at 
 it can be asked for an orderly shutdown. A `GroupRecord` keeps its pid, process group and start
 time (clock ticks since boot, `process_identity`), and every descendant and group member seen
 (pid + start ticks: Ray's workers leave the group, and a daemon whose parent died leaves the
-tree). Stopping a group is SIGINT to its leader,
-then SIGTERM/SIGKILL to the group while a recorded process is still in it, and to recorded
-processes still alive with the same start time. Nothing is found or killed by name, and a
-number the system has handed to another process since (a pid, a process group) is never
-signalled.
+tree). Stopping a group is SIGINT to its leader, then SIGTERM/SIGKILL to the group while a
+recorded process is still in it, and to recorded processes still alive with the same start.
+Nothing is found or killed by name, and a number the system has handed to another process since
+(a pid, a process group) is never signalled.
 """
 
 from __future__ import annotations
@@ -72,7 +71,7 @@ class GroupRecord(_StartTicks):
         return [(self.pid, self.start_ticks), *((d.pid, d.start_ticks) for d in self.descendants)]
 
     def running(self) -> list[tuple[int, int]]:
-        """The recorded processes still running (same pid and start time)."""
+        """The recorded processes still running (same pid and start ticks)."""
         return [(pid, created) for pid, created in self.recorded() if is_running(pid, created)]
 
 
@@ -217,7 +216,7 @@ def stop_group(group: GroupRecord, *, echo: Echo = print, grace_s: float = 60.0)
     refresh_descendants(group)
     running = group.running()
     what = f"{group.role} (pid {group.pid}, {len(group.descendants)} descendant(s) recorded)"
-    if not running and not owns_group(group):
+    if not running:  # nor, then, does the group hold any recorded process
         _remove_scratch(group)
         echo(f"[gym] {what}: none of its processes was running")
         return
