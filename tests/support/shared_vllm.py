@@ -116,6 +116,7 @@ def attach(directory: Path, layout: EmbeddedLayout) -> VLLMServer:
             if not _alive(info["pid"]):
                 raise RuntimeError(f"the shared vLLM server exited during start-up\n{server.log_tail()}")
             if server.answers(client):
+                server.warm_up(timeout_s=max(deadline - time.monotonic(), 30.0))
                 return server
             if time.monotonic() > deadline:
                 raise TimeoutError(f"the shared vLLM server did not answer within {READY_TIMEOUT_S:.0f}s")

