@@ -18,6 +18,7 @@ Failure handling, in one place:
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import re
@@ -31,7 +32,6 @@ import aiohttp
 import httpx
 import orjson
 from pydantic import BaseModel, Field
-from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential
 
 from nemo_gym_prorl.llm.balancer import Balancer, BalancerConfig, BalancerStats
 from nemo_gym_prorl.llm.errors import (
@@ -321,23 +321,22 @@ class LLMBackendPool:
         Returns the parsed value and the reply metadata.
         """
         tries = _Tries()
-        retrying = AsyncRetrying(
-            stop=stop_after_attempt(self.config.max_attempts),
-            wait=wait_exponential(
-                multiplier=self.config.retry_backoff_s, max=self.config.retry_backoff_max_s
-            ),
-            retry=retry_if_exception(_retryable),
-            reraise=True,
-        )
-        try:
-            async for attempt in retrying:
-                with attempt:
-                    number = attempt.retry_state.attempt_number
-                    return await self._attempt(path, body, route, parse, timeout_s, number, tries)
-        except (AllBackendsDownError, BackendRejectedError):
-            raise
-        except BackendError:
-            pass
+        # A plain loop, not tenacity: its retry objects are reference cycles (a Condition, a
+        # thread-local, bound methods), a score of objects per request left to the cyclic
+        # collector, whose passes then stopped a worker's event loop for tens of milliseconds.
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                return await self._attempt(path, body, route, parse, timeout_s, attempt, tries)
+            except Exception as exc:
+                if not _retryable(exc):
+                    raise
+                if attempt >= self.config.max_attempts:
+                    if isinstance(exc, AllBackendsDownError):
+                        raise
+                    break  # a backend failed on the last attempt: summarised below
+            await asyncio.sleep(self._backoff_s(attempt))
         summary = (
             "; ".join(f"{e.backend}: {type(e).__name__}: {e.message}" for e in tries.errors)
             or "no attempt ran"
@@ -345,6 +344,12 @@ class LLMBackendPool:
         raise RetriesExhaustedError(
             f"{path} failed after {self.config.max_attempts} attempts: {summary}", tries.errors
         )
+
+    def _backoff_s(self, failed_attempts: int) -> float:
+        """The wait before the next attempt: `retry_backoff_s`, doubled per failed attempt, at
+        most `retry_backoff_max_s`."""
+        config = self.config
+        return min(config.retry_backoff_max_s, config.retry_backoff_s * 2 ** (failed_attempts - 1))
 
     async def _attempt[T](
         self,
