@@ -47,6 +47,7 @@ def run_figures(arm: str, rep: int, point: dict[str, Any]) -> dict[str, Any]:
         "service_loop_late_share": late_share(point.get("event_loop_lag_buckets")),
         "worker_loops_late_share": late_share(point.get("worker_event_loop_lag_buckets")),
         "worst_loop_lag_p99_s": bench_load._lag_p99(point),
+        "worst_loop_own_lag_p99_s": bench_load._own_lag_p99(point),
         "steady_rollouts_per_s": point["steady_rollouts_per_s"],
         "service_cpu_s_per_rollout": point.get("service_cpu_s_per_rollout"),
         "service_failures": point["service_failures"],
@@ -75,7 +76,8 @@ def summarise(runs: list[dict[str, Any]]) -> dict[str, Any]:
         arms[arm] = {
             key: _median(mine, key)
             for key in ("worst_loop_late_share", "service_loop_late_share", "worker_loops_late_share",
-                        "worst_loop_lag_p99_s", "steady_rollouts_per_s", "service_cpu_s_per_rollout")
+                        "worst_loop_lag_p99_s", "worst_loop_own_lag_p99_s", "steady_rollouts_per_s",
+                        "service_cpu_s_per_rollout")
         }  # fmt: skip
         arms[arm]["service_failures"] = sum(r["service_failures"] for r in mine)
     inproc, procs = arms["inprocess"], arms["processes"]
@@ -129,7 +131,8 @@ def format_report(r: dict[str, Any]) -> str:
         lines.append(
             f"  {arm:>10}: loop samples past 50 ms {_share(a['worst_loop_late_share'])} (worst loop; "
             f"service {_share(a['service_loop_late_share'])}, workers {_share(a['worker_loops_late_share'])}), "
-            f"lag p99 {bench_load._ms(a['worst_loop_lag_p99_s'])} ms, steady {a['steady_rollouts_per_s'] or 0:.1f} "
+            f"lag p99 {bench_load._ms(a['worst_loop_lag_p99_s'])} ms (its own "
+            f"{bench_load._ms(a.get('worst_loop_own_lag_p99_s'))} ms), steady {a['steady_rollouts_per_s'] or 0:.1f} "
             f"rollouts/s, {a['service_failures']} service failures"
         )
     lines.append(f"  {summary(r)}")

@@ -363,6 +363,11 @@ async def _drive(
         # holds for every loop: the worse of the two is the figure (`loop_lag_p99_s`).
         "worker_event_loop_lag_s": hist.get("worker_event_loop_lag"),
         "worker_event_loop_lag_buckets": worker_lag_buckets,
+        # Each loop's lag less the time its thread waited for a core meanwhile: what the process's
+        # own work made it (None where the kernel keeps no schedstat). Far below the lag: the
+        # machine's cores, not the loop, set the lag.
+        "event_loop_own_lag_s": hist.get("event_loop_own_lag"),
+        "worker_event_loop_own_lag_s": hist.get("worker_event_loop_own_lag"),
         "loop_lag_p99_s": max(
             (
                 h["p99"]
@@ -444,8 +449,8 @@ def format_point(p: dict[str, Any]) -> str:
         f"{p['series']:>7} {p['concurrent_rollouts']:>5} concurrent (live max {p['live_rollouts_max']}): "
         f"{p['rollouts_per_s']:.1f} rollouts/s "
         f"(steady {p['steady_rollouts_per_s'] or 0:.1f}); turn p50/p99 {_ms(turn.get('p50'))}/{_ms(turn.get('p99'))} ms; "
-        f"loop lag p99 {_ms(lag.get('p99'))} ms, max <= {_ms(lag.get('max_bucket'))} ms; "
-        f"{_workers(p)}"
+        f"loop lag p99 {_ms(lag.get('p99'))} ms (its own {_ms((p.get('event_loop_own_lag_s') or {}).get('p99'))} ms), "
+        f"max <= {_ms(lag.get('max_bucket'))} ms; {_workers(p)}"
         f"gc pause max <= {_ms((p.get('gc_pause_s') or {}).get('max_bucket'))} ms; "
         f"service CPU {p.get('service_cpu_s_per_rollout', 0) * 1000:.0f} ms/rollout "
         f"({p.get('service_cpu_share_of_a_core', 0):.2f} of a core), host {p.get('host_cpu_busy_share', 0):.0%} busy; "
@@ -463,7 +468,8 @@ def _workers(p: dict[str, Any]) -> str:
         return ""
     lag = p.get("worker_event_loop_lag_s") or {}
     return (
-        f"{p['worker_processes']} workers: loop lag p99 {_ms(lag.get('p99'))} ms, max <= {_ms(lag.get('max_bucket'))} ms, "
+        f"{p['worker_processes']} workers: loop lag p99 {_ms(lag.get('p99'))} ms "
+        f"(their own {_ms((p.get('worker_event_loop_own_lag_s') or {}).get('p99'))} ms), max <= {_ms(lag.get('max_bucket'))} ms, "
         f"busiest loop ran {p['worker_loop_on_cpu_share_max']:.0%}, waited {p['worker_loop_waiting_for_a_core_share_max']:.0%}; "
     )  # fmt: skip
 
@@ -478,6 +484,16 @@ def format_report(r: dict[str, Any]) -> str:
 def _lag_p99(point: dict[str, Any]) -> float | None:
     """The event-loop lag p99 of the point's worst loop (older files: the service's only)."""
     return point.get("loop_lag_p99_s", (point.get("event_loop_lag_s") or {}).get("p99"))
+
+
+def _own_lag_p99(point: dict[str, Any]) -> float | None:
+    """The worst loop's own lag p99 (its lag less its waits for a core); None where not measured."""
+    p99s = [
+        h["p99"]
+        for h in (point.get("event_loop_own_lag_s"), point.get("worker_event_loop_own_lag_s"))
+        if h and h.get("p99") is not None
+    ]
+    return max(p99s, default=None)
 
 
 def summary(r: dict[str, Any]) -> str:

@@ -83,8 +83,27 @@ WORKER_EVENT_LOOP_LAG = Histogram(
     "How late the event loops of the service's worker processes (`executor.kind=processes`) ran "
     "a timer they had asked for: time every rollout on a worker waited for its loop to be free.",
 )
-ALL: tuple[Histogram, ...] = (EVENT_LOOP_LAG, SANDBOX_OPEN, SANDBOX_CLOSE, TURN, GC_PAUSE)
-EXPOSED: tuple[Histogram, ...] = (*ALL, WORKER_EVENT_LOOP_LAG)  # what `/metrics` shows
+EVENT_LOOP_OWN_LAG = Histogram(
+    "prorl_event_loop_own_lag_seconds",
+    "The service's event-loop lag less the time its thread was ready to run but waited for a core "
+    "meanwhile: how late the process's own work (callbacks, the GIL held by its other threads, "
+    "garbage collection) made the loop, apart from the other programs of a busy machine.",
+)
+WORKER_EVENT_LOOP_OWN_LAG = Histogram(
+    "prorl_worker_event_loop_own_lag_seconds",
+    "The worker processes' event-loop lag less the time their loop threads waited for a core.",
+)
+ALL: tuple[Histogram, ...] = (EVENT_LOOP_LAG, EVENT_LOOP_OWN_LAG, SANDBOX_OPEN, SANDBOX_CLOSE, TURN, GC_PAUSE)
+EXPOSED: tuple[Histogram, ...] = (
+    *ALL,
+    WORKER_EVENT_LOOP_LAG,
+    WORKER_EVENT_LOOP_OWN_LAG,
+)  # what `/metrics` shows
+# A worker's loop figures are kept apart from the service's own.
+_WORKER_FIGURE = {
+    EVENT_LOOP_LAG.name: WORKER_EVENT_LOOP_LAG,
+    EVENT_LOOP_OWN_LAG.name: WORKER_EVENT_LOOP_OWN_LAG,
+}
 
 
 _BY_NAME = {h.name: h for h in ALL}
@@ -135,10 +154,10 @@ def recent_loop_lag() -> float:
 
 
 def absorb(name: str, counts: list[int], total: float, peak: float) -> None:
-    """Add what a worker process's histogram `name` saw to this process's: its event-loop lag
-    to `WORKER_EVENT_LOOP_LAG` (the service's own loop keeps its figure), the rest to the
-    histogram of the same name. An unknown name or shape is dropped (a newer worker's)."""
-    target = WORKER_EVENT_LOOP_LAG if name == EVENT_LOOP_LAG.name else _BY_NAME.get(name)
+    """Add what a worker process's histogram `name` saw to this process's: its event-loop lags
+    to the worker ones (the service's own loop keeps its figures), the rest to the histogram of
+    the same name. An unknown name or shape is dropped (a newer worker's)."""
+    target = _WORKER_FIGURE.get(name) or _BY_NAME.get(name)
     if target is None or len(counts) != len(target.counts):
         return
     with target._lock:

@@ -15,7 +15,14 @@ import contextlib
 import gc
 import time
 
-from nemo_gym_prorl.latency import EVENT_LOOP_LAG, GC_PAUSE, Histogram, forget_loop_lag, note_loop_lag
+from nemo_gym_prorl.latency import (
+    EVENT_LOOP_LAG,
+    EVENT_LOOP_OWN_LAG,
+    GC_PAUSE,
+    Histogram,
+    forget_loop_lag,
+    note_loop_lag,
+)
 
 
 def freeze_startup_heap() -> int:
@@ -54,9 +61,29 @@ class GcPauses:
             gc.callbacks.remove(self._on_gc)
 
 
+def core_wait_s() -> float | None:
+    """Seconds the calling thread has been ready to run but waited for a core, since it started
+    (the kernel's schedstat); None where the kernel does not keep it."""
+    try:
+        with open("/proc/thread-self/schedstat", "rb") as stat:
+            return int(stat.read().split()[1]) / 1e9
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 class LoopMonitor:
-    def __init__(self, histogram: Histogram = EVENT_LOOP_LAG, interval_s: float = 0.02) -> None:
+    """Each tick, how late the loop ran (`histogram`) and how much of that the loop's own work
+    made it (`own_histogram`: the lag less the time its thread waited for a core meanwhile). On a
+    busy machine the two tell apart a loop its process blocks from one the host starves."""
+
+    def __init__(
+        self,
+        histogram: Histogram = EVENT_LOOP_LAG,
+        own_histogram: Histogram = EVENT_LOOP_OWN_LAG,
+        interval_s: float = 0.02,
+    ) -> None:
         self.histogram = histogram
+        self.own_histogram = own_histogram
         self.interval_s = interval_s
         self._task: asyncio.Task[None] | None = None
 
@@ -66,6 +93,7 @@ class LoopMonitor:
 
     async def _watch(self) -> None:
         loop = asyncio.get_running_loop()
+        waited = core_wait_s()
         while True:
             due = loop.time() + self.interval_s
             await asyncio.sleep(self.interval_s)
@@ -74,6 +102,9 @@ class LoopMonitor:
                 note_loop_lag(lag)  # also what INIT paces new rollouts by
             else:
                 self.histogram.observe(lag)
+            waited_before, waited = waited, core_wait_s()
+            if waited is not None and waited_before is not None:
+                self.own_histogram.observe(max(0.0, lag - (waited - waited_before)))
 
     async def stop(self) -> None:
         task, self._task = self._task, None

@@ -41,15 +41,19 @@ def test_a_workers_histograms_add_to_the_services_and_its_loop_lag_stays_apart()
 
     sandbox_before = latency.SANDBOX_OPEN.count
     loop_before, worker_before = latency.EVENT_LOOP_LAG.count, latency.WORKER_EVENT_LOOP_LAG.count
+    own_before, worker_own_before = latency.EVENT_LOOP_OWN_LAG.count, latency.WORKER_EVENT_LOOP_OWN_LAG.count
     counts = [0] * (len(BUCKETS) + 1)
     counts[3] = 2
     latency.absorb(latency.SANDBOX_OPEN.name, counts, 0.02, 0.01)
     latency.absorb(latency.EVENT_LOOP_LAG.name, counts, 0.02, 0.01)
+    latency.absorb(latency.EVENT_LOOP_OWN_LAG.name, counts, 0.02, 0.01)
     latency.absorb("prorl_not_a_histogram_here", counts, 0.02, 0.01)  # a newer worker's: dropped
     latency.absorb(latency.TURN.name, counts[:-1], 0.02, 0.01)  # another bucket layout: dropped
     assert latency.SANDBOX_OPEN.count == sandbox_before + 2
     assert latency.WORKER_EVENT_LOOP_LAG.count == worker_before + 2
-    assert latency.EVENT_LOOP_LAG.count == loop_before  # the service's own loop keeps its figure
+    assert latency.WORKER_EVENT_LOOP_OWN_LAG.count == worker_own_before + 2
+    assert latency.EVENT_LOOP_LAG.count == loop_before  # the service's own loop keeps its figures
+    assert latency.EVENT_LOOP_OWN_LAG.count == own_before
 
 
 def test_init_paces_by_the_latest_loop_the_service_or_a_worker() -> None:

@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 from support.processes import alive, wait_dead
 
+from nemo_gym_prorl.loop_monitor import core_wait_s
 from nemo_gym_prorl.pipeline import JobSpec, JobState, stages
 from nemo_gym_prorl.pipeline.process_executor import ProcessExecutor
 from nemo_gym_prorl.sandbox.threads import SANDBOX_THREADS
@@ -114,6 +115,9 @@ async def test_jobs_spread_over_the_workers_keep_their_worker_and_the_workers_en
         lag_count = _sample(render(collect(service.pipeline, [], True)).decode(),
                             "prorl_worker_event_loop_lag_seconds_count")  # fmt: skip
         assert lag_count > 0
+        own_lag_count = _sample(render(collect(service.pipeline, [], True)).decode(),
+                                "prorl_worker_event_loop_own_lag_seconds_count")  # fmt: skip
+        assert own_lag_count > 0 or core_wait_s() is None  # where the kernel keeps schedstat
     finally:
         await service.close()
     assert await asyncio.to_thread(wait_dead, workers) == [], "worker processes outlived close()"

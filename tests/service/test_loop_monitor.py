@@ -7,18 +7,22 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import json
+import subprocess
+import sys
 import time
 
+import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from service_helpers import Api
 
 from nemo_gym_prorl.latency import Histogram
-from nemo_gym_prorl.loop_monitor import GcPauses, LoopMonitor, freeze_startup_heap
+from nemo_gym_prorl.loop_monitor import GcPauses, LoopMonitor, core_wait_s, freeze_startup_heap
 
 
-async def test_a_loop_blocked_for_a_while_is_measured_as_that_much_lag() -> None:
-    histogram = Histogram("lag", "")
-    monitor = LoopMonitor(histogram, interval_s=0.01)
+async def test_a_loop_blocked_for_a_while_is_measured_as_that_much_lag_of_its_own() -> None:
+    histogram, own = Histogram("lag", ""), Histogram("own", "")
+    monitor = LoopMonitor(histogram, own, interval_s=0.01)
     monitor.start()
     await asyncio.sleep(0.05)
     time.sleep(0.3)  # a synchronous call on the loop: everything else waits
@@ -26,6 +30,47 @@ async def test_a_loop_blocked_for_a_while_is_measured_as_that_much_lag() -> None
     await monitor.stop()
     assert histogram.max >= 0.25
     assert histogram.count >= 3
+    if core_wait_s() is not None:  # the loop's own doing, not the host's
+        assert own.max >= 0.25
+        assert own.count == histogram.count
+
+
+STARVED_LOOP = """
+import asyncio, json, os, subprocess, sys, time
+from nemo_gym_prorl.latency import Histogram
+from nemo_gym_prorl.loop_monitor import LoopMonitor
+
+os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+# A busy program of the machine on the same core, at the default priority; this loop runs only
+# when it leaves the core free (SCHED_IDLE, allowed unprivileged).
+spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+
+async def main():
+    lag, own = Histogram("lag", ""), Histogram("own", "")
+    monitor = LoopMonitor(lag, own, interval_s=0.01)
+    monitor.start()
+    await asyncio.sleep(2.0)
+    await monitor.stop()
+    return lag, own
+
+try:
+    lag, own = asyncio.run(main())
+finally:
+    spinner.kill()
+    spinner.wait()
+print(json.dumps({"lag": lag.total, "own": own.total, "ticks": lag.count}))
+"""
+
+
+def test_a_loop_the_machine_starves_of_cores_is_late_but_not_of_its_own_doing() -> None:
+    if core_wait_s() is None:
+        pytest.skip("this kernel keeps no schedstat: a loop's wait for a core cannot be told apart")
+    done = subprocess.run([sys.executable, "-c", STARVED_LOOP], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    seconds = json.loads(done.stdout)
+    assert seconds["lag"] > 0.5, seconds  # starved: late, in all, for a good part of its 2 s
+    assert seconds["own"] < seconds["lag"] / 5, seconds
 
 
 def test_every_pass_of_the_garbage_collector_is_timed_until_stopped() -> None:
@@ -64,6 +109,7 @@ async def test_metrics_serve_the_lag_and_sandbox_histograms(api: Api) -> None:
     families = {f.name: f for f in text_string_to_metric_families(text)}
     for name in (
         "prorl_event_loop_lag_seconds",
+        "prorl_event_loop_own_lag_seconds",
         "prorl_sandbox_open_seconds",
         "prorl_sandbox_close_seconds",
         "prorl_gc_pause_seconds",
