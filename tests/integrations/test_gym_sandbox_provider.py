@@ -365,9 +365,9 @@ async def test_another_process_connects_to_the_same_live_sandbox(
     )  # fmt: skip
     assert seen["code"] == 0 and str(seen["out"]).split() == ["from-owner", "t", "/work", "1"]
     # The borrower has disconnected and exited: its file and the daemon it detached remain.
-    assert (await sandbox.exec("cat back.txt; ps -eo args | grep -c '^sleep 31[12]'")).stdout.split() == [
-        "borrowed", "2",
-    ]  # fmt: skip
+    after = await sandbox.exec("cat back.txt; ps -eo args | grep -c '^sleep 31[12]'")
+    # All of the answer on failure: an empty stdout once in CI said nothing of why.
+    assert after.stdout.split() == ["borrowed", "2"], (after.return_code, after.stdout, after.stderr)
     assert await sandbox.status() == SandboxStatus.RUNNING
 
 
