@@ -368,14 +368,7 @@ async def _drive(
         # machine's cores, not the loop, set the lag.
         "event_loop_own_lag_s": hist.get("event_loop_own_lag"),
         "worker_event_loop_own_lag_s": hist.get("worker_event_loop_own_lag"),
-        "loop_lag_p99_s": max(
-            (
-                h["p99"]
-                for h in (hist.get("event_loop_lag"), hist.get("worker_event_loop_lag"))
-                if h and h["p99"] is not None
-            ),
-            default=None,
-        ),
+        "loop_lag_p99_s": _worst_p99(hist.get("event_loop_lag"), hist.get("worker_event_loop_lag")),
         "sandbox_open_s": hist.get("sandbox_open"),
         "sandbox_close_s": hist.get("sandbox_close"),
         # Passes of the service's garbage collector: a long one stops the loop with everything else.
@@ -486,14 +479,14 @@ def _lag_p99(point: dict[str, Any]) -> float | None:
     return point.get("loop_lag_p99_s", (point.get("event_loop_lag_s") or {}).get("p99"))
 
 
+def _worst_p99(*histograms: dict[str, Any] | None) -> float | None:
+    """The largest p99 of the loops' histograms that have one (the service's, the workers')."""
+    return max((h["p99"] for h in histograms if h and h.get("p99") is not None), default=None)
+
+
 def _own_lag_p99(point: dict[str, Any]) -> float | None:
     """The worst loop's own lag p99 (its lag less its waits for a core); None where not measured."""
-    p99s = [
-        h["p99"]
-        for h in (point.get("event_loop_own_lag_s"), point.get("worker_event_loop_own_lag_s"))
-        if h and h.get("p99") is not None
-    ]
-    return max(p99s, default=None)
+    return _worst_p99(point.get("event_loop_own_lag_s"), point.get("worker_event_loop_own_lag_s"))
 
 
 def summary(r: dict[str, Any]) -> str:
