@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 
 """The two one-node executors side by side at one load: every rollout on the service's own
-event loop (`executor.kind=inprocess`, the default) against worker processes, each a loop of
-its own (`executor.kind=processes`).
+event loop (`executor.kind=inprocess`, an embedded stack's default) against worker processes,
+each a loop of its own (`executor.kind=processes`, `prorl serve`'s default).
 
 Each run is one level of `prorl bench load` (its service, sandboxes, simulated backends and
 measurements, unchanged) with the executor set; the arms alternate, and their order flips each
@@ -30,22 +30,14 @@ import bench_load
 import provenance
 
 ARMS = ("inprocess", "processes")
-LATE_S = "0.05"  # the lag target's bound, a bucket edge of the loop-lag histograms
-
-
-def late_share(buckets: list[tuple[str, float]] | None) -> float | None:
-    """The share of a loop's lag samples past `LATE_S` (None: that loop took no samples)."""
-    counts = dict(buckets or [])
-    total = counts.get("+Inf", 0.0)
-    return None if not total else (total - counts[LATE_S]) / total
 
 
 def run_figures(arm: str, rep: int, point: dict[str, Any]) -> dict[str, Any]:
     return {
         "arm": arm,
         "rep": rep,
-        "service_loop_late_share": late_share(point.get("event_loop_lag_buckets")),
-        "worker_loops_late_share": late_share(point.get("worker_event_loop_lag_buckets")),
+        "service_loop_late_share": bench_load.late_share(point.get("event_loop_lag_buckets")),
+        "worker_loops_late_share": bench_load.late_share(point.get("worker_event_loop_lag_buckets")),
         "worst_loop_lag_p99_s": bench_load._lag_p99(point),
         "worst_loop_own_lag_p99_s": bench_load._own_lag_p99(point),
         "steady_rollouts_per_s": point["steady_rollouts_per_s"],
@@ -168,6 +160,6 @@ def main(as_json: bool = False, argv: list[str] | None = None) -> int:
         "executors", figures, as_json=as_json, render=format_report, summary=summary,
         simulated=bench_load.SIMULATED,
         ours="executor.kind=processes: worker processes, each an event loop",
-        against="executor.kind=inprocess: every rollout on the service's loop (the default)",
+        against="executor.kind=inprocess: every rollout on the service's loop (an embedded stack's default)",
         command=shlex.join(["prorl", "bench", "executors", "--json", "--", *argv]) if argv else None,
     )  # fmt: skip

@@ -64,9 +64,9 @@ def test_the_arms_alternate_with_the_same_load_and_the_ratios_compare_the_worst_
 
 
 def test_a_loop_without_samples_has_no_lateness_and_a_ratio_over_nothing_is_none(bench: Any) -> None:
-    executors = bench("bench_executors")
-    assert executors.late_share(None) is None
-    assert executors.late_share([("0.05", 0.0), ("+Inf", 0.0)]) is None
+    executors, load = bench("bench_executors"), bench("bench_load")
+    assert load.late_share(None) is None
+    assert load.late_share([("0.05", 0.0), ("+Inf", 0.0)]) is None
     run = executors.run_figures("processes", 0, {**_point("processes"), "worker_event_loop_lag_buckets": None,
                                                   "event_loop_lag_buckets": None})  # fmt: skip
     summary = executors.summarise([run, executors.run_figures("inprocess", 0, _point("inprocess"))])

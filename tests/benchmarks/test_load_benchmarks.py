@@ -79,6 +79,10 @@ async def test_a_load_level_reports_every_figure_and_no_service_failure(bench: A
         "passes measured when any ran"
     )
     assert "service CPU" in load.format_point(point)
+    # `prorl serve` as users run it: its rollouts in worker processes, every loop measured.
+    assert point["worker_processes"] == 2 and point["worker_event_loop_lag_s"]["p99"] is not None
+    assert 0 <= point["loop_lag_late_share"] <= 1
+    assert "(every loop)" in load.summary({"curve": [point]})
     picture = load.plot({"curve": [point], "cpu_count": 2}, tmp_path / "load.png")
     assert picture.read_bytes().startswith(b"\x89PNG"), "the curve is drawn"
 

@@ -1,7 +1,8 @@
 # SPDX-FileCopyrightText: Copyright (c) 2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
 # SPDX-License-Identifier: Apache-2.0
 
-"""The service's executor section: validated, in-process by default, Ray nodes get their share."""
+"""The service's executor section: validated, worker processes for `prorl serve` and in-process
+for an embedded stack by default, Ray nodes get their share."""
 
 from __future__ import annotations
 
@@ -22,8 +23,18 @@ from nemo_gym_prorl.service.cluster import (
 from nemo_gym_prorl.service.config import ConfigError, load_config, validate_config
 
 
-async def test_the_default_executor_is_in_process_and_places_nothing() -> None:
+def test_prorl_serve_runs_rollouts_in_worker_processes_by_default() -> None:
+    # A service runs at the load its users run (a thousand rollouts): there one event loop cannot
+    # keep up with them all (docs/scaling.md), so `prorl serve` starts its workers unless told not to.
     config = load_config(SCRIPTED_TASKS)
+    assert config.executor.kind == "processes" and config.executor.processes.workers >= 2
+    assert load_config([*SCRIPTED_TASKS, "executor.kind=inprocess"]).executor.kind == "inprocess"
+
+
+async def test_an_embedded_stack_runs_in_process_by_default_and_places_nothing() -> None:
+    # A stack built in another program (the Gym agent, a notebook) starts no processes of its own
+    # unless its configuration asks for them.
+    config = validate_config({})
     assert config.executor.kind == "inprocess"
     executor = await make_executor(config.executor, None)
     assert isinstance(executor, InProcessExecutor)
