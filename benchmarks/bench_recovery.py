@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import collections
+import contextlib
 import json
 import os
 import shutil
@@ -32,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import psutil
 from bench_load import MAX_NUM_SEQS, SIM_NICENESS, _start_service
 from sim_vllm import AgentBackendSpec
 
@@ -79,21 +81,28 @@ async def _collect(
                 await asyncio.sleep(0.5)  # the service is down: ask again once it is back
 
 
-def _debris(sandbox_root: Path, owner: int) -> dict[str, set[str]]:
-    """What a service left under the sandbox root: its processes, its cgroups (named after its
-    pid), its sandboxes' directories."""
-    processes = set()
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            try:
-                if str(sandbox_root) in Path(f"/proc/{name}/cmdline").read_bytes().decode(errors="replace"):
-                    processes.add(name)
-            except OSError:
-                continue
+def service_tree(pid: int) -> set[int]:
+    """The service and every process below it now (its workers, their sandboxes' processes):
+    read before the kill, since the kernel hands orphans to another parent after it."""
+    with contextlib.suppress(psutil.Error):
+        return {pid, *(child.pid for child in psutil.Process(pid).children(recursive=True))}
+    return {pid}
+
+
+def _debris(sandbox_root: Path, tree: set[int]) -> dict[str, set[str]]:
+    """What a service left: the processes of its tree still alive and every member of its cgroups
+    (named after the pid of the process that made them: the service's, or a worker's), its
+    sandboxes' directories."""
     cgroups = {
         str(child) for parent in set(writable_controllers().values()) if parent.is_dir()
-        for child in parent.iterdir() if child.is_dir() and child.name.startswith(f"{owner}-")
+        for child in parent.iterdir()
+        if child.is_dir() and child.name.split("-", 1)[0].isdigit() and int(child.name.split("-", 1)[0]) in tree
     }  # fmt: skip
+    members = set()
+    for group in cgroups:
+        with contextlib.suppress(OSError):
+            members.update((Path(group) / "cgroup.procs").read_text().split())
+    processes = {str(pid) for pid in tree if Path(f"/proc/{pid}").exists()} | members
     dirs = {str(p) for p in sandbox_root.iterdir()} if sandbox_root.exists() else set()
     return {"processes": processes, "cgroups": cgroups, "directories": dirs}
 
@@ -146,10 +155,10 @@ async def measure(jobs: int, say: provenance.Say) -> dict[str, Any]:
                     await asyncio.sleep(0.5)
                 finished_before = len(results)
                 say(f"{running} rollouts in flight, {finished_before} finished: kill -9")
-            dead_pid = first.pid
+            tree = service_tree(first.pid)
             first.send_signal(signal.SIGKILL)
             first.wait(timeout=30)
-            debris = _debris(sandbox_root, dead_pid)
+            debris = _debris(sandbox_root, tree)
             at_kill = {kind: len(found) for kind, found in debris.items()}
             killed_at = time.monotonic()
             second, _ = _start_service(jobs + 64, workdir, urls, port=port)
@@ -159,6 +168,9 @@ async def measure(jobs: int, say: provenance.Say) -> dict[str, Any]:
             async with httpx.AsyncClient(base_url=url, timeout=120) as http:
                 status = (await http.get("/v1/status")).json()["pipeline"]
                 ended = (await http.get(f"/v1/batches/{batch['batch_id']}", params={"wait_s": 120})).json()
+            # Once every result is back: what is still there now is left for good (a worker of the
+            # dead service may still be ending its own sandboxes when the second one is up).
+            left_at_end = _still_there(debris)
     finally:
         if second is not None:
             second.send_signal(signal.SIGTERM)
@@ -180,6 +192,7 @@ async def measure(jobs: int, say: provenance.Say) -> dict[str, Any]:
         "dapo_batch": {"resumed": ended.get("resumed"), "status": ended.get("status")},
         "dead_service_left_at_kill": at_kill,
         "dead_service_left_after_restart": left_after_restart,
+        "dead_service_left_at_end": left_at_end,
         "cpu_count": os.cpu_count(),
         "simulated": SIMULATED,
     }
@@ -191,15 +204,16 @@ def format_report(r: dict[str, Any]) -> str:
         f"restart in {r['restart_s']:.1f} s: lost {r['lost']}, duplicated {r['duplicated']}, not done {r['not_done']}; "
         f"resumed {r['resumed']}; the second service started {r['started_by_second_service']}; DAPO batch "
         f"{r['dapo_batch']}\n  left by the dead service: at the kill {r['dead_service_left_at_kill']}, "
-        f"after the restart {r['dead_service_left_after_restart']}"
+        f"after the restart {r['dead_service_left_after_restart']}, once every result was back "
+        f"{r['dead_service_left_at_end']}"
     )
 
 
 def summary(r: dict[str, Any]) -> str:
-    left = sum(r["dead_service_left_after_restart"].values())
+    left = sum(r.get("dead_service_left_at_end", r["dead_service_left_after_restart"]).values())
     return (
         f"kill -9 at {r['in_flight_at_kill']} in flight: {r['lost']} lost, {r['duplicated']} duplicated, "
-        f"{left} left behind after the restart"
+        f"{left} left behind once every result was back"
     )
 
 
