@@ -190,6 +190,8 @@ async def measure(jobs: int, say: provenance.Say) -> dict[str, Any]:
         "resumed": {str(k): v for k, v in sorted(resumed.items())},
         "started_by_second_service": status["submitted_total"],
         "dapo_batch": {"resumed": ended.get("resumed"), "status": ended.get("status")},
+        # How many processes the check looked for: the service, its workers and their sandboxes'.
+        "dead_service_processes_before_kill": len(tree),
         "dead_service_left_at_kill": at_kill,
         "dead_service_left_after_restart": left_after_restart,
         "dead_service_left_at_end": left_at_end,
@@ -203,7 +205,8 @@ def format_report(r: dict[str, Any]) -> str:
         f"kill -9 with {r['in_flight_at_kill']} rollouts in flight ({r['finished_before_kill']} finished before), "
         f"restart in {r['restart_s']:.1f} s: lost {r['lost']}, duplicated {r['duplicated']}, not done {r['not_done']}; "
         f"resumed {r['resumed']}; the second service started {r['started_by_second_service']}; DAPO batch "
-        f"{r['dapo_batch']}\n  left by the dead service: at the kill {r['dead_service_left_at_kill']}, "
+        f"{r['dapo_batch']}\n  left by the dead service ({r.get('dead_service_processes_before_kill')} processes "
+        f"before the kill): at the kill {r['dead_service_left_at_kill']}, "
         f"after the restart {r['dead_service_left_after_restart']}, once every result was back "
         f"{r['dead_service_left_at_end']}"
     )
