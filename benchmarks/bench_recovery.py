@@ -148,13 +148,28 @@ async def measure(jobs: int, say: provenance.Say) -> dict[str, Any]:
                 ]
                 collecting = asyncio.create_task(_collect(url, ids + dapo_ids, counts, results))
                 started = time.monotonic()
-                while True:  # kill once every plain job runs in a live sandbox
+                while True:  # every plain job runs in a live sandbox
                     running = await _in_flight(http)
                     if running >= jobs or time.monotonic() - started >= 300:
                         break
                     await asyncio.sleep(0.5)
+                # Then kill once the sandboxes' shells run too (their first tool call follows a
+                # model turn), so that the processes a crash could leave exist; or once rollouts
+                # start to end.
+                shells_by = time.monotonic() + 60
+                while True:
+                    tree = service_tree(first.pid)
+                    if (
+                        len(tree) >= 2 * jobs
+                        or time.monotonic() >= shells_by
+                        or await _in_flight(http) < jobs
+                    ):
+                        break
+                    await asyncio.sleep(0.5)
                 finished_before = len(results)
-                say(f"{running} rollouts in flight, {finished_before} finished: kill -9")
+                say(
+                    f"{running} rollouts in flight, {finished_before} finished, {len(tree)} processes: kill -9"
+                )
             tree = service_tree(first.pid)
             first.send_signal(signal.SIGKILL)
             first.wait(timeout=30)
