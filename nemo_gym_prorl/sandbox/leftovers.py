@@ -7,6 +7,8 @@
                                          a repository copy each) and its cgroups, removed
     reap_now_and_then(root)              the same, from any process that opens sandboxes: at its
                                          first open and then at most once a `REAP_INTERVAL_S`
+    remove_own_leftovers()               this process's own, as it exits (`atexit`): a sandbox
+                                         opened while the loop that would close it ended
 
 A sandbox's directory is named `<owner pid>-<id>` and its cgroups `<owner pid>-<backend>-<id>`
 (`Sandbox` names them), so a dead owner's are known by name: an owner pid that is gone. A pid says nothing on
@@ -19,6 +21,7 @@ since is not known to be gone: its leftovers stay until that process ends too.
 
 from __future__ import annotations
 
+import atexit
 import functools
 import logging
 import os
@@ -32,7 +35,12 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from nemo_gym_prorl.process_identity import boot_id
-from nemo_gym_prorl.sandbox.limits import pid_alive, reap_orphan_cgroups, writable_controllers
+from nemo_gym_prorl.sandbox.limits import (
+    pid_alive,
+    reap_orphan_cgroups,
+    remove_cgroups_of,
+    writable_controllers,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -150,13 +158,22 @@ def remove_dead_owners_leftovers(sandbox_root: Path, previous_pids: Iterable[int
 
 
 _lock = threading.Lock()
+# The sandbox roots this process opened sandboxes under: what it removes of its own as it exits.
+_roots_used: set[Path] = set()
+_roots_lock = threading.Lock()
 _last_reap: dict[Path, float] = {}
 
 
 def reap_now_and_then(sandbox_root: Path) -> None:
     """At a sandbox's open: clean up after dead owners, unless this process looked for this root
     less than `REAP_INTERVAL_S` ago or another thread is looking now (opens never queue behind a
-    clean-up). Looking is two directory listings and a liveness check per owner."""
+    clean-up). Looking is two directory listings and a liveness check per owner. The first open
+    under a root also has this process remove its own sandboxes there when it exits."""
+    if sandbox_root not in _roots_used:
+        with _roots_lock:
+            if not _roots_used:
+                atexit.register(remove_own_leftovers)
+            _roots_used.add(sandbox_root)
     now = time.monotonic()
     last = _last_reap.get(sandbox_root)
     if last is not None and now - last < REAP_INTERVAL_S:
@@ -169,3 +186,27 @@ def reap_now_and_then(sandbox_root: Path) -> None:
             remove_dead_owners_leftovers(sandbox_root)
     finally:
         _lock.release()
+
+
+def remove_own_leftovers() -> Leftovers:
+    """Remove every sandbox directory and cgroup of this process's own, killing what is inside:
+    run as it exits (`atexit`, after the sandbox threads have ended), when all of them should be
+    closed already. A sandbox that is not was opened by a thread while the event loop that would
+    have closed it ended (a rollout cancelled as its worker process shut down): without this it
+    would stay until another process's next open noticed its owner gone."""
+    done = Leftovers()
+    mine = re.compile(rf"^{os.getpid()}-")
+    for root in sorted(_roots_used):
+        for name in _listing(root):
+            path = root / name
+            if _SANDBOX_NAME.match(name) and mine.match(name) and path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path, ignore_errors=True)
+                done.removed_dirs.append(name)
+    done.removed_cgroups = remove_cgroups_of(os.getpid())
+    if done.removed_dirs or done.removed_cgroups:
+        logger.warning(
+            "%d sandbox directories and %d cgroups of this process were still there as it exited: removed",
+            len(done.removed_dirs),
+            len(done.removed_cgroups),
+        )
+    return done

@@ -332,6 +332,19 @@ def _remove_left_at_exit(patience_s: float = 5.0) -> None:
         logger.warning("could not remove cgroup %s", path)
 
 
+def remove_cgroups_of(owner: int) -> list[str]:
+    """Remove the sandbox cgroups, in every controller, that process `owner` made (named
+    `<owner>-...`), killing what is still inside. Returns the names removed."""
+    removed: dict[str, None] = {}
+    for parent in dict.fromkeys(writable_controllers().values()):
+        for child in parent.iterdir() if parent.is_dir() else ():
+            if child.is_dir() and child.name.split("-", 1)[0] == str(owner):
+                _kill_members(child)
+                _remove_group(child)
+                removed[child.name] = None
+    return list(removed)
+
+
 def pid_alive(pid: int) -> bool:
     """Whether a process `pid` exists (another user's counts: it is alive, just not ours)."""
     try:

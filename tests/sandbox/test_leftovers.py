@@ -103,3 +103,22 @@ def test_a_process_looks_again_only_after_the_interval(
     for _ in range(3):
         leftovers.reap_now_and_then(tmp_path)
     assert [path for path in looked if path == tmp_path] == [tmp_path, tmp_path]  # at 100.0 and 101.2
+
+
+def test_a_process_that_exits_with_a_sandbox_still_open_leaves_nothing_of_it(tmp_path: Path) -> None:
+    # As a worker process whose loop ended while a sandbox thread was still opening one for a
+    # cancelled rollout: nobody is left to close it, and it has no process for a finaliser to see.
+    owner_code = textwrap.dedent(f"""
+        from pathlib import Path
+        from nemo_gym_prorl.sandbox import SandboxSpec, open_sandbox
+        kept = open_sandbox(SandboxSpec(root_dir=Path({str(tmp_path)!r})))
+        (kept.workspace / "work.txt").write_text("never closed")
+        print(kept.workspace.parent, *(kept._cgroup.paths if kept._cgroup else []), flush=True)
+    """)
+    done = subprocess.run([sys.executable, "-c", owner_code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    left_dir, *left_cgroups = done.stdout.split()
+    assert Path(left_dir).parent == tmp_path and left_cgroups, done.stdout
+    assert not Path(left_dir).exists(), "its directory went with it"
+    assert not [c for c in left_cgroups if Path(c).exists()], "and its cgroups"
+    assert "still there as it exited: removed" in done.stderr
