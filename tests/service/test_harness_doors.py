@@ -20,7 +20,8 @@ from nemo_gym_prorl.agent.factory import domain_handler
 from nemo_gym_prorl.llm.access import LLMAccess, LLMConfig
 from nemo_gym_prorl.pipeline import HandlerRegistry
 from nemo_gym_prorl.sandbox import SandboxSpec
-from nemo_gym_prorl.service.stack import RolloutStack, StackConfig, build_stack
+from nemo_gym_prorl.service.config import validate_config
+from nemo_gym_prorl.service.stack import RolloutStack, StackConfig, build_stack, stack_from_config
 
 TOKEN = "harness-doors-token"
 SUBMIT = "THOUGHT: done.\n\n```mswea_bash_command\necho COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && echo '\\boxed{42}'\n```"
@@ -95,3 +96,41 @@ async def test_v1_rollouts_returns_the_harness_record_beside_the_trajectory(http
     harness = result["trajectory"]["harness"]
     assert harness["name"] == "mini_swe_agent" and harness["exit_status"] == "Submitted"
     assert harness["merged_share"] == 1.0 and harness["segments"] == 1
+
+
+async def test_a_harness_rollout_runs_in_a_worker_process_as_prorl_serve_runs_it() -> None:
+    # `prorl serve`'s default executor: the harness, its recording endpoint and its sandbox live
+    # in a worker process, which builds the task from the configuration as the service would.
+    replies = itertools.cycle([FIRST, SUBMIT])
+    backend = await FakeLLM(responder=lambda prompt: next(replies), max_model_len=32768).start()
+    config = validate_config({
+        "tasks": {"math_mini_swe_agent": {
+            "handler": "nemo_gym_prorl.agent.factory:domain_handler",
+            "options": {"domain": "math", "agent": {"max_turns": 4}, "harness": {"name": "mini_swe_agent"}},
+        }},
+        "llm": {"backends": [backend.url], "model": "fake", "sampling": {"max_tokens": 256}},
+        "executor": {"kind": "processes", "processes": {"workers": 1}},
+        "journal": {"path": None},
+    })  # fmt: skip
+    stack = stack_from_config(config)
+    try:
+        await stack.start()
+        workers = stack.pipeline.executor.nodes()
+        assert len(workers) == 1, workers
+        async with httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=stack.app(token=TOKEN)), base_url="http://test",
+            headers={"Authorization": f"Bearer {TOKEN}"}, timeout=120,
+        ) as http:  # fmt: skip
+            submitted = await http.post(
+                "/v1/rollouts", json={"jobs": [{"task": "math_mini_swe_agent", "instance": instance()}]}
+            )
+            assert submitted.status_code == 202, submitted.text
+            (job_id,) = submitted.json()["ids"]
+            result = (await http.get(f"/v1/rollouts/{job_id}", params={"wait_s": 90})).json()
+        assert result["state"] == "done" and result["reward"] == 1.0, result
+        harness = result["trajectory"]["harness"]
+        assert harness["name"] == "mini_swe_agent" and harness["exit_status"] == "Submitted"
+        assert harness["merged_share"] == 1.0 and harness["segments"] == 1
+    finally:
+        await stack.close()
+        await backend.kill()
