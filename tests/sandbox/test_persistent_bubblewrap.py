@@ -74,10 +74,20 @@ async def owner(tmp_path: Path) -> AsyncIterator[PersistentBubblewrapSandbox]:
 
 
 async def _pids_of(box: PersistentBubblewrapSandbox | JoinedBubblewrapSandbox, pattern: str) -> list[str]:
-    listing = await box.exec(["/bin/sh", "-c", "ps -eo pid=,args="])
-    return [
-        line.split()[0] for line in listing.stdout.splitlines() if pattern in line and "ps -eo" not in line
-    ]
+    """The pids whose command line holds `pattern`, waiting a few seconds for one to show: a
+    detached daemon starts on its own time, after the command that started it has returned (until
+    it execs, it is a copy of that command's shell, whose line the filter leaves out)."""
+    deadline = time.monotonic() + 10
+    while True:
+        listing = await box.exec(["/bin/sh", "-c", "ps -eo pid=,args="])
+        found = [
+            line.split()[0]
+            for line in listing.stdout.splitlines()
+            if pattern in line and "ps -eo" not in line
+        ]
+        if found or time.monotonic() > deadline:
+            return found
+        await asyncio.sleep(0.1)
 
 
 async def test_a_daemon_outlives_its_exec(owner: PersistentBubblewrapSandbox) -> None:
