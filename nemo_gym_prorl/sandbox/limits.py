@@ -20,6 +20,7 @@ import shlex
 import signal
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Literal, get_args
 
@@ -335,10 +336,16 @@ def _remove_left_at_exit(patience_s: float = 5.0) -> None:
 def remove_cgroups_of(owner: int) -> list[str]:
     """Remove the sandbox cgroups, in every controller, that process `owner` made (named
     `<owner>-...`), killing what is still inside. Returns the names removed."""
+    return _remove_groups(lambda name: name.split("-", 1)[0] == str(owner))
+
+
+def _remove_groups(chosen: Callable[[str], bool]) -> list[str]:
+    """Remove every sandbox cgroup whose name is `chosen`, in every controller, killing what is
+    still inside. Returns the names removed."""
     removed: dict[str, None] = {}
     for parent in dict.fromkeys(writable_controllers().values()):
         for child in parent.iterdir() if parent.is_dir() else ():
-            if child.is_dir() and child.name.split("-", 1)[0] == str(owner):
+            if child.is_dir() and chosen(child.name):
                 _kill_members(child)
                 _remove_group(child)
                 removed[child.name] = None
@@ -367,13 +374,4 @@ def reap_orphan_cgroups() -> list[str]:
     """Remove the cgroups, in every controller, of sandboxes whose owning process is gone (it was
     killed before it could close them), killing what is still inside: those processes were
     started by this project's sandboxes and nobody owns them any more. Returns the names removed."""
-    reaped: dict[str, None] = {}
-    for parent in dict.fromkeys(writable_controllers().values()):
-        if not parent.is_dir():
-            continue
-        for child in parent.iterdir():
-            if child.is_dir() and not _owner_alive(child.name):
-                _kill_members(child)
-                _remove_group(child)
-                reaped[child.name] = None
-    return list(reaped)
+    return _remove_groups(lambda name: not _owner_alive(name))
